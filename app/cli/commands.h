@@ -1,0 +1,15 @@
+#pragma once
+// Each trackscope-cli subcommand registers itself on the CLI11 app. A command's callback sets the process
+// exit code through `exit_code`; errors are printed as one clear line on stderr.
+
+#include <CLI/CLI.hpp>
+
+namespace trackscope::app {
+
+struct CliContext {
+  int exit_code = 0;
+};
+
+void add_devices_command(CLI::App& app, CliContext& context);
+
+}  // namespace trackscope::app

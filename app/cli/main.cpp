@@ -1,0 +1,34 @@
+// trackscope-cli: the headless tool (video info, frame export, tracking, benchmarks, conversion).
+#include <cstdio>
+#include <string_view>
+
+#include "cli/commands.h"
+#include "core/log.h"
+
+int main(int argc, char** argv) {
+  using namespace trackscope;
+  bool verbose = false;
+  CLI::App app{"trackscope-cli: track points through video with LocoTrack, headless"};
+  app.require_subcommand(1);
+  app.add_flag("-v,--verbose", verbose, "log debug messages to stderr");
+  app::CliContext context;
+  app::add_devices_command(app, context);
+
+  core::log::SinkHandle sink;
+  app.parse_complete_callback([&] {
+    sink = core::log::add_sink(
+        [](core::log::Level level, std::string_view text) {
+          std::fprintf(stderr, "[%s] %.*s\n", core::log::to_string(level), static_cast<int>(text.size()), text.data());
+        },
+        verbose ? core::log::Level::debug : core::log::Level::warning);
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trackscope-cli: error: %s\n", e.what());
+    return 1;
+  }
+  return context.exit_code;
+}

@@ -1,0 +1,122 @@
+#pragma once
+// The tracker interface of the core. gpu/ implements it (LocoTrack on LibTorch); ui/ and the CLI use it only
+// through this header. app/ wires a TrackerFactory implementation into whoever needs one.
+//
+//   std::unique_ptr<TrackerFactory> factory = gpu::make_tracker_factory();     // in app/
+//   TrackerOptions options; options.device = "cuda:0"; options.model = "small";
+//   if (Status s = options.check(); !s) ...
+//   Expected<std::unique_ptr<PointTracker>> tracker = factory->create(options);
+//   Expected<TrackSet> tracks = (*tracker)->track(video, request, observer, stop_token);
+//
+// Threads: a PointTracker is used by one thread at a time (the tracking thread owns every torch/CUDA call of
+// a job). TrackObserver callbacks run on that thread; receivers re-post them to their own thread.
+
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "core/stage_timing.h"
+#include "core/status.h"
+#include "core/tracks.h"
+#include "core/video_source.h"
+
+namespace trackscope::core {
+
+enum class Precision {
+  fp32,   // exact: float32, TF32 off (parity with the official implementation)
+  tf32,   // float32 storage, TF32 tensor cores for convolutions and matrix products (compute capability >= 8.0)
+  bf16,   // bfloat16 compute (fast on compute capability >= 8.0, emulated and slow below)
+  fp16,   // float16 compute (tensor cores from compute capability 7.0)
+};
+const char* to_string(Precision precision);
+Expected<Precision> parse_precision(std::string_view text);
+
+enum class ResizeFilter {
+  bilinear,   // as the official inference(): bilinear, align_corners=false, no antialias, on float frames
+  lanczos,    // as the official evaluation and demo: PIL Lanczos on uint8 before normalisation
+};
+const char* to_string(ResizeFilter filter);
+Expected<ResizeFilter> parse_resize_filter(std::string_view text);
+
+struct TrackerOptions {
+  std::string model = "default";    // "default" (the bundled model), "small"/"base" (official checkpoints in the model folder), or a weights file path
+  std::string device = "auto";      // "auto" (first CUDA device, else CPU), "cpu", "cuda", "cuda:N"
+  Precision precision = Precision::fp32;
+  ResizeFilter resize = ResizeFilter::bilinear;
+  int query_chunk = 0;              // queries per chunk; 0 = chosen from the memory budget
+  int64_t memory_budget_mb = 0;     // upper bound for the tracker's working memory; 0 = automatic
+
+  Status check() const;
+};
+
+/// A device the tracker can run on.
+struct DeviceDescription {
+  std::string id;                   // "cpu", "cuda:0", ...
+  std::string name;                 // "NVIDIA H200", "CPU (16 threads)"
+  int multiprocessors = 0;          // SMs, or CPU threads for the CPU
+  int64_t memory_bytes = 0;         // device memory (0 for the CPU: host memory)
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
+  bool is_cuda() const { return id.rfind("cuda", 0) == 0; }
+};
+
+/// What a tracker instance is: which model, on which device, at which precision.
+struct TrackerDescription {
+  std::string model_name;           // "LocoTrack-S (bundled default)", "LocoTrack-B (official checkpoint)"
+  std::string model_size;           // "small" / "base"
+  std::string weights_path;
+  std::string weights_sha256;
+  DeviceDescription device;
+  Precision precision = Precision::fp32;
+  int64_t parameter_count = 0;
+};
+
+/// The frames to track over: [first_frame, end_frame). end_frame = -1 means to the end of the video.
+struct TrackRequest {
+  std::vector<Query> queries;
+  int64_t first_frame = 0;
+  int64_t end_frame = -1;
+};
+
+struct TrackProgress {
+  double fraction = 0.0;            // 0..1 over the whole request
+  int chunks_done = 0;
+  int chunk_count = 0;
+  std::string phase;                // "decoding", "features", "tracking chunk 2/4"
+};
+
+/// Callbacks from a running track() call. All run on the tracking thread; keep them quick.
+class TrackObserver {
+ public:
+  virtual ~TrackObserver() = default;
+  virtual void on_progress(const TrackProgress& progress) {}
+  virtual void on_stage(const StageSample& sample) {}
+  /// Tracks of the queries [first_query, first_query + partial.tracks.size()) are final.
+  virtual void on_partial(const TrackSet& partial, size_t first_query) {}
+};
+
+class PointTracker {
+ public:
+  virtual ~PointTracker() = default;
+  virtual const TrackerDescription& description() const = 0;
+
+  /// Tracks every query of `request` through the frames of the request. Query frames must lie inside the
+  /// request's frame range. Returns cancelled when `stop` is requested (checked at chunk boundaries),
+  /// out_of_memory when even the smallest split does not fit, invalid_argument for bad queries.
+  virtual Expected<TrackSet> track(VideoSource& video, const TrackRequest& request, TrackObserver& observer,
+                                   std::stop_token stop) = 0;
+};
+
+class TrackerFactory {
+ public:
+  virtual ~TrackerFactory() = default;
+  /// Every device the factory can run on, the CPU first.
+  virtual std::vector<DeviceDescription> devices() const = 0;
+  /// Loads the model on the device. Fails with a user-actionable Status (weights missing or mismatched,
+  /// no such device, precision unsupported on the device).
+  virtual Expected<std::unique_ptr<PointTracker>> create(const TrackerOptions& options) = 0;
+};
+
+}  // namespace trackscope::core

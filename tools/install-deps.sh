@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Trackscope needs to build, run and test (about a minute).
+set -euo pipefail
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config ccache git
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libxkbcommon-dev
+  libtorch-dev
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev ffmpeg
+  nlohmann-json3-dev libfmt-dev libcli11-dev libzip-dev
+  libgtest-dev libgmock-dev
+  xvfb xauth
+)
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
