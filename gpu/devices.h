@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/point_tracker.h"
+#include "core/tracking/point_tracker.h"
 
 namespace trackscope::gpu {
 

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "core/log.h"
-#include "core/point_tracker.h"
-#include "core/stage_timing.h"
+#include "core/tracking/point_tracker.h"
+#include "core/perf/stage_timing.h"
 #include "core/status.h"
 
 namespace trackscope::core {

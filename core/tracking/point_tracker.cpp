@@ -1,4 +1,4 @@
-#include "core/point_tracker.h"
+#include "core/tracking/point_tracker.h"
 
 #include <fmt/format.h>
 

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "core/stage_timing.h"
+#include "core/perf/stage_timing.h"
 #include "core/status.h"
-#include "core/tracks.h"
-#include "core/video_source.h"
+#include "core/tracking/tracks.h"
+#include "core/video/video_source.h"
 
 namespace trackscope::core {
 

@@ -1,4 +1,4 @@
-#include "core/stage_timing.h"
+#include "core/perf/stage_timing.h"
 
 namespace trackscope::core {
 
