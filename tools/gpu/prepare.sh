@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the carry folder (.gpu-carry) that the GPU machine needs: a minimal FFmpeg, GoogleTest, the header
+# libraries, and the shared fixtures/test clips the GPU tests and benchmarks read. Run here (Debian 12) from
+# anywhere; the first run takes ~3 minutes (FFmpeg build), later ones seconds.
+#   tools/gpu/prepare.sh [--fixtures small|base|all|none] [--with-qt]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+FIXTURES=small
+EXTRA=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --fixtures) FIXTURES=$2; shift ;;
+    --with-qt) EXTRA+=(--with-qt) ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+DATA=(--data testdata/pips2_camel.mp4 --data testdata/horsejump-high_480p/video
+      --data testdata/derived_badja_horsejump-high_854x480.csv)
+case "$FIXTURES" in
+  small|all) DATA+=(--data fixtures/locotrack/parity_inputs.safetensors --data fixtures/locotrack/parity_small.safetensors
+                    --data fixtures/locotrack/locotrack_small_random_bf16-0.safetensors
+                    --data fixtures/locotrack/locotrack_small_random_bf16-1.safetensors) ;;&
+  base|all)  DATA+=(--data fixtures/locotrack/parity_inputs.safetensors --data fixtures/locotrack/parity_base.safetensors
+                    --data fixtures/locotrack/locotrack_base_random_bf16-0.safetensors
+                    --data fixtures/locotrack/locotrack_base_random_bf16-1.safetensors) ;;
+  none|small|base|all) ;;
+  *) echo "--fixtures takes small, base, all or none" >&2; exit 2 ;;
+esac
+cd "$ROOT"
+"$ROOT/../shared/device/prepare_carry.sh" "${EXTRA[@]}" \
+  --deb nlohmann-json3-dev --deb libcli11-dev --deb libfmt-dev --deb libfmt9 \
+  "${DATA[@]}" .gpu-carry
