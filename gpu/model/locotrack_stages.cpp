@@ -360,7 +360,8 @@ ForwardOutput forward(const LocoTrack& model, const at::Tensor& video, const at:
   TORCH_CHECK(grids->frames() == video.size(1), "forward: feature grids of ", grids->frames(), " frames for a video of ",
               video.size(1));
   const at::Tensor queries = query_points_tyx.to(grids->lowres.device(), at::kFloat);
-  const QueryFeatures query_features = compute_query_features(*grids, queries);
+  const QueryFeatures query_features =
+      queries.size(1) > 0 ? compute_query_features(*grids, queries) : QueryFeatures{};
   const int iterations = model.config().refinement_iterations;
   std::vector<std::vector<TrackState>> per_iteration(static_cast<std::size_t>(iterations) + 1);
   for (std::int64_t begin = 0; begin < queries.size(1); begin += query_chunk) {

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include <string>
 
 #include "core/io/safetensors.h"
+#include "gpu/cpu_runtime.h"
 #include "gpu/model/locotrack.h"
 #include "gpu/model_weights.h"
 #include "gpu/weights/weights.h"
@@ -28,6 +30,16 @@ using model::LocoTrackConfig;
 using model::ModelSize;
 
 const fs::path kFixtures = fs::path(TRACKSCOPE_SHARED_DIR) / "fixtures" / "locotrack";
+
+// One CPU thread (deterministic; CI runs suites side by side on 2 cores) and no page-fault storm (cpu_runtime.h).
+class CpuSetup : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    set_cpu_threads(1);
+    keep_freed_host_memory();
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kCpuSetup = ::testing::AddGlobalTestEnvironment(new CpuSetup);
 
 fs::path fixture_weights(ModelSize size) {
   return kFixtures / fmt::format("locotrack_{}_random_bf16.safetensors", model::model_size_name(size));
@@ -45,10 +57,7 @@ nlohmann::ordered_json official_shapes() {
   return nlohmann::ordered_json::parse(in);
 }
 
-class PerSize : public ::testing::TestWithParam<ModelSize> {
- protected:
-  void SetUp() override { at::set_num_threads(1); }
-};
+class PerSize : public ::testing::TestWithParam<ModelSize> {};
 
 TEST_P(PerSize, NamedParametersAreExactlyTheOfficialKeysInOrder) {
   const ModelSize size = GetParam();
@@ -275,7 +284,6 @@ TEST(LocoTrackWeights, RecognisesOfficialCheckpointsBySha256) {
 }
 
 TEST(LocoTrackAutograd, EveryParameterReceivesAGradientThroughAllIterations) {
-  at::set_num_threads(1);
   at::manual_seed(7);
   LocoTrack model(LocoTrackConfig{ModelSize::small});
   model.train();
@@ -295,8 +303,22 @@ TEST(LocoTrackAutograd, EveryParameterReceivesAGradientThroughAllIterations) {
   }
   EXPECT_TRUE(without.empty()) << "no or non-finite gradient: " << fmt::format("{}", fmt::join(without, ", "));
   const at::Tensor output_grad = model.torch_pips_mixer->output_proj->weight.grad();
+  ASSERT_TRUE(output_grad.defined());
   EXPECT_GT(output_grad.narrow(0, 0, 4).abs().sum().item<double>(), 0.0);
   EXPECT_EQ(output_grad.narrow(0, 4, 384).abs().sum().item<double>(), 0.0);
+}
+
+TEST(LocoTrackForward, NoQueriesGiveEmptyTracksAndBadShapesAreRejected) {
+  LocoTrack model(LocoTrackConfig{ModelSize::small});
+  c10::InferenceMode inference;
+  const at::Tensor video = at::zeros({1, 1, 256, 256, 3});
+  const model::ForwardOutput out = model::forward(model, video, at::zeros({1, 0, 3}));
+  EXPECT_EQ(out.tracks.sizes(), (std::vector<std::int64_t>{1, 0, 1, 2}));
+  EXPECT_EQ(out.occlusion.sizes(), (std::vector<std::int64_t>{1, 0, 1}));
+  EXPECT_EQ(out.iterations.size(), 5u);
+  EXPECT_THROW(model::forward(model, at::zeros({1, 1, 128, 128, 3}), at::zeros({1, 1, 3})), c10::Error);
+  EXPECT_THROW(model::forward(model, video, at::zeros({1, 1, 2})), c10::Error);
+  EXPECT_THROW(model::inference(model, video, at::zeros({1, 1, 3})), c10::Error) << "inference() takes uint8 video";
 }
 
 }  // namespace
