@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -319,6 +320,71 @@ TEST(LocoTrackForward, NoQueriesGiveEmptyTracksAndBadShapesAreRejected) {
   EXPECT_THROW(model::forward(model, at::zeros({1, 1, 128, 128, 3}), at::zeros({1, 1, 3})), c10::Error);
   EXPECT_THROW(model::forward(model, video, at::zeros({1, 1, 2})), c10::Error);
   EXPECT_THROW(model::inference(model, video, at::zeros({1, 1, 3})), c10::Error) << "inference() takes uint8 video";
+}
+
+TEST(LocoTrackStages, WindowedSoftArgmaxTakesTheFirstPeakAndAStrictRadius) {
+  // Two equal peaks: the first in raster order wins; its window (distance^2 < 25 cells) excludes the second.
+  at::Tensor heat = at::zeros({1, 64, 64});
+  heat[0][10][20] = 0.4;  // (x, y) = (20.5, 10.5)
+  heat[0][40][50] = 0.4;
+  heat[0][10][25] = 0.2;  // exactly 5 cells right of the peak: outside (strict <)
+  heat[0][13][24] = 0.1;  // distance^2 = 9 + 16 = 25: outside
+  heat[0][12][23] = 0.1;  // distance^2 = 4 + 9 = 13: inside
+  const at::Tensor xy = model::windowed_soft_argmax(heat);
+  ASSERT_EQ(xy.sizes(), (std::vector<std::int64_t>{1, 2}));
+  EXPECT_NEAR(xy[0][0].item<double>(), (0.4 * 20.5 + 0.1 * 23.5) / 0.5, 1e-5);
+  EXPECT_NEAR(xy[0][1].item<double>(), (0.4 * 10.5 + 0.1 * 12.5) / 0.5, 1e-5);
+  // A peak in the corner: cells outside the map do not count; all-zero maps give (0, 0) like the reference.
+  at::Tensor corner = at::zeros({2, 64, 64});
+  corner[0][0][0] = 1.0;
+  corner[0][1][1] = 1.0 / 3.0;
+  const at::Tensor c = model::windowed_soft_argmax(corner);
+  EXPECT_NEAR(c[0][0].item<double>(), (0.5 + 1.5 / 3.0) / (4.0 / 3.0), 1e-5);
+  EXPECT_EQ(c[1][0].item<double>(), 0.0);
+  EXPECT_EQ(c[1][1].item<double>(), 0.0);
+}
+
+TEST(LocoTrackStages, AlibiBiasHasTheDocumentedSlopesAndMasks) {
+  const at::Tensor small = model::alibi_bias(4, 5, at::TensorOptions());
+  ASSERT_EQ(small.sizes(), (std::vector<std::int64_t>{4, 5, 5}));
+  // LOCOTRACK.md §2 stage 5: small slopes [0.2041241, 0.0416667], forward heads first, then backward heads.
+  EXPECT_NEAR(small[0][3][2].item<double>(), -0.2041241, 1e-7);  // forward: -s (i - j) for j <= i
+  EXPECT_NEAR(small[1][4][0].item<double>(), -4 * 0.0416667, 1e-6);
+  EXPECT_EQ(small[0][2][3].item<double>(), -1e9);                 // forward heads never look ahead
+  EXPECT_NEAR(small[2][1][4].item<double>(), -3 * 0.2041241, 1e-6);  // backward: -s (j - i) for j >= i
+  EXPECT_EQ(small[3][4][1].item<double>(), -1e9);
+  EXPECT_EQ(small[2][3][3].item<double>(), 0.0);
+  const at::Tensor base = model::alibi_bias(6, 3, at::TensorOptions());
+  EXPECT_NEAR(-base[0][1][0].item<double>(), 0.3466806, 1e-7);
+  EXPECT_NEAR(-base[1][1][0].item<double>(), 0.1201875, 1e-7);
+  EXPECT_NEAR(-base[5][0][1].item<double>(), 0.0416667, 1e-7);
+}
+
+TEST(LocoTrackStages, RelativeMotionEncodingOrder) {
+  // Tracks (x, y) over 3 frames in 256 space.
+  const at::Tensor tracks = at::tensor({10.f, 20.f, 12.f, 16.f, 12.f, 16.f}).view({1, 1, 3, 2});
+  const at::Tensor e = model::relative_motion_encoding(tracks);
+  ASSERT_EQ(e.sizes(), (std::vector<std::int64_t>{1, 1, 3, 84}));
+  // u at frame 0 = [fwd_x, fwd_y, bwd_x, bwd_y] = [(10-12)/256, (20-16)/256, 0, 0].
+  EXPECT_FLOAT_EQ(e[0][0][0][0].item<float>(), -2.f / 256);
+  EXPECT_FLOAT_EQ(e[0][0][0][1].item<float>(), 4.f / 256);
+  EXPECT_FLOAT_EQ(e[0][0][0][2].item<float>(), 0.f);
+  EXPECT_FLOAT_EQ(e[0][0][1][2].item<float>(), 2.f / 256);  // backward motion at frame 1
+  EXPECT_FLOAT_EQ(e[0][0][2][0].item<float>(), 0.f);        // no forward motion at the last frame
+  // s-major: sin(2^s u_c) at 4 + 4 s + c; cos as sin(x + pi/2) 40 entries later.
+  EXPECT_NEAR(e[0][0][0][4 + 4 * 3 + 1].item<double>(), std::sin(8.0 * 4 / 256), 1e-6);
+  EXPECT_NEAR(e[0][0][0][44 + 4 * 9 + 0].item<double>(), std::cos(512.0 * -2 / 256), 1e-5);
+}
+
+TEST(LocoTrackStages, OcclusionRuleIsTheOfficialOne) {
+  // p = 1 - (1 - sigmoid(occ)) (1 - sigmoid(expd)); occluded iff p > 0.5.
+  const at::Tensor occlusion = at::tensor({0.f, -5.f, -5.f, 3.f});
+  const at::Tensor expected = at::tensor({0.f, -5.f, 0.f, -9.f});
+  const at::Tensor p = model::occlusion_probability(occlusion, expected);
+  EXPECT_NEAR(p[0].item<double>(), 0.75, 1e-7);
+  EXPECT_LT(p[1].item<double>(), 0.5);
+  EXPECT_GT(p[2].item<double>(), 0.5);  // an uncertain position alone makes the point count as occluded
+  EXPECT_GT(p[3].item<double>(), 0.5);
 }
 
 }  // namespace
