@@ -22,4 +22,11 @@ inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Te
 #endif
 }
 
+/// Allows or forbids TF32 tensor-core math for fp32 cuDNN convolutions and cuBLAS matmuls (both LibTorch
+/// versions keep these two switches; 1.13 simply has no effect without CUDA). Parity runs need them off.
+inline void set_tf32_allowed(bool allowed) {
+  at::globalContext().setAllowTF32CuDNN(allowed);
+  at::globalContext().setAllowTF32CuBLAS(allowed);
+}
+
 }  // namespace trackscope::gpu::compat

@@ -11,5 +11,6 @@ struct CliContext {
 };
 
 void add_devices_command(CLI::App& app, CliContext& context);
+void add_convert_command(CLI::App& app, CliContext& context);
 
 }  // namespace trackscope::app

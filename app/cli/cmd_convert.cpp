@@ -1,0 +1,36 @@
+// trackscope-cli convert IN OUT [--dtype f32|f16|bf16]: LocoTrack weights (.ckpt / .pt / .safetensors, shards)
+// to one strict-checked .safetensors file with the official keys.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "gpu/model_weights.h"
+
+namespace trackscope::app {
+
+void add_convert_command(CLI::App& app, CliContext& context) {
+  CLI::App* command = app.add_subcommand(
+      "convert", "convert LocoTrack weights (PyTorch .ckpt, .safetensors or shards) to one .safetensors file");
+  auto options = std::make_shared<gpu::ConvertOptions>();
+  command->add_option("input", options->input, "weights to read: .ckpt/.pt (torch.save zip) or .safetensors, "
+                                               "a '*' pattern or the stem of shards stem-0/-1/...")
+      ->required();
+  command->add_option("output", options->output, "the .safetensors file to write")->required();
+  command->add_option("--dtype", options->dtype, "dtype of the written tensors")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+  command->callback([options, &context] {
+    core::Expected<gpu::ModelWeightsInfo> info = gpu::convert_model_weights(*options);
+    if (!info) {
+      std::fprintf(stderr, "trackscope-cli convert: error: %s\n", info.status().message().c_str());
+      context.exit_code = 1;
+      return;
+    }
+    std::printf("read    %s\n        %s\nwrote   %s (%s)\n", options->input.string().c_str(), info->summary().c_str(),
+                options->output.string().c_str(), options->dtype.c_str());
+    context.exit_code = 0;
+  });
+}
+
+}  // namespace trackscope::app

@@ -1,0 +1,30 @@
+#include "gpu/cpu_runtime.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace trackscope::gpu {
+
+bool keep_freed_host_memory() {
+#if defined(__GLIBC__)
+  const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
+  const bool trim = mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
+  return no_mmap && trim;
+#else
+  return false;
+#endif
+}
+
+int set_cpu_threads(int threads) {
+  at::set_num_threads(std::max(1, threads));
+  return at::get_num_threads();
+}
+
+int cpu_threads() { return at::get_num_threads(); }
+
+}  // namespace trackscope::gpu
