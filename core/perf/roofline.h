@@ -6,7 +6,8 @@
 //
 //   Roofline roofline = compute_roofline(profile, profile.cases[0]);
 //   for (const StageRoofline& s : roofline.stages) if (s.flagged) log::info("{}: {:.0f}x its floor", s.stage, s.above_floor);
-//   Expected<Profile> t4 = predict_profile(profile, 0, *find_gpu_spec("t4"), {.precision = Precision::bf16});
+//   WhatIfOptions bf16;  bf16.precision = Precision::bf16;
+//   Expected<Profile> t4 = predict_profile(profile, 0, *find_gpu_spec("t4"), bf16);
 //
 // Precision per stage: a stage runs at the precision of the case, except that with precision fp32 the TF32 flags
 // decide (cuDNN flag for convolution stages, matmul flag for matrix stages), and TF32 needs compute capability 8.0:

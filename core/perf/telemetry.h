@@ -3,7 +3,7 @@
 // active GPU (NVML, gpu/telemetry_nvml.h), or thread count and utilisation of the CPU (/proc/stat), sampled on a
 // thread at ~10 Hz into a ring buffer that the GUI and the bench read through a snapshot.
 //
-//   Expected<std::unique_ptr<TelemetrySource>> source = gpu::open_nvml_telemetry({.cuda_device_index = 0});
+//   Expected<std::unique_ptr<TelemetrySource>> source = gpu::open_device_telemetry(device);   // NVML or /proc/stat
 //   auto sampler = TelemetrySampler::create({}, std::move(source));    // an error source = "no telemetry: why"
 //   (*sampler)->start();
 //   ...                                                                 // GUI: a 10 Hz QTimer calls snapshot()

@@ -279,7 +279,9 @@ TEST(WhatIf, T4Bf16AgainstTheH200IsDiagnosedAsEmulationAndTf32) {
                                                       [](const ProfileCase& c) { return c.name == "small-n1024-t47-c64-default"; }) -
                                          h200->cases.begin());
   ASSERT_LT(index, h200->cases.size());
-  Expected<Profile> t4 = predict_profile(*h200, index, *find_gpu_spec("Tesla T4"), {.precision = Precision::bf16});
+  WhatIfOptions bf16;
+  bf16.precision = Precision::bf16;
+  Expected<Profile> t4 = predict_profile(*h200, index, *find_gpu_spec("Tesla T4"), bf16);
   ASSERT_TRUE(t4);
   EXPECT_EQ(t4->cases[0].config.precision, Precision::bf16);
   EXPECT_NEAR(t4->cases[0].find_stage(Stage::backbone)->bytes, h200->cases[index].find_stage(Stage::backbone)->bytes / 2, 1.0);

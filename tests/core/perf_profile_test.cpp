@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/perf/profile.h"
 
@@ -225,6 +226,37 @@ TEST(ProfileJson, ReadsTheTranscribedH200Fixture) {
   EXPECT_DOUBLE_EQ(official->find_stage(Stage::backbone)->stats.median_ms, 12.8);
   EXPECT_DOUBLE_EQ(official->find_stage(Stage::refine_correlation)->stats.median_ms, 73.4 + 43.5);
   EXPECT_EQ(official->find_stage(Stage::refine_encoder)->executions_per_run, 16);
+}
+
+}  // namespace
+}  // namespace trackscope::core
+
+namespace trackscope::core {
+namespace {
+
+TEST(ProfileJson, TheSchemaDocumentsExampleParses) {
+  std::ifstream in(fs::path(TRACKSCOPE_SOURCE_DIR) / "docs/bench-json-schema.md");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const size_t begin = doc.find("```json\n");
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = doc.find("```", begin + 8);
+  Expected<Profile> example = profile_from_json(doc.substr(begin + 8, end - begin - 8));
+  ASSERT_TRUE(example) << example.status().message();
+  ASSERT_EQ(example->cases.size(), 1u);
+  const ProfileCase& c = example->cases[0];
+  EXPECT_EQ(c.stages.size(), 3u);
+  EXPECT_EQ(c.find_stage(Stage::refine_encoder)->iterations.size(), 4u);
+  EXPECT_EQ(c.find_stage(Stage::backbone)->warmup_ms.size(), 2u);
+  ASSERT_TRUE(c.telemetry);
+  EXPECT_EQ(c.telemetry->throttle_reasons_seen, throttle_reason::gpu_idle);
+  EXPECT_EQ(*example->device.measured_peaks.bandwidth_gbps, 4150.0);
+  // Writing it back and reading again loses nothing.
+  Expected<Profile> again = profile_from_json(profile_to_json(*example));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, *example);
 }
 
 }  // namespace
