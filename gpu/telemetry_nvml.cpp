@@ -62,7 +62,7 @@ void bind(void* library, F& function, std::initializer_list<const char*> names) 
 
 class NvmlSource final : public core::TelemetrySource {
  public:
-  NvmlSource(void* library, NvmlApi api, nvmlDevice_t device, std::string description)
+  NvmlSource(void* library, const NvmlApi& api, nvmlDevice_t device, std::string description)
       : library_(library), api_(api), device_(device), description_(std::move(description)) {}
   ~NvmlSource() override {
     api_.shutdown();

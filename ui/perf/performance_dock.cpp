@@ -71,7 +71,11 @@ PerformanceDock::PerformanceDock(QWidget* parent) : QDockWidget(tr("Performance"
   run_warnings_->hide();
 }
 
-PerformanceDock::~PerformanceDock() { timer_->stop(); }
+PerformanceDock::~PerformanceDock() {
+  timer_->stop();
+  // The comparison view reads entries_: destroy the widgets before the members they refer to.
+  delete widget();
+}
 
 void PerformanceDock::setDevices(const std::vector<core::DeviceDescription>& devices, const QString& current_id) {
   devices_->setDevices(devices, current_id);
