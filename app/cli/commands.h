@@ -12,5 +12,7 @@ struct CliContext {
 
 void add_devices_command(CLI::App& app, CliContext& context);
 void add_convert_command(CLI::App& app, CliContext& context);
+void add_compare_command(CLI::App& app, CliContext& context);   // cmd_compare.cpp
+void add_gpus_command(CLI::App& app, CliContext& context);      // cmd_compare.cpp
 
 }  // namespace trackscope::app

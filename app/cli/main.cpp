@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   app::CliContext context;
   app::add_devices_command(app, context);
   app::add_convert_command(app, context);
+  app::add_compare_command(app, context);
+  app::add_gpus_command(app, context);
 
   core::log::SinkHandle sink;
   app.parse_complete_callback([&] {

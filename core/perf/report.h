@@ -1,0 +1,34 @@
+#pragma once
+// Text and CSV renderings of the performance analyses, shared by `trackscope-cli` (tables on stdout) and the
+// performance dock's report export (CSV files).
+//
+//   std::cout << format_comparison(comparison);
+//   std::ofstream("comparison.csv") << comparison_csv(comparison);
+//
+// Threads: pure functions.
+
+#include <string>
+
+#include "core/perf/diagnosis.h"
+#include "core/perf/gpu_specs.h"
+#include "core/perf/roofline.h"
+
+namespace trackscope::core {
+
+/// The GPU specification table, one row per card, with the source of each row below.
+std::string format_gpu_spec_table(bool with_sources = true);
+/// Per-stage roofline table with a header naming the device and its peaks.
+std::string format_roofline(const Roofline& roofline);
+/// Per-stage comparison (A ms, B ms, measured, predicted, precision-aware ratio, excess), then the causes of the
+/// highlighted stages and the warnings.
+std::string format_comparison(const Comparison& comparison);
+/// One line per case: name, end-to-end median and p90, points/s, peak memory.
+std::string format_profile_summary(const Profile& profile);
+
+/// CSV with a header row; numbers in plain decimal; empty cells for unknown values.
+std::string roofline_csv(const Roofline& roofline);
+std::string comparison_csv(const Comparison& comparison);
+/// Every stage of every case: case, stage, median/p90/min/mean ms, flops, bytes.
+std::string profile_stages_csv(const Profile& profile);
+
+}  // namespace trackscope::core

@@ -1,0 +1,73 @@
+#pragma once
+// Side-by-side comparison of two profiled runs (live runs, bench JSON files opened from disk, or what-if
+// predictions): the two stacked bars next to each other, a per-stage table with the measured ratio, the ratio
+// predicted from the two devices' specifications and the precision-aware one, highlighted rows where the
+// measured ratio is more than 2x off, the likely causes, and the trap warnings. A what-if selector asks for
+// the prediction of A on another GPU of the table. GUI thread only.
+
+#include <QWidget>
+
+#include <optional>
+#include <vector>
+
+#include "core/perf/diagnosis.h"
+#include "ui/perf/profile_entry.h"
+
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QTableWidget;
+class QTextBrowser;
+
+namespace trackscope::ui {
+
+class StageBreakdownChart;
+
+class ComparisonView : public QWidget {
+  Q_OBJECT
+ public:
+  enum Column { kStage, kAms, kBms, kMeasured, kPredicted, kPrecisionAware, kExcess, kCauses, kColumnCount };
+
+  /// `entries` is owned by the caller (the dock) and outlives the view.
+  explicit ComparisonView(const std::vector<ProfileEntry>& entries, QWidget* parent = nullptr);
+
+  /// Re-reads the entries (after the caller added some), keeping the selection.
+  void entriesChanged();
+  /// Selects the entries compared (indices into the entries; -1 = none) and recomputes.
+  void select(int a, int b);
+  int selectedA() const;
+  int selectedB() const;
+
+  const std::optional<core::Comparison>& comparison() const { return comparison_; }
+  QTableWidget* table() const { return table_; }
+  StageBreakdownChart* sideBySideChart() const { return chart_; }
+  QString diagnosisText() const;
+  QComboBox* whatIfGpuCombo() const { return what_if_gpu_; }
+  QComboBox* whatIfPrecisionCombo() const { return what_if_precision_; }
+
+ Q_SIGNALS:
+  /// The user wants to open a profile JSON file (the dock shows the dialog and adds the file's cases).
+  void openFileRequested();
+  /// The user asked for a what-if of side A on `gpu_key` ("t4"), at `precision` ("" = A's own).
+  void whatIfRequested(const QString& gpu_key, const QString& precision);
+
+ private:
+  void recompute();
+  void fillTable(const core::Comparison& comparison);
+  void fillDiagnosis(const core::Comparison& comparison);
+
+  const std::vector<ProfileEntry>& entries_;
+  QComboBox* a_ = nullptr;
+  QComboBox* b_ = nullptr;
+  QPushButton* open_ = nullptr;
+  QComboBox* what_if_gpu_ = nullptr;
+  QComboBox* what_if_precision_ = nullptr;
+  QPushButton* what_if_run_ = nullptr;
+  StageBreakdownChart* chart_ = nullptr;
+  QTableWidget* table_ = nullptr;
+  QLabel* summary_ = nullptr;
+  QTextBrowser* diagnosis_ = nullptr;
+  std::optional<core::Comparison> comparison_;
+};
+
+}  // namespace trackscope::ui

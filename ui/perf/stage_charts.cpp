@@ -1,0 +1,215 @@
+#include "ui/perf/stage_charts.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QChart>
+#include <QLineSeries>
+#include <QStackedBarSeries>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <map>
+
+namespace trackscope::ui {
+
+namespace {
+
+// Stage order for stacking: canonical stages first, then unknown names alphabetically.
+int stage_rank(const QString& name) {
+  const std::optional<core::Stage> stage = core::stage_from_name(name.toStdString());
+  if (!stage) return 1000;
+  return static_cast<int>(std::find(core::kAllStages.begin(), core::kAllStages.end(), *stage) - core::kAllStages.begin());
+}
+
+void sort_stage_names(QStringList& names) {
+  std::stable_sort(names.begin(), names.end(), [](const QString& a, const QString& b) {
+    const int ra = stage_rank(a), rb = stage_rank(b);
+    return ra != rb ? ra < rb : a < b;
+  });
+}
+
+}  // namespace
+
+QColor stage_color(const QString& stage_name) {
+  static const std::map<QString, QColor> colors = {
+      {"decode", QColor(0x9e, 0x9e, 0x9e)},           {"resize_normalize", QColor(0xbd, 0xbd, 0xbd)},
+      {"upload", QColor(0x78, 0x90, 0x9c)},           {"backbone", QColor(0x1f, 0x77, 0xb4)},
+      {"query_features", QColor(0x17, 0xbe, 0xcf)},   {"init", QColor(0x2c, 0xa0, 0x2c)},
+      {"refine_correlation", QColor(0xff, 0x7f, 0x0e)}, {"refine_encoder", QColor(0xd6, 0x27, 0x28)},
+      {"refine_transformer", QColor(0x94, 0x67, 0xbd)}, {"assembly", QColor(0x8c, 0x56, 0x4b)},
+      {"download", QColor(0x54, 0x6e, 0x7a)}};
+  const auto it = colors.find(stage_name);
+  if (it != colors.end()) return it->second;
+  return QColor::fromHsv(static_cast<int>(qHash(stage_name) % 360), 120, 200);
+}
+
+// ---- breakdown --------------------------------------------------------------------------------------------
+
+StageBreakdownChart::StageBreakdownChart(QWidget* parent) : QChartView(parent) {
+  auto* chart = new QChart();
+  chart->setAnimationOptions(QChart::NoAnimation);
+  chart->legend()->setAlignment(Qt::AlignRight);
+  chart->setTitle(tr("Time per stage (ms)"));
+  setChart(chart);
+  setRenderHint(QPainter::Antialiasing);
+  setMinimumHeight(180);
+  rebuild({}, {});
+}
+
+void StageBreakdownChart::setLegendAlignment(Qt::Alignment alignment) { chart()->legend()->setAlignment(alignment); }
+
+QStringList StageBreakdownChart::categories() const {
+  for (QAbstractAxis* axis : chart()->axes(Qt::Horizontal)) {
+    if (auto* categories = qobject_cast<QBarCategoryAxis*>(axis)) return categories->categories();
+  }
+  return {};
+}
+
+void StageBreakdownChart::rebuild(const QStringList& categories, const std::vector<std::pair<QString, std::vector<double>>>& sets) {
+  QChart* c = chart();
+  c->removeAllSeries();   // deletes the old series and their sets
+  for (QAbstractAxis* axis : c->axes()) {
+    c->removeAxis(axis);
+    delete axis;
+  }
+  series_ = new QStackedBarSeries();
+  double max_total = 0.0;
+  std::vector<double> totals(static_cast<size_t>(categories.size()), 0.0);
+  for (const auto& [name, values] : sets) {
+    auto* set = new QBarSet(name);
+    set->setColor(stage_color(name));
+    for (size_t i = 0; i < values.size(); ++i) {
+      set->append(values[i]);
+      totals[i] += values[i];
+    }
+    series_->append(set);
+  }
+  for (double total : totals) max_total = std::max(max_total, total);
+  c->addSeries(series_);
+  auto* x = new QBarCategoryAxis();
+  x->append(categories);
+  c->addAxis(x, Qt::AlignBottom);
+  series_->attachAxis(x);
+  auto* y = new QValueAxis();
+  y->setTitleText(tr("ms"));
+  y->setRange(0.0, max_total > 0.0 ? max_total * 1.05 : 1.0);
+  y->setLabelFormat("%.0f");
+  c->addAxis(y, Qt::AlignLeft);
+  series_->attachAxis(y);
+}
+
+void StageBreakdownChart::showRuns(const std::vector<const core::ProfileCase*>& runs, const QStringList& labels) {
+  QStringList names;
+  for (const core::ProfileCase* run : runs) {
+    for (const core::StageStats& s : run->stages) {
+      if (!names.contains(QString::fromStdString(s.name))) names << QString::fromStdString(s.name);
+    }
+  }
+  sort_stage_names(names);
+  std::vector<std::pair<QString, std::vector<double>>> sets;
+  for (const QString& name : names) {
+    std::vector<double> values;
+    for (const core::ProfileCase* run : runs) {
+      const core::StageStats* s = run->find_stage(name.toStdString());
+      values.push_back(s ? s->stats.median_ms : 0.0);
+    }
+    sets.emplace_back(name, std::move(values));
+  }
+  chart()->setTitle(tr("Time per stage (ms, median)"));
+  rebuild(labels, sets);
+}
+
+void StageBreakdownChart::showLiveSamples(const std::vector<core::StageSample>& samples) {
+  int chunks = 0;
+  bool per_video = false;
+  for (const core::StageSample& s : samples) {
+    const bool chunked = s.stage == core::Stage::init || core::is_refinement_stage(s.stage) || s.stage == core::Stage::assembly;
+    if (chunked) chunks = std::max(chunks, s.chunk + 1);
+    else per_video = true;
+  }
+  QStringList categories;
+  if (per_video) categories << tr("video");
+  for (int i = 0; i < chunks; ++i) categories << tr("chunk %1").arg(i + 1);
+  std::map<QString, std::vector<double>> by_stage;
+  for (const core::StageSample& s : samples) {
+    const QString name = QString::fromStdString(std::string(core::stage_name(s.stage)));
+    auto& values = by_stage[name];
+    values.resize(static_cast<size_t>(categories.size()), 0.0);
+    const bool chunked = s.stage == core::Stage::init || core::is_refinement_stage(s.stage) || s.stage == core::Stage::assembly;
+    const int column = chunked ? s.chunk + (per_video ? 1 : 0) : 0;
+    values[static_cast<size_t>(column)] += s.elapsed_ms;
+  }
+  QStringList names;
+  for (const auto& [name, values] : by_stage) names << name;
+  sort_stage_names(names);
+  std::vector<std::pair<QString, std::vector<double>>> sets;
+  for (const QString& name : names) sets.emplace_back(name, by_stage[name]);
+  chart()->setTitle(tr("Run in progress: time per stage and chunk (ms)"));
+  rebuild(categories, sets);
+}
+
+// ---- history ----------------------------------------------------------------------------------------------
+
+StageHistoryChart::StageHistoryChart(QWidget* parent) : QChartView(parent) {
+  auto* chart = new QChart();
+  chart->setAnimationOptions(QChart::NoAnimation);
+  chart->legend()->setAlignment(Qt::AlignRight);
+  chart->setTitle(tr("Stage times across runs (ms, median)"));
+  auto* x = new QValueAxis();
+  x->setTitleText(tr("run"));
+  auto* y = new QValueAxis();
+  y->setTitleText(tr("ms"));
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  setChart(chart);
+  setRenderHint(QPainter::Antialiasing);
+  setMinimumHeight(180);
+  rescale();
+}
+
+QLineSeries* StageHistoryChart::seriesFor(const QString& stage_name) const {
+  for (QAbstractSeries* series : chart()->series()) {
+    if (series->name() == stage_name) return qobject_cast<QLineSeries*>(series);
+  }
+  return nullptr;
+}
+
+void StageHistoryChart::appendRun(const core::ProfileCase& run) {
+  ++runs_;
+  for (const core::StageStats& s : run.stages) {
+    const QString name = QString::fromStdString(s.name);
+    QLineSeries* series = seriesFor(name);
+    if (!series) {
+      series = new QLineSeries();
+      series->setName(name);
+      series->setColor(stage_color(name));
+      series->setPointsVisible(true);
+      series->setMarkerSize(8.0);
+      chart()->addSeries(series);
+      for (QAbstractAxis* axis : chart()->axes()) series->attachAxis(axis);
+    }
+    series->append(runs_, s.stats.median_ms);
+    max_ms_ = std::max(max_ms_, s.stats.median_ms);
+  }
+  rescale();
+}
+
+void StageHistoryChart::clear() {
+  chart()->removeAllSeries();
+  runs_ = 0;
+  max_ms_ = 0.0;
+  rescale();
+}
+
+void StageHistoryChart::rescale() {
+  const QList<QAbstractAxis*> x = chart()->axes(Qt::Horizontal);
+  const QList<QAbstractAxis*> y = chart()->axes(Qt::Vertical);
+  if (!x.isEmpty()) x.front()->setRange(0.0, runs_ + 1.0);
+  if (!y.isEmpty()) y.front()->setRange(0.0, max_ms_ > 0.0 ? max_ms_ * 1.1 : 1.0);
+  if (auto* axis = x.isEmpty() ? nullptr : qobject_cast<QValueAxis*>(x.front())) {
+    axis->setTickCount(runs_ + 2 <= 12 ? runs_ + 2 : 2);   // integer ticks while they fit
+    axis->setLabelFormat("%.0f");
+  }
+}
+
+}  // namespace trackscope::ui

@@ -1,0 +1,65 @@
+#pragma once
+// The dock's stage charts (QtCharts stays inside ui/perf/):
+//  * StageBreakdownChart: a stacked bar of per-stage time, one bar per run shown (the current run, or A and B
+//    side by side) or, while a run is in progress, one bar per query chunk;
+//  * StageHistoryChart: a time series of each stage's median time across runs (x = run number).
+// Both are QChartViews owning their QChart; tests inspect chart()->series(). GUI thread only.
+
+#include <QChartView>
+#include <QColor>
+#include <QStringList>
+
+#include <vector>
+
+#include "core/perf/profile.h"
+
+class QBarSet;
+class QStackedBarSeries;
+class QLineSeries;
+
+namespace trackscope::ui {
+
+/// A fixed colour per canonical stage (the same in every chart of the dock).
+QColor stage_color(const QString& stage_name);
+
+class StageBreakdownChart : public QChartView {
+  Q_OBJECT
+ public:
+  explicit StageBreakdownChart(QWidget* parent = nullptr);
+
+  /// One bar per run: `labels[i]` under the bar of `runs[i]`. Stages become the stacked sets, in canonical
+  /// order (unknown stage names after them).
+  void showRuns(const std::vector<const core::ProfileCase*>& runs, const QStringList& labels);
+  /// One bar per query chunk from the samples of a run in progress (refinement iterations summed); per-video
+  /// stages (decode .. query features) form a bar "video" before the chunks.
+  void showLiveSamples(const std::vector<core::StageSample>& samples);
+
+  QStackedBarSeries* series() const { return series_; }
+  void setLegendAlignment(Qt::Alignment alignment);
+  QStringList categories() const;
+
+ private:
+  void rebuild(const QStringList& categories, const std::vector<std::pair<QString, std::vector<double>>>& sets);
+  QStackedBarSeries* series_ = nullptr;
+};
+
+class StageHistoryChart : public QChartView {
+  Q_OBJECT
+ public:
+  explicit StageHistoryChart(QWidget* parent = nullptr);
+
+  /// Appends one run (x = its number, 1-based) to every stage's series (a stage new to the history gets a
+  /// series of its own from this run on).
+  void appendRun(const core::ProfileCase& run);
+  void clear();
+  int runCount() const { return runs_; }
+  /// The series of a stage, or nullptr.
+  QLineSeries* seriesFor(const QString& stage_name) const;
+
+ private:
+  void rescale();
+  int runs_ = 0;
+  double max_ms_ = 0.0;
+};
+
+}  // namespace trackscope::ui
