@@ -11,5 +11,8 @@ struct CliContext {
 };
 
 void add_devices_command(CLI::App& app, CliContext& context);
+void add_info_command(CLI::App& app, CliContext& context);
+void add_frames_command(CLI::App& app, CliContext& context);
+void add_bench_video_command(CLI::App& app, CliContext& context);
 
 }  // namespace trackscope::app

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "log debug messages to stderr");
   app::CliContext context;
   app::add_devices_command(app, context);
+  app::add_info_command(app, context);
+  app::add_frames_command(app, context);
+  app::add_bench_video_command(app, context);
 
   core::log::SinkHandle sink;
   app.parse_complete_callback([&] {
