@@ -81,6 +81,8 @@ Status write_file(const fs::path& path, const std::vector<uint8_t>& bytes) {
 
 }  // namespace
 
+bool png_encoder_available() { return avcodec_find_encoder(AV_CODEC_ID_PNG) != nullptr; }
+
 Status write_png(const fs::path& path, const Frame& frame) {
   Expected<std::vector<uint8_t>> bytes = encode_image(frame, AV_CODEC_ID_PNG, AV_PIX_FMT_RGB24, 0);
   if (!bytes) return bytes.status().with_context(fmt::format("cannot write {}", path.string()));

@@ -21,6 +21,10 @@ Status write_png(const std::filesystem::path& path, const Frame& frame);
 /// Errors: not_found, corrupt_data (not a PNG or damaged), unsupported (no PNG decoder).
 Expected<Frame> read_png(const std::filesystem::path& path);
 
+/// Whether this FFmpeg build can write PNG (the GPU machine's minimal FFmpeg has no encoders; JPEG needs the
+/// mjpeg encoder: video_encoder_available(VideoCodec::mjpeg)).
+bool png_encoder_available();
+
 /// Writes `frame` as a baseline JPEG with 4:4:4 chroma. `qscale` is FFmpeg's -q:v scale: 2 (best) to 31.
 Status write_jpeg(const std::filesystem::path& path, const Frame& frame, int qscale = 2);
 

@@ -184,7 +184,10 @@ TEST(VideoErrors, NoVideoStream) {
   write_bytes(folder / "silence.wav", wav);
   auto source = VideoSource::open(folder / "silence.wav");
   expect_error(source, {StatusCode::unsupported}, "audio-only file");
-  EXPECT_NE(source.status().message().find("no video stream"), std::string::npos) << source.status().message();
+  // Where FFmpeg has no WAV demuxer (the GPU machine's build) the file is "not a video file" instead.
+  EXPECT_TRUE(source.status().message().find("no video stream") != std::string::npos ||
+              source.status().message().find("not a video file") != std::string::npos)
+      << source.status().message();
 }
 
 TEST(VideoErrors, UnknownCodec) {
@@ -208,7 +211,7 @@ TEST(VideoErrors, UnknownCodec) {
 TEST(VideoErrors, DamagedImageInASequence) {
   const auto folder = testing::test_folder("damaged_image");
   for (int64_t i = 0; i < 4; ++i) {
-    ASSERT_TRUE(write_png(folder / fmt::format("{:03d}.png", i), testing::make_index_frame(i, 64, 48)).ok());
+    testing::write_uncompressed_png(folder / fmt::format("{:03d}.png", i), testing::make_index_frame(i, 64, 48));
   }
   write_bytes(folder / "002.png", noise(300, 3));
   auto source = VideoSource::open(folder);
@@ -225,7 +228,7 @@ TEST(VideoErrors, DamagedImageInASequence) {
 
 TEST(VideoErrors, BadRequests) {
   const auto folder = testing::test_folder("bad_requests");
-  for (int64_t i = 0; i < 3; ++i) ASSERT_TRUE(write_png(folder / fmt::format("{}.png", i), testing::make_index_frame(i, 64, 48)).ok());
+  for (int64_t i = 0; i < 3; ++i) testing::write_uncompressed_png(folder / fmt::format("{}.png", i), testing::make_index_frame(i, 64, 48));
   VideoOpenOptions bad_options;
   bad_options.decoder_threads = -1;
   expect_error(VideoSource::open(folder, bad_options), {StatusCode::invalid_argument}, "negative threads");

@@ -46,7 +46,11 @@ std::filesystem::path make_clip(const ClipCase& clip, const std::filesystem::pat
     for (int64_t i = 0; i < kFrames; ++i) {
       const auto path = folder / fmt::format("{:05d}{}", i, clip.image_extension);
       const Frame frame = make_index_frame(i, kWidth, kHeight);
-      EXPECT_TRUE(clip.image_extension == ".png" ? write_png(path, frame).ok() : write_jpeg(path, frame, 3).ok());
+      if (clip.image_extension == ".png") {
+        testing::write_uncompressed_png(path, frame);
+      } else {
+        EXPECT_TRUE(write_jpeg(path, frame, 3).ok());
+      }
     }
     return clip.file.empty() ? folder : folder / clip.file;
   }
@@ -207,7 +211,7 @@ TEST(VideoSource, RotationMetadataGivesUprightFrames) {
 TEST(VideoSource, ImageSequenceFolderIsSortedByName) {
   const auto folder = testing::test_folder("sorted_folder");
   // Written out of order, with a non-image file in between.
-  for (int64_t i : {3, 0, 2, 1}) ASSERT_TRUE(write_png(folder / fmt::format("img_{:03d}.png", i), make_index_frame(i, 64, 48)).ok());
+  for (int64_t i : {3, 0, 2, 1}) testing::write_uncompressed_png(folder / fmt::format("img_{:03d}.png", i), make_index_frame(i, 64, 48));
   testing::write_bytes(folder / "notes.txt", {'h', 'i'});
   auto source = VideoSource::open(folder);
   ASSERT_TRUE(source) << source.status().message();
@@ -221,8 +225,8 @@ TEST(VideoSource, ImageSequenceFolderIsSortedByName) {
 
 TEST(VideoSource, PatternStartsAtTheFirstExistingNumber) {
   const auto folder = testing::test_folder("pattern_start");
-  for (int64_t i = 3; i < 8; ++i) ASSERT_TRUE(write_png(folder / fmt::format("f{}.png", i), make_index_frame(i, 64, 48)).ok());
-  ASSERT_TRUE(write_png(folder / "f9.png", make_index_frame(9, 64, 48)).ok());   // after a gap: not part of it
+  for (int64_t i = 3; i < 8; ++i) testing::write_uncompressed_png(folder / fmt::format("f{}.png", i), make_index_frame(i, 64, 48));
+  testing::write_uncompressed_png(folder / "f9.png", make_index_frame(9, 64, 48));   // after a gap: not part of it
   auto source = VideoSource::open(folder / "f%d.png");
   ASSERT_TRUE(source) << source.status().message();
   EXPECT_EQ((*source)->info().frame_count, 5);

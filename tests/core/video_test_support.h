@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "core/video/image_io.h"
 #include "core/video/video_source.h"
 #include "core/video/video_writer.h"
 
@@ -110,10 +112,70 @@ inline void write_bytes(const std::filesystem::path& path, const std::vector<uin
   file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
+// A minimal PNG writer independent of FFmpeg (8-bit RGB, deflate "stored" blocks, no compression), so that
+// image-sequence tests also run where FFmpeg has no encoders (the GPU machine's build).
+inline void write_uncompressed_png(const std::filesystem::path& path, const Frame& frame) {
+  auto crc32 = [](const uint8_t* data, size_t size, uint32_t crc = 0xFFFFFFFFU) {
+    for (size_t i = 0; i < size; ++i) {
+      crc ^= data[i];
+      for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320U & (0U - (crc & 1U)));
+    }
+    return crc;
+  };
+  auto put32 = [](std::vector<uint8_t>& out, uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(v >> shift));
+  };
+  std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  auto chunk = [&](const char* type, const std::vector<uint8_t>& data) {
+    put32(png, static_cast<uint32_t>(data.size()));
+    std::vector<uint8_t> body(type, type + 4);
+    body.insert(body.end(), data.begin(), data.end());
+    png.insert(png.end(), body.begin(), body.end());
+    put32(png, crc32(body.data(), body.size()) ^ 0xFFFFFFFFU);
+  };
+  std::vector<uint8_t> header;
+  put32(header, static_cast<uint32_t>(frame.width));
+  put32(header, static_cast<uint32_t>(frame.height));
+  header.insert(header.end(), {8, 2, 0, 0, 0});   // 8-bit RGB, no interlace
+  chunk("IHDR", header);
+  std::vector<uint8_t> raw;   // each row: filter type 0, then the pixels
+  for (int y = 0; y < frame.height; ++y) {
+    raw.push_back(0);
+    raw.insert(raw.end(), frame.rgb.begin() + static_cast<std::ptrdiff_t>(y) * frame.width * 3,
+               frame.rgb.begin() + static_cast<std::ptrdiff_t>(y + 1) * frame.width * 3);
+  }
+  std::vector<uint8_t> zlib = {0x78, 0x01};
+  for (size_t offset = 0; offset < raw.size() || offset == 0; offset += 65535) {
+    const size_t size = std::min<size_t>(65535, raw.size() - offset);
+    zlib.push_back(offset + size >= raw.size() ? 1 : 0);
+    zlib.insert(zlib.end(), {static_cast<uint8_t>(size), static_cast<uint8_t>(size >> 8),
+                             static_cast<uint8_t>(~size), static_cast<uint8_t>(~size >> 8)});
+    zlib.insert(zlib.end(), raw.begin() + static_cast<std::ptrdiff_t>(offset),
+                raw.begin() + static_cast<std::ptrdiff_t>(offset + size));
+    if (raw.empty()) break;
+  }
+  uint32_t a = 1, b = 0;
+  for (uint8_t byte : raw) {
+    a = (a + byte) % 65521U;
+    b = (b + a) % 65521U;
+  }
+  put32(zlib, (b << 16) | a);
+  chunk("IDAT", zlib);
+  chunk("IEND", {});
+  write_bytes(path, png);
+}
+
 #define TRACKSCOPE_SKIP_WITHOUT_ENCODER(codec)                                                         \
   do {                                                                                                 \
     if (!::trackscope::core::video_encoder_available(codec)) {                                         \
       GTEST_SKIP() << "this FFmpeg build has no " << ::trackscope::core::to_string(codec) << " encoder"; \
+    }                                                                                                  \
+  } while (false)
+
+#define TRACKSCOPE_SKIP_WITHOUT_PNG_ENCODER()                                                          \
+  do {                                                                                                 \
+    if (!::trackscope::core::png_encoder_available()) {                                                \
+      GTEST_SKIP() << "this FFmpeg build has no PNG encoder";                                          \
     }                                                                                                  \
   } while (false)
 
