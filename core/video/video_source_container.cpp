@@ -121,6 +121,7 @@ class ContainerVideoSource final : public VideoSource {
   Status open_format();
   Status open_decoder();
   Status build_index();
+  Status drop_undecodable_start();
   void fill_info();
   Status rewind(bool reopen);
   Status seek_to(size_t seek_point);
@@ -335,6 +336,7 @@ Status ContainerVideoSource::open() {
   TRACKSCOPE_RETURN_IF_ERROR(open_format());
   TRACKSCOPE_RETURN_IF_ERROR(open_decoder());
   TRACKSCOPE_RETURN_IF_ERROR(build_index());
+  TRACKSCOPE_RETURN_IF_ERROR(drop_undecodable_start());
   fill_info();
   TRACKSCOPE_RETURN_IF_ERROR(rewind(false));
   // Frame 0 gives the real picture size (the container's may differ) and proves the stream decodes.
@@ -346,6 +348,29 @@ Status ContainerVideoSource::open() {
   counters_ = {};
   log::debug("opened {}: {} {}x{} {} frames, {} seek points, rotation {}", path_.string(), info_.codec, info_.width,
              info_.height, info_.frame_count, seek_points_.size(), info_.rotation_deg);
+  return {};
+}
+
+// A stream cut in the middle of a group of pictures starts with frames that reference pictures it does not
+// contain; decoders drop them. Frame 0 is the first frame that decodes, so the index starts there.
+Status ContainerVideoSource::drop_undecodable_start() {
+  if (mode_ != IndexMode::presentation_time) return {};
+  TRACKSCOPE_RETURN_IF_ERROR(rewind(false));
+  Expected<bool> decoded = decode_next();
+  if (!decoded) return decoded.status();
+  if (!*decoded) return corrupt_data(fmt::format("{}: no frame can be decoded", path_.string()));
+  const int64_t ts = decoded_->pts != AV_NOPTS_VALUE ? decoded_->pts : decoded_->best_effort_timestamp;
+  const auto first = std::lower_bound(frame_ts_.begin(), frame_ts_.end(), ts);
+  const int64_t skipped = first - frame_ts_.begin();
+  if (skipped <= 0 || first == frame_ts_.end()) return {};
+  log::debug("{}: the first {} frames cannot be decoded (the stream starts without a keyframe)", path_.string(), skipped);
+  frame_ts_.erase(frame_ts_.begin(), first);
+  frame_count_ -= skipped;
+  std::vector<SeekPoint> kept = {{0, start_ts_}};
+  for (const SeekPoint& point : seek_points_) {
+    if (point.frame_index - skipped > 0) kept.push_back({point.frame_index - skipped, point.seek_ts});
+  }
+  seek_points_ = std::move(kept);
   return {};
 }
 

@@ -123,7 +123,8 @@ Status FfmpegVideoWriter::open() {
     return unsupported(fmt::format("this FFmpeg build has no {} encoder ({}), needed to write {}",
                                    to_string(options_.codec), encoder_name(options_.codec), name));
   }
-  if (avformat_query_codec(format_->oformat, codec->id, FF_COMPLIANCE_NORMAL) != 1) {
+  // 0 means "cannot"; a negative answer means the muxer does not say (e.g. MPEG-TS): let it try.
+  if (avformat_query_codec(format_->oformat, codec->id, FF_COMPLIANCE_NORMAL) == 0) {
     return unsupported(fmt::format("the {} container cannot hold {} video ({})", format_->oformat->name,
                                    to_string(options_.codec), name));
   }
@@ -196,7 +197,12 @@ Status FfmpegVideoWriter::open() {
   if (options_.faststart) av_dict_set(&muxer_options, "movflags", "+faststart", 0);
   result = avformat_write_header(format_.get(), &muxer_options);
   av_dict_free(&muxer_options);
-  if (result < 0) return io_error(fmt::format("cannot write the header of {} ({})", name, ffmpeg::error_text(result)));
+  if (result < 0) {
+    return result == AVERROR(EINVAL) || result == AVERROR_INVALIDDATA || result == AVERROR_PATCHWELCOME
+               ? unsupported(fmt::format("the {} container cannot hold this {} stream ({})", format_->oformat->name,
+                                         to_string(options_.codec), ffmpeg::error_text(result)))
+               : io_error(fmt::format("cannot write the header of {} ({})", name, ffmpeg::error_text(result)));
+  }
   open_ = true;
 
   picture_->format = encoder_->pix_fmt;

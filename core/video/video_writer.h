@@ -1,6 +1,7 @@
 #pragma once
-// VideoWriter: encodes packed RGB24 frames into a video file: H.264 in MP4/MOV/MKV (libx264), VP9 in WebM/MKV/MP4
-// (libvpx-vp9) or Motion-JPEG in AVI/MKV/MOV (FFmpeg's mjpeg). The container follows the file extension.
+// VideoWriter: encodes packed RGB24 frames into a video file: H.264 in MP4/MOV/MKV/TS (libx264), VP9 in
+// WebM/MKV/MP4 (libvpx-vp9) or Motion-JPEG in AVI/MKV/MOV (FFmpeg's mjpeg). The container follows the file
+// extension.
 //
 //   VideoWriterOptions options;
 //   options.codec = VideoCodec::h264;

@@ -160,6 +160,7 @@ INSTANTIATE_TEST_SUITE_P(
     Formats, VideoSourceClipTest,
     ::testing::Values(ClipCase{"h264_mp4_bframes", "clip.mp4", VideoCodec::h264, "h264", false, ""},
                       ClipCase{"h264_mkv", "clip.mkv", VideoCodec::h264, "h264", false, ""},
+                      ClipCase{"h264_mpegts", "clip.ts", VideoCodec::h264, "h264", false, ""},
                       ClipCase{"vp9_webm", "clip.webm", VideoCodec::vp9, "vp9", false, ""},
                       ClipCase{"mjpeg_avi", "clip.avi", VideoCodec::mjpeg, "mjpeg", false, ""},
                       ClipCase{"h264_mp4_variable_rate", "clip.mp4", VideoCodec::h264, "h264", true, ""},
@@ -205,6 +206,38 @@ TEST(VideoSource, RotationMetadataGivesUprightFrames) {
     auto scaled = (*source)->read_frame(1, {swapped ? 64 : 96, swapped ? 96 : 64});
     ASSERT_TRUE(scaled) << scaled.status().message();
     EXPECT_EQ((*scaled)->width, swapped ? 64 : 96);
+  }
+}
+
+TEST(VideoSource, StreamCutInsideAGroupOfPicturesStartsAtItsFirstDecodableFrame) {
+  TRACKSCOPE_SKIP_WITHOUT_ENCODER(VideoCodec::h264);
+  const auto folder = testing::test_folder("cut_stream");
+  VideoWriterOptions options;
+  options.width = kWidth;
+  options.height = kHeight;
+  options.preset = "veryfast";
+  options.keyframe_interval = 10;
+  options.max_b_frames = 2;
+  options.quality = 10;
+  ASSERT_TRUE(testing::write_index_clip(folder / "whole.ts", options, 60).ok());
+  // MPEG-TS is a sequence of 188-byte packets: dropping the first ones at a packet boundary leaves a valid
+  // stream that begins in the middle of a group of pictures.
+  std::vector<uint8_t> bytes = testing::read_bytes(folder / "whole.ts");
+  const size_t cut = (bytes.size() / 3 / 188) * 188;
+  testing::write_bytes(folder / "cut.ts", std::vector<uint8_t>(bytes.begin() + static_cast<std::ptrdiff_t>(cut), bytes.end()));
+  auto source = VideoSource::open(folder / "cut.ts");
+  ASSERT_TRUE(source) << source.status().message();
+  const int64_t count = (*source)->info().frame_count;
+  ASSERT_GT(count, 10);
+  ASSERT_LT(count, 60);
+  auto first = (*source)->read_frame(0);
+  ASSERT_TRUE(first) << first.status().message();
+  const int64_t offset = read_index(**first);
+  EXPECT_EQ(offset + count, 60) << "frame 0 is the first decodable frame; the clip ends at the original end";
+  for (int64_t index : {count - 1, int64_t{0}, count / 2, int64_t{3}, count - 5}) {
+    auto frame = (*source)->read_frame(index);
+    ASSERT_TRUE(frame) << frame.status().message();
+    EXPECT_EQ(read_index(**frame), offset + index);
   }
 }
 
