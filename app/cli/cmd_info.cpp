@@ -8,6 +8,8 @@
 
 namespace trackscope::app {
 
+namespace {
+
 nlohmann::json video_info_json(const core::VideoInfo& info) {
   return {{"path", info.path.string()},
           {"container", info.container},
@@ -20,6 +22,8 @@ nlohmann::json video_info_json(const core::VideoInfo& info) {
           {"rotation_deg", info.rotation_deg},
           {"variable_frame_rate", info.variable_frame_rate}};
 }
+
+}  // namespace
 
 void add_info_command(CLI::App& app, CliContext& context) {
   CLI::App* command = app.add_subcommand("info", "print a video's metadata (size, frame rate, exact frame count, ...) as JSON");
