@@ -357,8 +357,8 @@ Status ContainerVideoSource::drop_undecodable_start() {
   if (mode_ != IndexMode::presentation_time) return {};
   TRACKSCOPE_RETURN_IF_ERROR(rewind(false));
   Expected<bool> decoded = decode_next();
-  if (!decoded) return decoded.status();
-  if (!*decoded) return corrupt_data(fmt::format("{}: no frame can be decoded", path_.string()));
+  // Nothing decoded here (some demuxers cannot seek back to the start): leave it to locate(), which reopens.
+  if (!decoded || !*decoded) return {};
   const int64_t ts = decoded_->pts != AV_NOPTS_VALUE ? decoded_->pts : decoded_->best_effort_timestamp;
   const auto first = std::lower_bound(frame_ts_.begin(), frame_ts_.end(), ts);
   const int64_t skipped = first - frame_ts_.begin();

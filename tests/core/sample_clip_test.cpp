@@ -87,7 +87,8 @@ TEST(SampleClip, RenderedPixelsAgreeWithTheGroundTruth) {
 
 TEST(SampleClip, BackgroundPansWithItsGroundTruthPoint) {
   const SampleClipOptions options;
-  const SampleTrack& background = track(sample_clip_ground_truth(options), "background");
+  const std::vector<SampleTrack> tracks = sample_clip_ground_truth(options);
+  const SampleTrack& background = track(tracks, "background");
   // Between frames 0 and 20 the background moves by whole pixels (12, 5): the patch around the point is the same.
   const SamplePoint a = background.points[0];
   const SamplePoint b = background.points[20];
