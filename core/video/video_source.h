@@ -34,10 +34,11 @@ struct VideoInfo {
   std::filesystem::path path;
   std::string container;        // FFmpeg demuxer name, e.g. "mov,mp4,m4a,3gp,3g2,mj2", "image2"
   std::string codec;            // decoder name, e.g. "h264"
-  int width = 0;                // upright (displayed) size in pixels
+  int width = 0;                // upright size in stored pixels (a non-square sample aspect ratio is not applied)
   int height = 0;
   Rational frame_rate;          // average frame rate (frames per second)
-  int64_t frame_count = 0;      // exact number of decodable frames (counted by demuxing when the header lies)
+  int64_t frame_count = 0;      // exact number of decodable frames (counted by demuxing when the header lies;
+                                // a stream cut inside a group of pictures starts at its first decodable frame)
   int64_t duration_us = 0;      // from the first frame's presentation time to the end of the last frame
   int rotation_deg = 0;         // clockwise rotation applied to the coded frames to make them upright: 0/90/180/270
   bool variable_frame_rate = false;
