@@ -14,5 +14,8 @@ void add_devices_command(CLI::App& app, CliContext& context);
 void add_convert_command(CLI::App& app, CliContext& context);
 void add_compare_command(CLI::App& app, CliContext& context);   // cmd_compare.cpp
 void add_gpus_command(CLI::App& app, CliContext& context);      // cmd_compare.cpp
+void add_info_command(CLI::App& app, CliContext& context);
+void add_frames_command(CLI::App& app, CliContext& context);
+void add_bench_video_command(CLI::App& app, CliContext& context);
 
 }  // namespace trackscope::app

@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   app::add_convert_command(app, context);
   app::add_compare_command(app, context);
   app::add_gpus_command(app, context);
+  app::add_info_command(app, context);
+  app::add_frames_command(app, context);
+  app::add_bench_video_command(app, context);
 
   core::log::SinkHandle sink;
   app.parse_complete_callback([&] {

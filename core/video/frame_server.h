@@ -9,10 +9,17 @@
 //   // else: keep showing the previous frame; the callback delivers frame i (or its error) shortly.
 //
 // Threads: every public method may be called from any thread (in practice the GUI thread); none blocks on
-// decoding except wait_for(). The callback runs on the decode thread; it must not call back into the server
-// synchronously in a way that waits. Scrubbing: a new request supersedes older pending ones (only the most
-// recent request is decoded first; superseded ones are dropped unless they are prefetch candidates).
-// Destruction stops and joins the decode thread; no callback runs after the destructor returns.
+// decoding except wait_for(). open() opens the video on the calling thread: it demuxes the whole file once
+// (about 0.1 s for a few hundred HD frames, seconds for hour-long files; open long files off the GUI thread).
+// The callback runs on the decode thread; it may call request() (which never waits) but must not call
+// wait_for() or destroy the server. Replacing the callback does not wait for a call already running; the
+// destructor does. Scrubbing: a new request supersedes older pending ones (only the most recent request is
+// decoded first; superseded ones are dropped unless they are prefetch candidates). The callback fires once for
+// each requested frame that was decoded or failed, not for prefetched frames nobody asked for.
+// Cache: at most cache_bytes of frames (LRU; the frames around the playhead are evicted last); a frame larger
+// than the whole cache is delivered but not kept. Prefetch covers at most what the cache holds.
+// Destruction stops and joins the decode thread (after the frame being decoded); no callback runs after the
+// destructor returns.
 
 #include <chrono>
 #include <cstdint>
@@ -63,6 +70,10 @@ class FrameServer {
 
   /// Blocking variant for tools and tests: the frame or its decode error, or a cancelled Status on timeout.
   virtual Expected<FramePtr> wait_for(int64_t index, std::chrono::milliseconds timeout) = 0;
+
+  /// Whether frame `index` is in the cache now (it may be evicted right after): for showing cached ranges on a
+  /// timeline, and for tests. Does not move the playhead.
+  virtual bool is_cached(int64_t index) const = 0;
 
   virtual FrameServerStats stats() const = 0;
 };

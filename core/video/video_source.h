@@ -34,11 +34,12 @@ struct VideoInfo {
   std::filesystem::path path;
   std::string container;        // FFmpeg demuxer name, e.g. "mov,mp4,m4a,3gp,3g2,mj2", "image2"
   std::string codec;            // decoder name, e.g. "h264"
-  int width = 0;                // upright (displayed) size in pixels
+  int width = 0;                // upright size in stored pixels (a non-square sample aspect ratio is not applied)
   int height = 0;
   Rational frame_rate;          // average frame rate (frames per second)
-  int64_t frame_count = 0;      // exact number of decodable frames (counted by demuxing when the header lies)
-  int64_t duration_us = 0;
+  int64_t frame_count = 0;      // exact number of decodable frames (counted by demuxing when the header lies;
+                                // a stream cut inside a group of pictures starts at its first decodable frame)
+  int64_t duration_us = 0;      // from the first frame's presentation time to the end of the last frame
   int rotation_deg = 0;         // clockwise rotation applied to the coded frames to make them upright: 0/90/180/270
   bool variable_frame_rate = false;
 };
@@ -47,7 +48,7 @@ struct VideoInfo {
 /// reference between the cache, the GUI and the tracker.
 struct Frame {
   int64_t index = 0;            // frame index in the video (0-based, presentation order)
-  int64_t pts_us = 0;           // presentation time of the frame
+  int64_t pts_us = 0;           // presentation time of the frame, relative to frame 0 (frame 0 has 0)
   int width = 0;
   int height = 0;
   std::vector<uint8_t> rgb;
@@ -67,6 +68,7 @@ struct FrameSize {
 
 struct VideoOpenOptions {
   int decoder_threads = 0;      // 0 = FFmpeg's automatic choice
+  Rational image_sequence_frame_rate{25, 1};  // image sequences carry no timing; FFmpeg's image2 default
   Status check() const;
 };
 
@@ -74,19 +76,34 @@ class VideoSource {
  public:
   virtual ~VideoSource() = default;
 
-  /// Opens a video file, an image-sequence folder (frames sorted by name) or an FFmpeg image2 pattern
-  /// ("dir/%05d.jpg"). Fails with not_found, unsupported (no video stream / no decoder) or corrupt_data.
+  /// Opens a video file, an image-sequence folder (its image files sorted by name, byte-wise) or an FFmpeg
+  /// image2 pattern ("dir/%05d.jpg": consecutive numbers from the first existing of 0..4, as ffmpeg does).
+  /// Only the best video stream is used; other streams (audio, subtitles) need no decoder. Opening demuxes the
+  /// whole file once (packets only, no decoding) to count frames and index keyframes, and decodes frame 0.
+  /// Fails with not_found, unsupported (not a video, no video stream, no decoder), corrupt_data (damaged,
+  /// truncated before any frame, empty) or invalid_argument (bad options).
   static Expected<std::unique_ptr<VideoSource>> open(const std::filesystem::path& path,
                                                      const VideoOpenOptions& options = {});
 
   virtual const VideoInfo& info() const = 0;
 
   /// Frame `index` (0 <= index < frame_count), exactly the frame a sequential decode yields at that position,
-  /// also after arbitrary seeks and for variable-frame-rate files. Sequential reads are fast (no seek).
+  /// also after arbitrary seeks and for variable-frame-rate files (frames are indexed by presentation time).
+  /// Sequential reads are fast (no seek); a jump seeks to the nearest keyframe at or before and decodes forward.
+  /// `size` both 0 = native, else both in [1, 16384]. Errors: invalid_argument (index or size), corrupt_data
+  /// (the frame cannot be decoded: damaged or truncated file); the source stays usable after an error.
   virtual Expected<FramePtr> read_frame(int64_t index, FrameSize size = {}) = 0;
 
   /// Wall time of the last read_frame call in milliseconds (demux + decode + convert).
   virtual double last_decode_ms() const = 0;
+
+  /// Work done by read_frame since open: for tests and benchmarks (sequential reads never seek; a jump
+  /// decodes from the nearest keyframe, not from the start).
+  struct DecodeCounters {
+    int64_t seeks = 0;             // demuxer repositionings (keyframe seeks, rewinds)
+    int64_t decoded_frames = 0;    // pictures the decoder produced, including those only decoded to reach a target
+  };
+  virtual DecodeCounters decode_counters() const = 0;
 };
 
 }  // namespace trackscope::core

@@ -1,0 +1,126 @@
+// VideoSource::open: decides between a container file and an image sequence (folder or image2 pattern).
+#include "core/video/video_source.h"
+
+extern "C" {
+#include <libavformat/avformat.h>
+}
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <optional>
+#include <system_error>
+
+#include "core/video/ffmpeg_support.h"
+#include "core/video/video_source_backends.h"
+
+namespace trackscope::core {
+
+namespace fs = std::filesystem;
+
+Status VideoOpenOptions::check() const {
+  if (decoder_threads < 0 || decoder_threads > 64) {
+    return invalid_argument(fmt::format("decoder_threads must be in [0, 64] (0 = automatic), got {}", decoder_threads));
+  }
+  if (image_sequence_frame_rate.num <= 0 || image_sequence_frame_rate.den <= 0) {
+    return invalid_argument(fmt::format("image_sequence_frame_rate must be positive, got {}/{}",
+                                        image_sequence_frame_rate.num, image_sequence_frame_rate.den));
+  }
+  return {};
+}
+
+namespace {
+
+bool is_image_file(const fs::path& path) {
+  static constexpr std::array<const char*, 10> kExtensions = {".jpg", ".jpeg", ".png", ".bmp", ".tif",
+                                                              ".tiff", ".webp", ".ppm", ".pgm", ".pnm"};
+  std::string extension = path.extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return std::find(kExtensions.begin(), kExtensions.end(), extension) != kExtensions.end();
+}
+
+Expected<std::vector<fs::path>> list_image_folder(const fs::path& folder) {
+  std::vector<fs::path> files;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
+    if (entry.is_regular_file(error) && is_image_file(entry.path())) files.push_back(entry.path());
+  }
+  if (error) return io_error(fmt::format("cannot list folder {}: {}", folder.string(), error.message()));
+  if (files.empty()) {
+    return not_found(fmt::format("folder {} contains no image files (.jpg, .png, .bmp, .tif, .webp, .ppm)",
+                                 folder.string()));
+  }
+  std::sort(files.begin(), files.end(),
+            [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
+  return files;
+}
+
+// The files an image2 pattern names, the way ffmpeg's image2 demuxer finds them: the first existing number in
+// [0, 5) starts the sequence, which runs until the first missing number.
+Expected<std::vector<fs::path>> expand_pattern(const fs::path& pattern) {
+  const std::string text = pattern.string();
+  constexpr int kStartRange = 5;
+  std::vector<char> name(text.size() + 64);
+  auto name_for = [&](int number) -> std::optional<fs::path> {
+    if (av_get_frame_filename2(name.data(), static_cast<int>(name.size()), text.c_str(), number, 0) < 0) {
+      return std::nullopt;
+    }
+    return fs::path(name.data());
+  };
+  int first = -1;
+  for (int number = 0; number < kStartRange && first < 0; ++number) {
+    std::optional<fs::path> file = name_for(number);
+    if (file && fs::is_regular_file(*file)) first = number;
+  }
+  if (first < 0) {
+    return not_found(fmt::format("no file matches the image pattern {} (looked for numbers 0 to {})", text,
+                                 kStartRange - 1));
+  }
+  std::vector<fs::path> files;
+  for (int number = first;; ++number) {
+    std::optional<fs::path> file = name_for(number);
+    if (!file || !fs::is_regular_file(*file)) break;
+    files.push_back(std::move(*file));
+  }
+  return files;
+}
+
+bool looks_like_pattern(const fs::path& path) {
+  const std::string text = path.filename().string();
+  return text.find('%') != std::string::npos && av_filename_number_test(path.string().c_str()) != 0;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<VideoSource>> VideoSource::open(const fs::path& path, const VideoOpenOptions& options) {
+  TRACKSCOPE_RETURN_IF_ERROR(options.check());
+  ffmpeg::route_ffmpeg_logs();
+  if (path.empty()) return invalid_argument("no video path given");
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (status.type() == fs::file_type::directory) {
+    Expected<std::vector<fs::path>> files = list_image_folder(path);
+    if (!files) return files.status();
+    return video_backends::open_image_sequence(path, std::move(*files), options);
+  }
+  if (status.type() == fs::file_type::not_found || status.type() == fs::file_type::none) {
+    if (looks_like_pattern(path)) {
+      Expected<std::vector<fs::path>> files = expand_pattern(path);
+      if (!files) return files.status();
+      return video_backends::open_image_sequence(path, std::move(*files), options);
+    }
+    return not_found(fmt::format("video not found: {}", path.string()));
+  }
+  if (status.type() != fs::file_type::regular) {
+    return unsupported(fmt::format("{} is not a regular file or a folder of images", path.string()));
+  }
+  const auto size_bytes = fs::file_size(path, error);
+  if (error) return io_error(fmt::format("cannot read {}: {}", path.string(), error.message()));
+  if (size_bytes == 0) return corrupt_data(fmt::format("{} is empty (0 bytes)", path.string()));
+  return video_backends::open_container(path, options);
+}
+
+}  // namespace trackscope::core
