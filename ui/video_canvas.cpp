@@ -3,13 +3,13 @@
 #include <QKeyEvent>
 #include <QMouseEvent>
 #include <QPainter>
-#include <QPainterPath>
 #include <QWheelEvent>
 
 #include <algorithm>
 #include <cmath>
 
 #include "ui/annotation_editor.h"
+#include "ui/canvas_markers.h"
 #include "ui/point_colours.h"
 
 namespace trackscope::ui {
@@ -150,35 +150,15 @@ void VideoCanvas::paint_frame(QPainter& painter) const {
 }
 
 void VideoCanvas::paint_points(QPainter& painter) const {
-  painter.setRenderHint(QPainter::Antialiasing, true);
-  QFont font = painter.font();
-  font.setBold(true);
-  painter.setFont(font);
   const std::optional<core::PointId> selected = editor_ ? editor_->selected_point() : std::nullopt;
   const int64_t frame = frame_index();
   for (const core::QueryPoint& point : *annotation_) {
     if (point.query.frame != frame) continue;
-    const QPointF centre = widget_from_image(QPointF(point.query.x_px, point.query.y_px));
-    const QColor colour = point_colour(point.colour_index);
-    if (selected == point.id) {
-      painter.setPen(QPen(Qt::white, 2.0));
-      painter.setBrush(Qt::NoBrush);
-      painter.drawEllipse(centre, point_radius_widget_px + 3.0, point_radius_widget_px + 3.0);
-    }
-    painter.setPen(QPen(QColor(0, 0, 0, 200), 1.5));
-    painter.setBrush(colour);
-    painter.drawEllipse(centre, point_radius_widget_px, point_radius_widget_px);
-
-    // The id label: white text with a dark outline, readable on any background.
-    QPainterPath label;
-    label.addText(centre + QPointF(point_radius_widget_px + 3.0, -point_radius_widget_px - 1.0), font,
-                  QString::number(point.id));
-    painter.setPen(QPen(QColor(0, 0, 0, 220), 3.0));
-    painter.setBrush(Qt::NoBrush);
-    painter.drawPath(label);
-    painter.setPen(Qt::NoPen);
-    painter.setBrush(Qt::white);
-    painter.drawPath(label);
+    MarkerStyle style;
+    style.radius_widget_px = point_radius_widget_px;
+    style.selected = selected == point.id;
+    paint_marker(painter, widget_from_image(QPointF(point.query.x_px, point.query.y_px)),
+                 point_colour(point.colour_index), style, QString::number(point.id));
   }
 }
 

@@ -2,6 +2,7 @@
 // rendered pixels agreeing with that transform, and wheel / drag gestures.
 #include <QApplication>
 #include <QImage>
+#include <QPainter>
 #include <QWheelEvent>
 #include <QtTest>
 
@@ -9,6 +10,7 @@
 
 #include "fake_frame_server.h"
 #include "ui/annotation_editor.h"
+#include "ui/canvas_markers.h"
 #include "ui/point_colours.h"
 #include "ui/video_canvas.h"
 
@@ -188,6 +190,25 @@ class CanvasTest : public QObject {
     shot = f.canvas->grab().toImage();
     QCOMPARE(QColor(shot.pixel(on_frame_4)), trackscope::ui::point_colour(1));
     QCOMPARE(qBlue(shot.pixel(on_frame_3)), static_cast<int>(blue_of_frame(4)));
+  }
+
+  void markers_are_solid_or_hollow() {
+    const QColor colour = trackscope::ui::point_colour(3);
+    for (const trackscope::ui::MarkerFill fill : {trackscope::ui::MarkerFill::solid, trackscope::ui::MarkerFill::hollow}) {
+      QImage image(64, 64, QImage::Format_RGB32);
+      image.fill(QColor(10, 20, 30));
+      {
+        QPainter painter(&image);
+        trackscope::ui::MarkerStyle style;
+        style.radius_widget_px = 10.0;
+        style.fill = fill;
+        trackscope::ui::paint_marker(painter, QPointF(32, 32), colour, style, QString());
+      }
+      const bool solid = fill == trackscope::ui::MarkerFill::solid;
+      QCOMPARE(QColor(image.pixel(32, 32)), solid ? colour : QColor(10, 20, 30));  // the centre
+      QCOMPARE(QColor(image.pixel(32 + 8, 32)), colour);                           // on the ring / in the disc
+      QCOMPARE(QColor(image.pixel(32 + 16, 32)), QColor(10, 20, 30));              // outside
+    }
   }
 };
 

@@ -8,6 +8,7 @@
 #include <QDropEvent>
 #include <QElapsedTimer>
 #include <QMenu>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QSlider>
 #include <QTableView>
@@ -82,12 +83,15 @@ struct Workbench {
     window = make_window();
   }
 
-  std::unique_ptr<MainWindow> make_window() {
+  /// A window whose errors are recorded in `errors`, or shown in the default message box.
+  std::unique_ptr<MainWindow> make_window(bool record_errors = true) {
     MainWindowOptions options;
     options.frame_server_factory = library.factory();
-    options.error_presenter = [this](QWidget*, const QString& title, const QString& message) {
-      errors << title + QStringLiteral(": ") + message;
-    };
+    if (record_errors) {
+      options.error_presenter = [this](QWidget*, const QString& title, const QString& message) {
+        errors << title + QStringLiteral(": ") + message;
+      };
+    }
     options.settings_file = settings_dir.filePath(QStringLiteral("trackscope.ini"));
     auto result = std::make_unique<MainWindow>(std::move(options));
     result->resize(1000, 700);
@@ -394,6 +398,32 @@ class WorkbenchTest : public QObject {
     QTRY_VERIFY(w.shows_frame(0));
   }
 
+  void default_error_dialog_does_not_block() {
+    Workbench w;
+    w.window = w.make_window(/*record_errors=*/false);
+    QVERIFY(QTest::qWaitForWindowActive(w.window.get()));
+    QVERIFY(w.open(kClipA));
+    QSignalSpy reported(w.window.get(), &MainWindow::error_reported);
+    w.window->open_video(kMissing);
+    QVERIFY(reported.wait(5000));
+    QMessageBox* box = w.window->findChild<QMessageBox*>();
+    QVERIFY(box != nullptr);
+    QTRY_VERIFY(box->isVisible());
+    QVERIFY(box->text().contains(kMissing));
+    QCOMPARE(box->windowModality(), Qt::WindowModal);
+    // report_error returned and the event loop runs on with the box open: decoded frames still arrive.
+    w.window->seek(5);
+    QTRY_VERIFY(w.shows_frame(5));
+    QCOMPARE(w.window->session()->path(), kClipA);
+    box->accept();
+    QTRY_VERIFY(w.window->findChild<QMessageBox*>() == nullptr);  // deleted on close
+    w.window->activateWindow();  // the offscreen platform does not hand activation back by itself
+    QVERIFY(QTest::qWaitForWindowActive(w.window.get()));
+    w.canvas()->setFocus();
+    w.key(Qt::Key_Right);
+    QTRY_VERIFY(w.shows_frame(6));
+  }
+
   void opens_by_drag_and_drop_and_recent_files() {
     Workbench w;
     QVERIFY(QTest::qWaitForWindowActive(w.window.get()));
@@ -462,6 +492,12 @@ class WorkbenchTest : public QObject {
     w.key(Qt::Key_Space);
     QVERIFY(w.window->timeline()->playing());
     QTRY_VERIFY(w.window->timeline()->current_frame() > 2);
+    w.key(Qt::Key_Space);
+    QVERIFY(!w.window->timeline()->playing());
+    // Space plays from anywhere in the window, e.g. with the point list focused.
+    w.window->point_list()->table()->setFocus();
+    w.key(Qt::Key_Space);
+    QVERIFY(w.window->timeline()->playing());
     w.key(Qt::Key_Space);
     QVERIFY(!w.window->timeline()->playing());
   }
