@@ -1,14 +1,112 @@
 #pragma once
-// The main window: video canvas, timeline, point list, tracking controls and the performance dock.
+// The main window of the workbench: video canvas and timeline in the centre, the point list docked at the
+// right, menus, status bar (resolution, fps, frame, decode time, zoom).
+//
+//   MainWindowOptions options;
+//   options.frame_server_factory = [](auto& path, auto& o) { return core::FrameServer::open(path, o); };   // app/
+//   MainWindow window(std::move(options));
+//   window.show();
+//   window.open_video("clip.mp4");   // returns at once; video_opened or an error report follows
+//
+// Videos open through the injected factory (tests inject a fake server). Opening a video replaces the
+// current one only once it has opened successfully, and then clears the points (they belong to the old
+// video). Any failure (missing file, not a video, unsupported codec, undecodable frame) goes through
+// report_error() and leaves the current video, frame and points as they were.
+// Threads: GUI thread only. Shutdown: the destructor stops playback and destroys the video session (joining
+// the decode thread) before any widget is destroyed.
 
 #include <QMainWindow>
+#include <QString>
+
+#include <cstdint>
+#include <memory>
+
+#include "ui/error_presenter.h"
+#include "ui/frame_server_factory.h"
+#include "ui/workbench_actions.h"
+
+class QLabel;
 
 namespace trackscope::ui {
+
+class AnnotationEditor;
+class PointListPanel;
+class Settings;
+class Timeline;
+class VideoCanvas;
+class VideoSession;
+
+struct MainWindowOptions {
+  FrameServerFactory frame_server_factory;   // required: how videos are opened
+  ErrorPresenter error_presenter;            // empty: show_error_message_box
+  QString settings_file;                     // empty: the platform's default settings location
+};
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
  public:
-  explicit MainWindow(QWidget* parent = nullptr);
+  explicit MainWindow(MainWindowOptions options, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  /// Opens a video file or image-sequence folder (asynchronously; see the header comment).
+  void open_video(const QString& path);
+  /// Logs the error, shows it in the status bar and through the error presenter. The one error path of the UI.
+  void report_error(const QString& title, const QString& message);
+
+  /// Moves to frame `index` (clamped); the picture follows when decoded.
+  void seek(int64_t index);
+  /// Moves by `delta` frames from the playhead and pauses playback.
+  void step(int64_t delta);
+
+  VideoCanvas* canvas() const { return canvas_; }
+  Timeline* timeline() const { return timeline_; }
+  PointListPanel* point_list() const { return point_list_; }
+  AnnotationEditor* editor() const { return editor_; }
+  VideoSession* session() const { return session_; }
+  const WorkbenchActions& actions() const { return actions_; }
+  Settings& settings() const { return *settings_; }
+  /// The permanent status bar fields joined with " | " (resolution, fps, frame, decode, zoom).
+  QString status_fields() const;
+
+ Q_SIGNALS:
+  /// A video was opened and replaced the previous one.
+  void video_opened(const QString& path);
+  void error_reported(const QString& title, const QString& message);
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void build_widgets();
+  void connect_actions();
+  void connect_session();
+  void choose_and_open_video();
+  void choose_and_open_image_folder();
+  void rebuild_recent_menu();
+  void on_video_opened();
+  void on_open_failed(const QString& path, const QString& message);
+  void on_frame_ready();
+  void on_frame_failed(qint64 index, const QString& message);
+  void on_point_activated(int id);
+  void update_status_fields();
+  void update_window_title();
+
+  MainWindowOptions options_;
+  std::unique_ptr<Settings> settings_;
+  WorkbenchActions actions_;
+  AnnotationEditor* editor_ = nullptr;
+  VideoSession* session_ = nullptr;
+  VideoCanvas* canvas_ = nullptr;
+  Timeline* timeline_ = nullptr;
+  PointListPanel* point_list_ = nullptr;
+  QLabel* resolution_label_ = nullptr;
+  QLabel* fps_label_ = nullptr;
+  QLabel* frame_label_ = nullptr;
+  QLabel* decode_label_ = nullptr;
+  QLabel* zoom_label_ = nullptr;
+  bool frame_error_reported_ = false;   // one dialog per video for undecodable frames; the rest go to the status bar
 };
 
 }  // namespace trackscope::ui

@@ -1,0 +1,117 @@
+#pragma once
+// Annotation: the query points a user places in the workbench. Each point has a stable integer id (never
+// reused while the Annotation lives), a Query (frame index, x, y in raster pixels of the ORIGINAL upright
+// video, see tracks.h) and a stable colour index that the UI maps to a palette entry. Points are kept in id
+// order. Tracks, keyframes and undo are built on top of this model (issue 6); it stays a small value model.
+//
+//   Annotation annotation;
+//   PointId id = annotation.add({.frame = 12, .x_px = 100.5, .y_px = 40.5});
+//   (void)annotation.move(id, {.frame = 12, .x_px = 101.0, .y_px = 41.0});
+//   if (std::optional<PointId> hit = annotation.find_nearest(12, 100.0, 40.0, 6.0)) (void)annotation.remove(*hit);
+//   for (const QueryPoint& point : annotation) draw(point);          // id order
+//
+// Change notifications: observers registered with add_observer() are told about every change synchronously,
+// after the change is applied, on the thread that made the change. An observer must not modify the
+// annotation or (un)register observers from inside a notification (checked: throws InvariantError).
+// Ownership: observers are not owned; an observer must remove itself before it is destroyed.
+// Threads: not thread-safe; one thread (the GUI thread) uses an Annotation and its observers.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/tracking/tracks.h"
+
+namespace trackscope::core {
+
+using PointId = int;
+
+/// One query point of the annotation.
+struct QueryPoint {
+  PointId id = 0;
+  Query query;              // frame and position in original-video raster pixels
+  int colour_index = 0;     // stable colour slot; the UI picks palette[colour_index % palette size]
+  bool operator==(const QueryPoint&) const = default;
+};
+
+enum class AnnotationChangeKind {
+  added,     // `after` is the new point
+  moved,     // `before` and `after` are the point before and after the move (same id)
+  removed,   // `before` is the removed point
+  cleared,   // every point was removed; neither field is meaningful
+};
+
+struct AnnotationChange {
+  AnnotationChangeKind kind = AnnotationChangeKind::added;
+  QueryPoint before;
+  QueryPoint after;
+};
+
+class Annotation;
+
+class AnnotationObserver {
+ public:
+  virtual ~AnnotationObserver() = default;
+  virtual void on_annotation_changed(const Annotation& annotation, const AnnotationChange& change) = 0;
+};
+
+class Annotation {
+ public:
+  Annotation() = default;
+  // An Annotation has identity (its observers and id counter); copy its points() when a snapshot is needed.
+  Annotation(const Annotation&) = delete;
+  Annotation& operator=(const Annotation&) = delete;
+
+  /// Adds a point and returns its new id (ids start at 0 and increase; removed ids are not reused).
+  /// The query must have frame >= 0 and finite coordinates (an invariant: throws InvariantError).
+  PointId add(const Query& query);
+
+  /// Re-inserts a point with its own id and colour (undo of a removal, import). Throws InvariantError if the
+  /// id is negative or already present. Later add() calls return ids above every id inserted so far.
+  void insert(const QueryPoint& point);
+
+  /// Moves point `id` to `query` (frame included). Returns false, changing nothing, if there is no such point.
+  [[nodiscard]] bool move(PointId id, const Query& query);
+
+  /// Removes point `id`. Returns false if there is no such point.
+  [[nodiscard]] bool remove(PointId id);
+
+  /// Removes every point (ids are still not reused).
+  void clear();
+
+  /// The point with that id, or null. The pointer is valid until the next modification.
+  const QueryPoint* find(PointId id) const;
+
+  /// The point on `frame` nearest to (x_px, y_px) within `radius_px` (Euclidean, inclusive), ties broken by
+  /// the lower id; nullopt if none.
+  std::optional<PointId> find_nearest(int64_t frame, double x_px, double y_px, double radius_px) const;
+
+  /// Every point in id order.
+  const std::vector<QueryPoint>& points() const { return points_; }
+  std::vector<QueryPoint>::const_iterator begin() const { return points_.begin(); }
+  std::vector<QueryPoint>::const_iterator end() const { return points_.end(); }
+  size_t size() const { return points_.size(); }
+  bool empty() const { return points_.empty(); }
+
+  /// The queries in id order (what a tracker is given).
+  std::vector<Query> queries() const;
+
+  /// The id the next add() will return.
+  PointId next_id() const { return next_id_; }
+
+  void add_observer(AnnotationObserver* observer);
+  void remove_observer(AnnotationObserver* observer);
+
+ private:
+  std::vector<QueryPoint>::iterator locate(PointId id);
+  void notify(const AnnotationChange& change);
+  void check_not_notifying() const;
+
+  std::vector<QueryPoint> points_;   // sorted by id
+  PointId next_id_ = 0;
+  int next_colour_index_ = 0;
+  std::vector<AnnotationObserver*> observers_;
+  bool notifying_ = false;
+};
+
+}  // namespace trackscope::core

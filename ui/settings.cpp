@@ -1,0 +1,98 @@
+#include "ui/settings.h"
+
+#include <QFileInfo>
+#include <QSettings>
+
+#include "core/log.h"
+
+namespace trackscope::ui {
+namespace {
+
+// Every key, in one place.
+constexpr const char* kRecentFiles = "files/recent";
+constexpr const char* kLastOpenFolder = "files/last_open_folder";
+constexpr const char* kCacheMegabytes = "video/cache_mb";
+constexpr const char* kPrefetchAhead = "video/prefetch_ahead";
+constexpr const char* kPrefetchBehind = "video/prefetch_behind";
+constexpr const char* kDecoderThreads = "video/decoder_threads";
+constexpr const char* kWindowGeometry = "window/geometry";
+constexpr const char* kWindowState = "window/state";
+
+}  // namespace
+
+Settings::Settings(const QString& ini_file)
+    : settings_(ini_file.isEmpty() ? std::make_unique<QSettings>()
+                                   : std::make_unique<QSettings>(ini_file, QSettings::IniFormat)) {}
+
+Settings::~Settings() = default;
+
+QStringList Settings::recent_files() const {
+  QStringList files = settings_->value(kRecentFiles).toStringList();
+  files.removeAll(QString());
+  files.removeDuplicates();
+  while (files.size() > max_recent_files) files.removeLast();
+  return files;
+}
+
+void Settings::add_recent_file(const QString& path) {
+  if (path.isEmpty()) return;
+  QStringList files = recent_files();
+  files.removeAll(path);
+  files.prepend(path);
+  while (files.size() > max_recent_files) files.removeLast();
+  settings_->setValue(kRecentFiles, files);
+}
+
+void Settings::remove_recent_file(const QString& path) {
+  QStringList files = recent_files();
+  files.removeAll(path);
+  settings_->setValue(kRecentFiles, files);
+}
+
+void Settings::clear_recent_files() { settings_->remove(kRecentFiles); }
+
+QString Settings::last_open_folder() const { return settings_->value(kLastOpenFolder).toString(); }
+
+void Settings::set_last_open_folder(const QString& folder) { settings_->setValue(kLastOpenFolder, folder); }
+
+core::FrameServerOptions Settings::frame_server_options() const {
+  const core::FrameServerOptions defaults;
+  core::FrameServerOptions options = defaults;
+  // Range checks here rather than FrameServerOptions::check(): the server checks again when it opens, and a
+  // bad hand-edited value should fall back to its default alone instead of failing every open.
+  auto read = [&](const char* key, int64_t fallback, int64_t low, int64_t high) {
+    bool ok = false;
+    const int64_t value = settings_->value(key, static_cast<qlonglong>(fallback)).toLongLong(&ok);
+    if (ok && value >= low && value <= high) return value;
+    core::log::warn("setting {} in {} is not a number in [{}, {}]; using {}", key, location().toStdString(), low, high,
+                    fallback);
+    return fallback;
+  };
+  options.cache_bytes = read(kCacheMegabytes, defaults.cache_bytes >> 20, 16, 1 << 20) << 20;
+  options.prefetch_ahead = static_cast<int>(read(kPrefetchAhead, defaults.prefetch_ahead, 0, 1000));
+  options.prefetch_behind = static_cast<int>(read(kPrefetchBehind, defaults.prefetch_behind, 0, 1000));
+  options.video.decoder_threads = static_cast<int>(read(kDecoderThreads, defaults.video.decoder_threads, 0, 256));
+  return options;
+}
+
+void Settings::set_frame_server_options(const core::FrameServerOptions& options) {
+  settings_->setValue(kCacheMegabytes, static_cast<qlonglong>(options.cache_bytes >> 20));
+  settings_->setValue(kPrefetchAhead, options.prefetch_ahead);
+  settings_->setValue(kPrefetchBehind, options.prefetch_behind);
+  settings_->setValue(kDecoderThreads, options.video.decoder_threads);
+}
+
+QByteArray Settings::main_window_geometry() const { return settings_->value(kWindowGeometry).toByteArray(); }
+
+QByteArray Settings::main_window_state() const { return settings_->value(kWindowState).toByteArray(); }
+
+void Settings::set_main_window_layout(const QByteArray& geometry, const QByteArray& state) {
+  settings_->setValue(kWindowGeometry, geometry);
+  settings_->setValue(kWindowState, state);
+}
+
+void Settings::sync() { settings_->sync(); }
+
+QString Settings::location() const { return settings_->fileName(); }
+
+}  // namespace trackscope::ui

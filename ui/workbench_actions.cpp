@@ -1,0 +1,136 @@
+#include "ui/workbench_actions.h"
+
+#include <QAction>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QHeaderView>
+#include <QMainWindow>
+#include <QMenu>
+#include <QMenuBar>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+namespace trackscope::ui {
+namespace {
+
+QAction* make_action(QMainWindow* window, QMenu* menu, const QString& text, const QList<QKeySequence>& shortcuts,
+                     const QString& name) {
+  auto* action = new QAction(text, window);
+  action->setObjectName(name);
+  action->setShortcuts(shortcuts);
+  action->setShortcutContext(Qt::WindowShortcut);
+  menu->addAction(action);
+  window->addAction(action);  // the shortcut works even while the menu bar is hidden
+  return action;
+}
+
+}  // namespace
+
+WorkbenchActions create_workbench_actions(QMainWindow* window) {
+  WorkbenchActions actions;
+  QMenuBar* bar = window->menuBar();
+
+  QMenu* file = bar->addMenu(QObject::tr("&File"));
+  actions.open = make_action(window, file, QObject::tr("&Open Video..."), {QKeySequence::Open}, "action_open");
+  actions.open_image_folder = make_action(window, file, QObject::tr("Open &Image Sequence Folder..."),
+                                          {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O)}, "action_open_image_folder");
+  actions.recent_menu = file->addMenu(QObject::tr("Open &Recent"));
+  actions.recent_menu->setObjectName("menu_recent");
+  file->addSeparator();
+  actions.quit = make_action(window, file, QObject::tr("&Quit"), {QKeySequence(Qt::CTRL | Qt::Key_Q)}, "action_quit");
+  actions.quit->setMenuRole(QAction::QuitRole);
+
+  QMenu* edit = bar->addMenu(QObject::tr("&Edit"));
+  actions.delete_point = make_action(window, edit, QObject::tr("&Delete Point"),
+                                     {QKeySequence(Qt::Key_Delete), QKeySequence(Qt::Key_Backspace)}, "action_delete_point");
+
+  QMenu* playback = bar->addMenu(QObject::tr("&Playback"));
+  actions.play_pause = make_action(window, playback, QObject::tr("&Play / Pause"), {QKeySequence(Qt::Key_Space)},
+                                   "action_play_pause");
+  playback->addSeparator();
+  actions.previous_frame = make_action(window, playback, QObject::tr("Previous Frame"), {QKeySequence(Qt::Key_Left)},
+                                       "action_previous_frame");
+  actions.next_frame = make_action(window, playback, QObject::tr("Next Frame"), {QKeySequence(Qt::Key_Right)},
+                                   "action_next_frame");
+  actions.back_10_frames = make_action(window, playback, QObject::tr("Back 10 Frames"),
+                                       {QKeySequence(Qt::CTRL | Qt::Key_Left)}, "action_back_10_frames");
+  actions.forward_10_frames = make_action(window, playback, QObject::tr("Forward 10 Frames"),
+                                          {QKeySequence(Qt::CTRL | Qt::Key_Right)}, "action_forward_10_frames");
+  actions.first_frame = make_action(window, playback, QObject::tr("First Frame"), {QKeySequence(Qt::Key_Home)},
+                                    "action_first_frame");
+  actions.last_frame = make_action(window, playback, QObject::tr("Last Frame"), {QKeySequence(Qt::Key_End)},
+                                   "action_last_frame");
+
+  QMenu* view = bar->addMenu(QObject::tr("&View"));
+  actions.fit = make_action(window, view, QObject::tr("&Fit to Window"),
+                            {QKeySequence(Qt::Key_F), QKeySequence(Qt::CTRL | Qt::Key_0)}, "action_fit");
+  actions.zoom_in = make_action(window, view, QObject::tr("Zoom &In"),
+                                {QKeySequence::ZoomIn, QKeySequence(Qt::CTRL | Qt::Key_Equal)}, "action_zoom_in");
+  actions.zoom_out = make_action(window, view, QObject::tr("Zoom &Out"), {QKeySequence::ZoomOut}, "action_zoom_out");
+  actions.actual_size = make_action(window, view, QObject::tr("&Actual Pixels (100%)"),
+                                    {QKeySequence(Qt::CTRL | Qt::Key_1)}, "action_actual_size");
+  view->addSeparator();
+  actions.panels_menu = view->addMenu(QObject::tr("&Panels"));
+
+  QMenu* help = bar->addMenu(QObject::tr("&Help"));
+  actions.keyboard_shortcuts = make_action(window, help, QObject::tr("&Keyboard Shortcuts"),
+                                           {QKeySequence(Qt::Key_F1)}, "action_keyboard_shortcuts");
+  return actions;
+}
+
+std::vector<ShortcutDescription> shortcut_descriptions(const WorkbenchActions& actions) {
+  std::vector<ShortcutDescription> result;
+  const QAction* listed[] = {actions.open, actions.open_image_folder, actions.quit, actions.delete_point,
+                             actions.play_pause, actions.previous_frame, actions.next_frame, actions.back_10_frames,
+                             actions.forward_10_frames, actions.first_frame, actions.last_frame, actions.fit,
+                             actions.zoom_in, actions.zoom_out, actions.actual_size, actions.keyboard_shortcuts};
+  for (const QAction* action : listed) {
+    if (action == nullptr) continue;
+    QStringList keys;
+    for (const QKeySequence& sequence : action->shortcuts()) keys << sequence.toString(QKeySequence::NativeText);
+    QString text = action->text();
+    text.remove('&');
+    text.remove(QStringLiteral("..."));
+    result.push_back({keys.join(QStringLiteral(", ")), text});
+  }
+  result.push_back({QObject::tr("Left click"), QObject::tr("Add a query point on the shown frame")});
+  result.push_back({QObject::tr("Left drag on a point"), QObject::tr("Move the point")});
+  result.push_back({QObject::tr("Wheel"), QObject::tr("Zoom about the pointer")});
+  result.push_back({QObject::tr("Middle drag, Shift+drag, Space+drag"), QObject::tr("Pan")});
+  result.push_back({QObject::tr("Drop a file on the window"), QObject::tr("Open it")});
+  return result;
+}
+
+void show_keyboard_shortcuts(QWidget* parent, const WorkbenchActions& actions) {
+  if (auto* existing = parent->findChild<QDialog*>("keyboard_shortcuts_dialog")) {
+    existing->show();
+    existing->raise();
+    existing->activateWindow();
+    return;
+  }
+  auto* dialog = new QDialog(parent);
+  dialog->setObjectName("keyboard_shortcuts_dialog");
+  dialog->setWindowTitle(QObject::tr("Keyboard Shortcuts"));
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  const std::vector<ShortcutDescription> rows = shortcut_descriptions(actions);
+  auto* table = new QTableWidget(static_cast<int>(rows.size()), 2, dialog);
+  table->setHorizontalHeaderLabels({QObject::tr("Keys"), QObject::tr("Action")});
+  table->verticalHeader()->setVisible(false);
+  table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table->setSelectionMode(QAbstractItemView::NoSelection);
+  for (int row = 0; row < static_cast<int>(rows.size()); ++row) {
+    table->setItem(row, 0, new QTableWidgetItem(rows[static_cast<size_t>(row)].keys));
+    table->setItem(row, 1, new QTableWidgetItem(rows[static_cast<size_t>(row)].action));
+  }
+  table->resizeColumnsToContents();
+  table->horizontalHeader()->setStretchLastSection(true);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
+  QObject::connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
+  auto* layout = new QVBoxLayout(dialog);
+  layout->addWidget(table);
+  layout->addWidget(buttons);
+  dialog->resize(520, 520);
+  dialog->show();
+}
+
+}  // namespace trackscope::ui
