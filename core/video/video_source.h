@@ -103,7 +103,7 @@ class VideoSource {
     int64_t seeks = 0;             // demuxer repositionings (keyframe seeks, rewinds)
     int64_t decoded_frames = 0;    // pictures the decoder produced, including those only decoded to reach a target
   };
-  virtual DecodeCounters decode_counters() const = 0;
+  virtual DecodeCounters decode_counters() const { return {}; }
 };
 
 }  // namespace trackscope::core

@@ -118,6 +118,11 @@ class FakeFrameServer : public core::FrameServer {
     return core::corrupt_data("frame " + std::to_string(index) + " is damaged (fake)");
   }
 
+  bool is_cached(int64_t index) const override {
+    std::lock_guard lock(mutex_);
+    return cache_.count(index) > 0;
+  }
+
   core::FrameServerStats stats() const override {
     std::lock_guard lock(mutex_);
     core::FrameServerStats result = stats_;
