@@ -21,6 +21,7 @@ constexpr int64_t kSide = 7;             // correlation window side (7x7 target 
 constexpr int64_t kCorrPerSample = 2401;  // 7^4
 constexpr int64_t kChannelsPerGroup = 16;
 constexpr double kGroupNormEps = 1e-5;
+constexpr int64_t kCmdTopCpuPassBytes = int64_t{16} << 20;
 
 struct SamePadding {
   int64_t output = 0;
@@ -237,8 +238,15 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
 
   const at::Tensor input = corr.reshape({samples, kCorrPerSample}).contiguous();
   const auto compute = input.options().dtype(options_.compute_dtype);
-  for (int64_t m0 = 0; m0 < samples; m0 += options_.max_samples_per_pass) {
-    const int64_t count = std::min(options_.max_samples_per_pass, samples - m0);
+  int64_t samples_per_pass = options_.max_samples_per_pass;
+  if (!input.is_cuda()) {
+    // On the CPU a pass also keeps its patches under kCmdTopCpuPassBytes: glibc hands larger blocks back to the OS
+    // on free, and faulting them in again on every pass costs more than the GEMMs.
+    const int64_t patch_bytes = layers_.front().gather_index.size(0) * at::elementSize(options_.compute_dtype);
+    samples_per_pass = std::min(samples_per_pass, std::max<int64_t>(1, kCmdTopCpuPassBytes / patch_bytes));
+  }
+  for (int64_t m0 = 0; m0 < samples; m0 += samples_per_pass) {
+    const int64_t count = std::min(samples_per_pass, samples - m0);
     const int64_t rows = 2 * count;  // (sample, branch)
     at::Tensor activation;           // [rows, positions, channels] channels-last
     at::Tensor out_rows = out.narrow(0, m0, count).view({rows, last_channels_});

@@ -13,6 +13,7 @@ namespace trackscope::gpu::ops {
 namespace {
 
 constexpr int64_t kMaxHighCells = 4096;  // one CUDA block keeps <= 16 logits per thread in registers
+constexpr int64_t kInitCpuPassBytes = int64_t{16} << 20;
 
 bool is_cost_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
 
@@ -141,6 +142,13 @@ InitResult init_from_cost_volume(const at::Tensor& query_lowres, const at::Tenso
   const auto out_options = query_lowres.options().dtype(at::kFloat);
   InitResult result{at::empty({queries, frames, 2}, out_options), at::empty({queries, frames, 6}, out_options)};
 
+  // On the CPU a pass also stays under kInitCpuPassBytes of cost volume: glibc hands larger blocks back to the
+  // OS on free, and faulting them in again on every pass costs more than the GEMMs.
+  if (!query_lowres.is_cuda()) {
+    const int64_t bytes_per_query =
+        frames * (low_height * low_width + high_height * high_width) * static_cast<int64_t>(query_lowres.element_size());
+    queries_per_pass = std::min(queries_per_pass, std::max<int64_t>(1, kInitCpuPassBytes / std::max<int64_t>(1, bytes_per_query)));
+  }
   // CV[q, (t,h,w)] = q[q,:] . F[t,h,w,:]: one GEMM per resolution with the grid as the long dimension.
   const at::Tensor low_grid = features_lowres.reshape({frames * low_height * low_width, features_lowres.size(3)});
   const at::Tensor high_grid = features_hires.reshape({frames * high_height * high_width, features_hires.size(3)});

@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "gpu/ops/op_costs.h"
 #include "gpu/ops/ops.h"
 #include "ops_reference.h"
 
@@ -255,6 +256,26 @@ TEST(CmdTopCpu, FromNamedFollowsTheOfficialKeys) {
   EXPECT_NE(error_message([&] { ops::CmdTopWeights::from_named(lookup, "cmdtop.1."); })
                 .find("cmdtop.1.conv.0.0.weight has shape [64, 49, 5, 5], expected a 3x3 kernel"),
             std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Cost model: the per-query unit costs of LOCOTRACK.md §5.1 (T=47, 256^2).
+TEST(OpCostsCpu, ReproduceTheSpecUnitCosts) {
+  const ops::CorrShape levels[] = {{1, 47, 64, 64, 128}, {1, 47, 32, 32, 256}, {1, 47, 128, 128, 64}};
+  double corr_flops = 0.0;
+  for (const ops::CorrShape& level : levels) corr_flops += ops::local_corr4d_cost(level, 4).flops;
+  EXPECT_NEAR(corr_flops, 101.1e6 + 8.25e6, 0.1e6);  // 4D correlation 101.1 + sampling "about 8" MFLOP
+  EXPECT_NEAR(ops::init_cost({1, 47}, 4).flops, 86.4e6, 0.1e6);
+  EXPECT_NEAR(3.0 * ops::cmdtop_cost(47, /*base=*/false, 4, 4).flops, 195.4e6, 0.1e6);
+  EXPECT_NEAR(3.0 * ops::cmdtop_cost(47, /*base=*/true, 4, 4).flops, 458.0e6, 0.1e6);
+  // The fused designs move less than the eager compositions at a realistic chunk (n=256).
+  const ops::OpCost corr = ops::local_corr4d_cost({256, 47, 64, 64, 128}, 4);
+  const ops::OpCost init = ops::init_cost({256, 47}, 4);
+  const ops::OpCost cmdtop = ops::cmdtop_cost(256 * 47, false, 4, 4);
+  for (const ops::OpCost& cost : {corr, init, cmdtop}) {
+    EXPECT_LE(cost.min_bytes, cost.design_bytes);
+    EXPECT_LT(cost.design_bytes, cost.eager_bytes);
+  }
 }
 
 // ------------------------------------------------------------------------------------------------------

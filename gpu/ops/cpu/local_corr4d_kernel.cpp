@@ -1,6 +1,8 @@
 // CPU reference of local_corr4d. The neighbourhoods of a block of queries are interpolated into a small
 // buffer (plain loops, grid_sample's corner order) and multiplied with the supports by one batched GEMM, so
 // the CPU path keeps BLAS speed for the 49x49xC products while never holding more than one block of them.
+// The block stays under a few MB: glibc returns larger blocks to the OS on free, and faulting fresh pages
+// in on every call costs more than the arithmetic (measured: 118 MB took 1 s to touch on the CI-like VM).
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/bmm.h>
@@ -17,7 +19,7 @@ namespace {
 constexpr int64_t kSide = 7;
 constexpr int64_t kTaps = 49;
 constexpr int64_t kRadius = 3;
-constexpr int64_t kQueriesPerBlock = 16;
+constexpr int64_t kBlockBytes = int64_t{8} << 20;  // neighbourhood buffer budget
 
 // neighbourhoods [T*49, C] of one query: bilinear samples of features[t] at (x + dx, y + dy), zeros padding.
 template <typename Element>
@@ -69,12 +71,15 @@ void local_corr4d_cpu(const at::Tensor& features, const at::Tensor& points, cons
   const int64_t channels = features.size(3);
   const int64_t queries = points.size(0);
   TORCH_INTERNAL_ASSERT(features.stride(3) == 1 && points.is_contiguous() && supports.is_contiguous());
-  const at::Tensor supports_f = supports.to(at::kFloat);
+  // [n, C, 49] contiguous: OpenBLAS takes a slow path for some transposed batched operands (C=256: 7x).
+  const at::Tensor supports_t = supports.to(at::kFloat).transpose(1, 2).contiguous();
   const at::Tensor corr_rows = corr.view({queries, frames * kTaps, kTaps});
   const float* point_data = points.data_ptr<float>();
+  const int64_t queries_per_block =
+      std::max<int64_t>(1, kBlockBytes / std::max<int64_t>(1, frames * kTaps * channels * 4));
 
-  for (int64_t q0 = 0; q0 < queries; q0 += kQueriesPerBlock) {
-    const int64_t block = std::min(kQueriesPerBlock, queries - q0);
+  for (int64_t q0 = 0; q0 < queries; q0 += queries_per_block) {
+    const int64_t block = std::min(queries_per_block, queries - q0);
     at::Tensor neighbours = at::empty({block, frames * kTaps, channels}, features.options().dtype(at::kFloat));
     float* neighbour_data = neighbours.data_ptr<float>();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, features.scalar_type(), "local_corr4d_cpu", [&] {
@@ -88,7 +93,7 @@ void local_corr4d_cpu(const at::Tensor& features, const at::Tensor& points, cons
       });
     });
     at::Tensor out = corr_rows.narrow(0, q0, block);
-    at::bmm_out(out, neighbours, supports_f.narrow(0, q0, block).transpose(1, 2));
+    at::bmm_out(out, neighbours, supports_t.narrow(0, q0, block));
   }
 }
 

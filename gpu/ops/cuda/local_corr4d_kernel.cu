@@ -7,17 +7,21 @@
 // weights. The 7x7xC neighbourhood is never written to global memory: each block interpolates a 32-channel
 // slice of it into shared memory, multiplies it with the matching support slice, and moves on.
 //
-// Work split: one block = one query x kFramesPerBlock frames (the supports are loaded once per block and
-// shared by its frames); 49 threads per frame, thread (h, i) accumulates the 7x7 outputs
-// corr[h, 0..6, i, 0..6] in registers (14 shared loads per 49 FMAs). Channels run in chunks of 32 so that
-// shared memory stays at 31 KB for any C. fp32 accumulation; bf16/fp16 inputs are widened on load.
+// Work split: one block = one query x kFramesPerBlock (4) frames; the supports are loaded once per block and
+// shared by its frames. Interpolation: one thread per (frame, channel) walks the 8x8 window row by row
+// (coalesced across channels, every cell read once) and interpolates separably (x, then y). Correlation:
+// 49 threads per frame, thread (h, i) accumulates the 7x7 outputs corr[h, 0..6, i, 0..6] in registers
+// (14 shared loads per 49 FMAs). Channels run in chunks of 32, so shared memory is 31 KB for any C.
+// fp32 accumulation; bf16/fp16 inputs are widened on load.
 //
-// Cost per (q,t), C channels (element size e bytes):
-//   FLOPs: 2*49*49*C (correlation) + 49*C*7 (bilinear: 4 mul + 3 add) = 5145*C
-//   bytes: 8*8*C*e window (L1/L2 serve the 4x overlap of the corner reads) + 49*C*e supports (once per
-//          block, i.e. per kFramesPerBlock frames) + 2*4 point + 2401*4 output.
-//   For C=128 fp32: 659 kFLOP over ~43 kB -> ~15 FLOP/B; the eager path moves 49*C*4 = 25 kB of
-//   neighbourhood out and ~2x back in (sampling write, einsum copy, einsum read) on top of that.
+// Cost per (q,t), C channels, element size e bytes:
+//   FLOPs: 2*49*49*C (correlation) + (56+49)*3*C (separable bilinear) = 5117*C
+//   bytes: 8*8*C*e window + 49*C*e supports / 4 frames + 8 point + 2401*4 output
+//          (C=128 fp32: 32.8 kB + 6.3 kB + 9.6 kB = 48.7 kB for 655 kFLOP, ~13 FLOP/B; windows of nearby
+//          queries also share L2 lines, so DRAM traffic is lower still).
+//   The eager path writes the 49*C*4 = 25 kB neighbourhood, copies it once more for the einsum (read +
+//   write) and reads it again in the bmm: ~100 kB per (q,t) at C=128 on top of the same windows/outputs.
+//   Register-limited to 2 blocks (14 warps) per SM: 128 registers, 31.4 KB shared memory per block.
 
 #include <cmath>
 
@@ -44,9 +48,9 @@ __device__ __forceinline__ float fetch_cell(const Element* __restrict__ frame_ch
   return to_float(frame_channel[y * stride_row + x * stride_column]);
 }
 
-template <typename Element>
 // 2 blocks per SM: the 7x7 register tile plus software-pipelined operands need ~128 registers; forcing 3
 // blocks spills ~90 bytes per thread.
+template <typename Element>
 __global__ void __launch_bounds__(kThreads, 2)
     local_corr4d_kernel(LocalCorr4dShape s, const Element* __restrict__ features, const float* __restrict__ points,
                         const Element* __restrict__ supports, float* __restrict__ corr) {
@@ -108,6 +112,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 
   const Element* support_base = supports + query * kTaps * s.channels;
+  const int height = static_cast<int>(s.height);
+  const int width = static_cast<int>(s.width);
+  const int stride_row = static_cast<int>(s.stride_row);
+  const int stride_column = static_cast<int>(s.stride_column);
   for (int64_t c0 = 0; c0 < s.channels; c0 += kChannelsPerStep) {
     // Support slice [32 channels][49 taps]: consecutive threads read consecutive channels.
     for (int e = tid; e < kTaps * kChannelsPerStep; e += kThreads) {
@@ -116,30 +124,40 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int64_t c = c0 + k;
       support_tile[k][tap] = c < s.channels ? to_float(support_base[tap * s.channels + c]) : 0.0f;
     }
-    // Interpolated neighbourhood slice [frame][32 channels][49 taps].
-    for (int e = tid; e < kFramesPerBlock * kTaps * kChannelsPerStep; e += kThreads) {
-      const int slot = e / (kTaps * kChannelsPerStep);
-      const int rest = e % (kTaps * kChannelsPerStep);
-      const int tap = rest / kChannelsPerStep;
-      const int k = rest % kChannelsPerStep;
+    // Interpolated neighbourhood slice [frame][32 channels][49 taps], separably: one thread per (frame,
+    // channel) walks the 8x8 window row by row (8 coalesced loads per row), interpolates each row in x, and
+    // combines consecutive rows in y. Every window cell is read once; cells outside the grid are 0.
+    for (int column = tid; column < kFramesPerBlock * kChannelsPerStep; column += kThreads) {
+      const int slot = column / kChannelsPerStep;
+      const int k = column % kChannelsPerStep;
       const int64_t c = c0 + k;
-      float value = 0.0f;
-      if (c < s.channels && first_frame + slot < s.frames) {
-        const int y = window_y[slot] + tap / kSide - kRadius;
-        const int x = window_x[slot] + tap % kSide - kRadius;
-        const float fx = fraction_x[slot];
-        const float fy = fraction_y[slot];
-        const Element* base = features + (first_frame + slot) * s.stride_frame + c;
-        const int h = static_cast<int>(s.height);
-        const int wd = static_cast<int>(s.width);
-        const int sr = static_cast<int>(s.stride_row);
-        const int sc = static_cast<int>(s.stride_column);
-        value = (1.0f - fx) * (1.0f - fy) * fetch_cell(base, h, wd, sr, sc, y, x) +
-                fx * (1.0f - fy) * fetch_cell(base, h, wd, sr, sc, y, x + 1) +
-                (1.0f - fx) * fy * fetch_cell(base, h, wd, sr, sc, y + 1, x) +
-                fx * fy * fetch_cell(base, h, wd, sr, sc, y + 1, x + 1);
+      float* destination = &neighbour_tile[slot][k][0];
+      if (c >= s.channels || first_frame + slot >= s.frames) {
+#pragma unroll
+        for (int tap = 0; tap < kTaps; ++tap) destination[tap] = 0.0f;
+        continue;
       }
-      neighbour_tile[slot][k][tap] = value;
+      const Element* base = features + (first_frame + slot) * s.stride_frame + c;
+      const int left = window_x[slot] - kRadius;
+      const int top = window_y[slot] - kRadius;
+      const float fx = fraction_x[slot];
+      const float fy = fraction_y[slot];
+      float previous[kSide];
+#pragma unroll 1
+      for (int r = 0; r <= kSide; ++r) {
+        float row[kSide + 1];
+#pragma unroll
+        for (int x = 0; x <= kSide; ++x) row[x] = fetch_cell(base, height, width, stride_row, stride_column, top + r, left + x);
+        float current[kSide];
+#pragma unroll
+        for (int w = 0; w < kSide; ++w) current[w] = (1.0f - fx) * row[w] + fx * row[w + 1];
+        if (r > 0) {
+#pragma unroll
+          for (int w = 0; w < kSide; ++w) destination[(r - 1) * kSide + w] = (1.0f - fy) * previous[w] + fy * current[w];
+        }
+#pragma unroll
+        for (int w = 0; w < kSide; ++w) previous[w] = current[w];
+      }
     }
     __syncthreads();
     if (active) {
