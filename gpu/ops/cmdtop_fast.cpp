@@ -2,7 +2,7 @@
 // index tables on the device), and the forward pass as gather -> GEMM -> bias+GroupNorm+ReLU per layer.
 // Contract in gpu/ops/ops.h; design and costs in docs/kernels.md.
 #include <ATen/ops/empty.h>
-#include <ATen/ops/index_select.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mm.h>
@@ -66,6 +66,27 @@ at::Tensor int_tensor(const std::vector<int32_t>& values, c10::Device device) {
   at::Tensor t = at::empty({static_cast<int64_t>(values.size())}, at::TensorOptions().dtype(at::kInt));
   std::copy(values.begin(), values.end(), t.data_ptr<int32_t>());
   return t.to(device);
+}
+
+// The convolution of one layer as a dense matrix over the whole input row: row (block, c_out) holds the
+// kernel weights at the input elements that block's patch reads (padding taps simply vanish). block =
+// (branch, position) for layer 0 and position otherwise, so the GEMM output is already [rows, P, C_out].
+// weight: [C_out, K] float32 on the CPU; table: [blocks * K] (-1 = padding).
+at::Tensor dense_weight(const at::Tensor& weight, const std::vector<int32_t>& table, int64_t inputs) {
+  const int64_t out_channels = weight.size(0);
+  const int64_t patch = weight.size(1);
+  const auto blocks = static_cast<int64_t>(table.size()) / patch;
+  at::Tensor dense = at::zeros({blocks * out_channels, inputs}, at::TensorOptions().dtype(at::kFloat));
+  float* d = dense.data_ptr<float>();
+  const float* w = weight.data_ptr<float>();
+  for (int64_t block = 0; block < blocks; ++block) {
+    for (int64_t k = 0; k < patch; ++k) {
+      const int32_t source = table[static_cast<size_t>(block * patch + k)];
+      if (source < 0) continue;
+      for (int64_t co = 0; co < out_channels; ++co) d[(block * out_channels + co) * inputs + source] += w[co * patch + k];
+    }
+  }
+  return dense;
 }
 
 bool is_compute_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
@@ -177,40 +198,43 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
     const SamePadding rows = same_padding(height, kernel, w.stride);
     const SamePadding columns = same_padding(width, kernel, w.stride);
     layer.positions = rows.output * columns.output;
-    // Columns ordered (ci, ky, kx): the conv weight reshaped [C_out, C_in*k*k] without a copy.
-    at::Tensor weight_matrix = w.conv_weight.reshape({layer.channels, layer.patch_length})
-                                   .to(float_options.dtype(options.compute_dtype))
-                                   .contiguous();
+    // Patch columns ordered (ci, ky, kx): the conv weight reshaped [C_out, C_in*k*k] without a copy.
+    // Layer 0 reads both branches from the [h, w, i, j] correlation: branch 1 = channels (i,j) over space
+    // (h,w), branch 2 = channels (h,w) over space (i,j); its table is [branch][position][patch column].
+    // Later layers read the channels-last activation [positions, C]: element (ci, y, x) at (y*W + x)*C + ci.
     std::vector<int32_t> table;
+    int64_t inputs = 0;  // length of one input row
     if (i == 0) {
-      // Both branches from the [h, w, i, j] correlation: branch 1 = channels (i,j) over space (h,w),
-      // branch 2 = channels (h,w) over space (i,j). Table = [branch][position][patch column].
       table = patch_table(height, width, channels, kernel, w.stride,
                           [](int64_t ci, int64_t y, int64_t x) { return (y * kSide + x) * 49 + ci; });
       const std::vector<int32_t> branch2 = patch_table(
           height, width, channels, kernel, w.stride, [](int64_t ci, int64_t y, int64_t x) { return ci * 49 + y * kSide + x; });
       table.insert(table.end(), branch2.begin(), branch2.end());
-      layer.gather_index = int_tensor(table, device);
+      inputs = kCorrPerSample;
     } else {
-      // Channels-last activation [positions, C]: element (ci, y, x) at (y*W + x)*C + ci.
       const int64_t in_width = width, in_channels = channels;
       table = patch_table(height, width, channels, kernel, w.stride, [in_width, in_channels](int64_t ci, int64_t y, int64_t x) {
         return (y * in_width + x) * in_channels + ci;
       });
-      const int64_t inputs = height * width * channels;
-      std::vector<int32_t> sorted = table;
-      std::sort(sorted.begin(), sorted.end());
-      std::vector<int32_t> identity(static_cast<size_t>(inputs));
-      std::iota(identity.begin(), identity.end(), 0);
-      if (layer.positions == 1 && sorted == identity) {
-        // The kernel covers the whole input without padding: permute the weight columns instead of gathering.
-        std::vector<int32_t> inverse(static_cast<size_t>(inputs));
-        for (size_t k = 0; k < table.size(); ++k) inverse[static_cast<size_t>(table[k])] = static_cast<int32_t>(k);
-        weight_matrix = at::index_select(weight_matrix, 1, int_tensor(inverse, device).to(at::kLong)).contiguous();
-      } else {
-        layer.gather_index = int_tensor(table, device);
-      }
+      inputs = height * width * channels;
     }
+    std::vector<int32_t> sorted = table;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int32_t> identity(static_cast<size_t>(inputs));
+    std::iota(identity.begin(), identity.end(), 0);
+    const bool permutation = sorted == identity;  // one position, no padding: dense costs what im2col costs
+    const bool dense = permutation || options.convolution == Convolution::dense ||
+                       (options.convolution == Convolution::automatic && device.is_cuda() &&
+                        (options.compute_dtype != at::kFloat || weights.layers.size() == 2));
+    const at::Tensor weight_cpu = w.conv_weight.to(at::kCPU, at::kFloat).reshape({layer.channels, layer.patch_length}).contiguous();
+    at::Tensor weight_matrix;
+    if (dense) {
+      weight_matrix = dense_weight(weight_cpu, table, inputs);
+    } else {
+      weight_matrix = weight_cpu;
+      layer.gather_index = int_tensor(table, device);
+    }
+    weight_matrix = weight_matrix.to(float_options.dtype(options.compute_dtype)).contiguous();
     layer.weight_matrix = weight_matrix.to(device);
     layers_.push_back(layer);
     height = rows.output;
@@ -242,7 +266,10 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
   if (!input.is_cuda()) {
     // On the CPU a pass also keeps its patches under kCmdTopCpuPassBytes: glibc hands larger blocks back to the OS
     // on free, and faulting them in again on every pass costs more than the GEMMs.
-    const int64_t patch_bytes = layers_.front().gather_index.size(0) * at::elementSize(options_.compute_dtype);
+    const Layer& first = layers_.front();
+    const int64_t row_elements = first.gather_index.defined() ? first.gather_index.size(0)
+                                                               : first.weight_matrix.size(0);  // its output row
+    const int64_t patch_bytes = row_elements * static_cast<int64_t>(at::elementSize(options_.compute_dtype));
     samples_per_pass = std::min(samples_per_pass, std::max<int64_t>(1, kCmdTopCpuPassBytes / patch_bytes));
   }
   for (int64_t m0 = 0; m0 < samples; m0 += samples_per_pass) {
@@ -252,24 +279,21 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
     at::Tensor out_rows = out.narrow(0, m0, count).view({rows, last_channels_});
     for (size_t i = 0; i < layers_.size(); ++i) {
       const Layer& layer = layers_[i];
-      const bool last = i + 1 == layers_.size();
+      // Layer 0 reads one correlation row per sample; later layers one activation row per (sample, branch).
+      const at::Tensor flat = i == 0 ? input.narrow(0, m0, count)
+                                     : activation.view({rows, activation.size(1) * activation.size(2)});
       at::Tensor product;
-      if (i == 0) {
-        at::Tensor patches = at::empty({count, layer.gather_index.size(0)}, compute);
-        gather_columns(input.narrow(0, m0, count), layer.gather_index, patches);
-        product = at::matmul(patches.view({rows * layer.positions, layer.patch_length}), layer.weight_matrix.t());
-      } else if (layer.gather_index.defined()) {
-        const at::Tensor flat = activation.view({rows, activation.size(1) * activation.size(2)});
-        at::Tensor patches = at::empty({rows, layer.gather_index.size(0)}, compute);
+      if (layer.gather_index.defined()) {
+        at::Tensor patches = at::empty({flat.size(0), layer.gather_index.size(0)}, compute);
         gather_columns(flat, layer.gather_index, patches);
         product = at::matmul(patches.view({rows * layer.positions, layer.patch_length}), layer.weight_matrix.t());
       } else {
-        const at::Tensor flat = activation.view({rows, activation.size(1) * activation.size(2)});
-        if (last) {
-          at::mm_out(out_rows, flat, layer.weight_matrix.t());
+        const at::Tensor operand = flat.scalar_type() == options_.compute_dtype ? flat : flat.to(options_.compute_dtype);
+        if (i + 1 == layers_.size() && layer.positions == 1) {
+          at::mm_out(out_rows, operand, layer.weight_matrix.t());  // the last layer writes the output directly
           product = out_rows;
         } else {
-          product = at::matmul(flat, layer.weight_matrix.t());
+          product = at::matmul(operand, layer.weight_matrix.t());
         }
       }
       activation = product.view({rows, layer.positions, layer.channels});

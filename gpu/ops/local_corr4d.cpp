@@ -37,11 +37,12 @@ void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, cons
                   corr.device() == features.device(),
               "local_corr4d: all tensors must be on one device: features ", features.device(), ", points ",
               points.device(), ", supports ", supports.device(), ", corr ", corr.device());
-  TORCH_CHECK(corr.scalar_type() == at::kFloat && corr.is_contiguous() && corr.dim() == 6 &&
-                  corr.size(0) == queries && corr.size(1) == frames && corr.size(2) == 7 && corr.size(3) == 7 &&
-                  corr.size(4) == 7 && corr.size(5) == 7,
-              "local_corr4d: corr must be a contiguous float32 [", queries, ",", frames, ",7,7,7,7] tensor, got ",
-              corr.scalar_type(), " ", corr.sizes(), corr.is_contiguous() ? "" : " (not contiguous)");
+  TORCH_CHECK((corr.scalar_type() == at::kFloat || corr.scalar_type() == features.scalar_type()) &&
+                  corr.is_contiguous() && corr.dim() == 6 && corr.size(0) == queries && corr.size(1) == frames &&
+                  corr.size(2) == 7 && corr.size(3) == 7 && corr.size(4) == 7 && corr.size(5) == 7,
+              "local_corr4d: corr must be a contiguous float32 or ", features.scalar_type(), " [", queries, ",", frames,
+              ",7,7,7,7] tensor, got ", corr.scalar_type(), " ", corr.sizes(),
+              corr.is_contiguous() ? "" : " (not contiguous)");
   if (queries == 0 || frames == 0) return;
 
   const at::Tensor features_c = features.stride(3) == 1 ? features : features.contiguous();

@@ -50,7 +50,9 @@ std::string cuda_kernels_status();
 // Points that are not finite give an all-zero correlation (grid_sample would give NaN).
 // The 7x7xC neighbourhoods are never materialised.
 at::Tensor local_corr4d(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports);
-/// Same, writing into corr ([n, T, 7, 7, 7, 7] float32 contiguous, on the inputs' device).
+/// Same, writing into corr ([n, T, 7, 7, 7, 7] contiguous, on the inputs' device). corr may also have the
+/// features' reduced dtype (bf16/fp16: fp32 accumulation, one rounding at the store), which halves the
+/// traffic into a reduced-precision CmdTopFast.
 void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
                       at::Tensor& corr);
 
@@ -118,9 +120,18 @@ struct CmdTopWeights {
 /// on the device. Construct once per level and device; forward() is then free of host work and host syncs.
 class CmdTopFast {
  public:
+  /// How a convolution layer becomes a GEMM. im2col: gather the [P, C_in*k*k] patches (index table on the
+  /// device), then [rows*P, K] x [K, C_out] (the FLOPs of the conv, plus the patch traffic). dense: fold the
+  /// SAME padding, stride and (layer 0) both branch layouts into one [L_in, P*C_out] matrix and multiply the
+  /// input rows directly (no patches; 2x (small) to 5x (base layer 0) the FLOPs, so it pays on tensor cores).
+  /// automatic: dense on CUDA for bf16/fp16 or the small configuration, im2col otherwise. Layers whose kernel
+  /// covers their whole unpadded input (the last 2x2 conv) are always dense: it is a column permutation.
+  enum class Convolution { automatic, im2col, dense };
   struct Options {
-    at::ScalarType compute_dtype = at::kFloat;  // dtype of the patches, GEMMs and output (fp32/bf16/fp16)
-    int64_t max_samples_per_pass = 4096;        // bounds the im2col patches (160 MB fp32 small, 231 MB base)
+    at::ScalarType compute_dtype = at::kFloat;  // dtype of the GEMM operands and output (fp32/bf16/fp16)
+    int64_t max_samples_per_pass = 4096;        // bounds the temporaries (im2col patches: 160 MB fp32 small,
+                                                // 231 MB base); on the CPU passes are also kept under 16 MB
+    Convolution convolution = Convolution::automatic;
   };
   CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options options);
 
@@ -134,8 +145,8 @@ class CmdTopFast {
   int64_t output_channels() const { return 2 * last_channels_; }
 
   struct Layer {
-    at::Tensor weight_matrix;  // [C_out, K] compute dtype, columns in the order of gather_index
-    at::Tensor gather_index;   // [columns] int32 on the device; undefined when the layer reads its input as is
+    at::Tensor weight_matrix;  // im2col: [C_out, K], columns in gather_index order; dense: [blocks*C_out, L_in]
+    at::Tensor gather_index;   // [columns] int32 on the device; undefined for a dense layer
     at::Tensor conv_bias;      // [C_out] float32
     at::Tensor norm_weight;    // [C_out] float32
     at::Tensor norm_bias;      // [C_out] float32

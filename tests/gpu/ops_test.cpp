@@ -84,9 +84,17 @@ TEST(LocalCorr4dCpu, StridedAndReducedPrecisionFeatures) {
   for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
     const at::Tensor f = features.to(dtype);
     const at::Tensor s = supports.to(dtype);
-    d = difference(ops::local_corr4d(f, points, s), reference_local_corr4d(f, points, s));
+    const at::Tensor expected = reference_local_corr4d(f, points, s);
+    d = difference(ops::local_corr4d(f, points, s), expected);
     report(std::string("local_corr4d cpu vs aten, ") + c10::toString(dtype) + " storage", d, "rel 1e-5");
     EXPECT_LE(d.relative(), 1e-5);
+    at::Tensor reduced = at::empty({6, 4, 7, 7, 7, 7}, at::TensorOptions().dtype(dtype));
+    ops::local_corr4d_out(f, points, s, reduced);
+    d = difference(reduced, expected);
+    const double tolerance = dtype == at::kBFloat16 ? 4e-3 : 5e-4;  // one rounding of the fp32 sum
+    report(std::string("local_corr4d cpu vs aten, ") + c10::toString(dtype) + " output", d,
+           "rel " + std::to_string(tolerance));
+    EXPECT_LE(d.relative(), tolerance);
   }
 }
 
@@ -213,18 +221,23 @@ TEST(CmdTopCpu, BothConfigurationsMatchConvGroupNormComposition) {
     const ops::CmdTopWeights weights = random_cmdtop_weights(base);
     const at::Tensor corr = at::randn({3, 5, 7, 7, 7, 7});  // n=3, T=5 -> 15 samples
     const at::Tensor expected = reference_cmdtop(corr, weights);
-    // 4 samples per pass: 15 = 4+4+4+3 exercises the sub-chunking.
-    const ops::CmdTopFast encoder(weights, at::kCPU, {at::kFloat, 4});
-    const at::Tensor actual = encoder.forward(corr);
-    ASSERT_EQ(actual.sizes(), (std::vector<int64_t>{3, 5, 256}));
-    const Difference d = difference(actual.reshape({15, 256}), expected);
-    report(std::string("cmdtop cpu vs aten, ") + (base ? "base" : "small") + " M=15", d, "abs 1e-4");
-    EXPECT_LE(d.max_abs_diff, kTolerance);
-    EXPECT_GT(d.max_abs_expected, 0.1);
-    // The convenience entry point (one pass) agrees with the prepared encoder (four passes); BLAS blocks the
-    // differently sized GEMMs differently, hence not bitwise.
-    EXPECT_LE(difference(ops::cmdtop_fast(corr, weights).reshape({15, 256}), actual.reshape({15, 256})).max_abs_diff,
-              1e-5);
+    for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense}) {
+      const bool dense = convolution == ops::CmdTopFast::Convolution::dense;
+      // 4 samples per pass: 15 = 4+4+4+3 exercises the sub-chunking.
+      const ops::CmdTopFast encoder(weights, at::kCPU, {at::kFloat, 4, convolution});
+      const at::Tensor actual = encoder.forward(corr);
+      ASSERT_EQ(actual.sizes(), (std::vector<int64_t>{3, 5, 256}));
+      const Difference d = difference(actual.reshape({15, 256}), expected);
+      report(std::string("cmdtop cpu vs aten, ") + (base ? "base " : "small ") + (dense ? "dense" : "im2col") +
+                 " M=15",
+             d, "abs 1e-4");
+      EXPECT_LE(d.max_abs_diff, kTolerance);
+      EXPECT_GT(d.max_abs_expected, 0.1);
+      // The convenience entry point (one pass, automatic) agrees with the prepared encoder (four passes);
+      // BLAS blocks differently sized GEMMs differently, hence not bitwise.
+      EXPECT_LE(difference(ops::cmdtop_fast(corr, weights).reshape({15, 256}), actual.reshape({15, 256})).max_abs_diff,
+                1e-5);
+    }
   }
 }
 
@@ -305,11 +318,22 @@ TEST(LocalCorr4dCuda, MatchesCpuReferenceInEveryPrecision) {
       const at::Tensor expected = ops::local_corr4d(f, points, s);
       at::Tensor actual = at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
       ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), actual);
-      const Difference d = difference(actual, expected);
+      Difference d = difference(actual, expected);
       report(shape_text(std::string("local_corr4d cuda vs cpu ") + c10::toString(dtype), c.frames, c.height, c.width,
                         c.channels, c.queries),
              d, "rel 1e-5");
       EXPECT_LE(d.relative(), 1e-5) << c10::toString(dtype);
+      if (dtype != at::kFloat) {
+        // Output in the reduced dtype: one rounding of the fp32 sum (2^-8 bf16, 2^-11 fp16 relative).
+        at::Tensor reduced = at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(dtype));
+        ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), reduced);
+        d = difference(reduced, expected);
+        const double tolerance = dtype == at::kBFloat16 ? 4e-3 : 5e-4;
+        report(shape_text(std::string("local_corr4d cuda ") + c10::toString(dtype) + " output vs cpu", c.frames,
+                          c.height, c.width, c.channels, c.queries),
+               d, "rel " + std::to_string(tolerance));
+        EXPECT_LE(d.relative(), tolerance) << c10::toString(dtype) << " output";
+      }
     }
   }
 }
@@ -382,14 +406,17 @@ TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
     };
     for (const Precision& p : {Precision{at::kFloat, at::kFloat, 1e-4}, Precision{at::kBFloat16, at::kFloat, 8e-2},
                                Precision{at::kHalf, at::kHalf, 2e-2}}) {
-      const ops::CmdTopFast encoder(weights, at::Device(at::kCUDA, 0), {p.compute, 1000});
-      at::Tensor actual = at::full({37 * 47, 256}, kPoison, at::device(at::kCUDA).dtype(p.compute));
-      encoder.forward_out(corr.to(p.input).cuda(), actual);
-      const Difference d = difference(actual, expected);
-      report(std::string("cmdtop cuda vs cpu float32, ") + (base ? "base " : "small ") + c10::toString(p.compute) +
-                 " (input " + c10::toString(p.input) + ") M=1739",
-             d, "abs " + std::to_string(p.tolerance));
-      EXPECT_LE(d.max_abs_diff, p.tolerance) << c10::toString(p.compute);
+      for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense}) {
+        const bool dense = convolution == ops::CmdTopFast::Convolution::dense;
+        const ops::CmdTopFast encoder(weights, at::Device(at::kCUDA, 0), {p.compute, 1000, convolution});
+        at::Tensor actual = at::full({37 * 47, 256}, kPoison, at::device(at::kCUDA).dtype(p.compute));
+        encoder.forward_out(corr.to(p.input).cuda(), actual);
+        const Difference d = difference(actual, expected);
+        report(std::string("cmdtop cuda vs cpu float32, ") + (base ? "base " : "small ") + (dense ? "dense " : "im2col ") +
+                   c10::toString(p.compute) + " (input " + c10::toString(p.input) + ") M=1739",
+               d, "abs " + std::to_string(p.tolerance));
+        EXPECT_LE(d.max_abs_diff, p.tolerance) << c10::toString(p.compute) << (dense ? " dense" : " im2col");
+      }
     }
   }
 }

@@ -93,7 +93,11 @@ void local_corr4d_cpu(const at::Tensor& features, const at::Tensor& points, cons
       });
     });
     at::Tensor out = corr_rows.narrow(0, q0, block);
-    at::bmm_out(out, neighbours, supports_t.narrow(0, q0, block));
+    if (corr.scalar_type() == at::kFloat) {
+      at::bmm_out(out, neighbours, supports_t.narrow(0, q0, block));
+    } else {
+      out.copy_(at::bmm(neighbours, supports_t.narrow(0, q0, block)));
+    }
   }
 }
 

@@ -68,7 +68,8 @@ void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, con
               "local_corr4d: one frame spans ", frame_span, " elements; the CUDA kernel needs < 2^31");
   check_launch(cuda::launch_local_corr4d(shape, element_type(features.scalar_type(), "local_corr4d"),
                                          features.data_ptr(), points.data_ptr<float>(), supports.data_ptr(),
-                                         corr.data_ptr<float>(), current_stream(features)),
+                                         corr.data_ptr(), element_type(corr.scalar_type(), "local_corr4d"),
+                                         current_stream(features)),
                "local_corr4d");
 }
 

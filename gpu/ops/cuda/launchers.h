@@ -18,7 +18,8 @@ enum class ElementType : int { float32 = 0, bfloat16 = 1, float16 = 2 };
 // -- local_corr4d ----------------------------------------------------------------------------------------
 // features [frames, height, width, channels] with the given element strides (channel stride 1),
 // points [queries, frames, 2] fp32 contiguous (x, y in grid cells), supports [queries, 49, channels]
-// contiguous, corr [queries, frames, 49, 49] fp32 contiguous. features and supports share element_type.
+// contiguous, corr [queries, frames, 49, 49] contiguous, float32 or element_type (fp32 accumulation either
+// way). features and supports share element_type.
 struct LocalCorr4dShape {
   int64_t queries = 0;
   int64_t frames = 0;
@@ -30,7 +31,8 @@ struct LocalCorr4dShape {
   int64_t stride_column = 0;
 };
 cudaError_t launch_local_corr4d(const LocalCorr4dShape& shape, ElementType element_type, const void* features,
-                                const float* points, const void* supports, float* corr, cudaStream_t stream);
+                                const float* points, const void* supports, void* corr, ElementType corr_type,
+                                cudaStream_t stream);
 
 // -- init_from_cost_volume (fused per-plane part) ----------------------------------------------------------
 // cost_low [queries, frames, low_height, low_width] and cost_high [queries, frames, high_height, high_width],

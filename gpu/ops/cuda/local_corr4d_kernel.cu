@@ -50,10 +50,10 @@ __device__ __forceinline__ float fetch_cell(const Element* __restrict__ frame_ch
 
 // 2 blocks per SM: the 7x7 register tile plus software-pipelined operands need ~128 registers; forcing 3
 // blocks spills ~90 bytes per thread.
-template <typename Element>
+template <typename Element, typename Out>
 __global__ void __launch_bounds__(kThreads, 2)
     local_corr4d_kernel(LocalCorr4dShape s, const Element* __restrict__ features, const float* __restrict__ points,
-                        const Element* __restrict__ supports, float* __restrict__ corr) {
+                        const Element* __restrict__ supports, Out* __restrict__ corr) {
   __shared__ float support_tile[kChannelsPerStep][kTaps];
   __shared__ float neighbour_tile[kFramesPerBlock][kChannelsPerStep][kTaps];
   __shared__ int window_x[kFramesPerBlock];
@@ -180,37 +180,48 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 
   if (active) {
-    float* out = corr + ((query * s.frames + my_frame) * kTaps + target_row * kSide) * kTaps + support_row * kSide;
+    Out* out = corr + ((query * s.frames + my_frame) * kTaps + target_row * kSide) * kTaps + support_row * kSide;
 #pragma unroll
     for (int w = 0; w < kSide; ++w) {
 #pragma unroll
-      for (int j = 0; j < kSide; ++j) out[w * kTaps + j] = acc[w][j];
+      for (int j = 0; j < kSide; ++j) out[w * kTaps + j] = from_float<Out>(acc[w][j]);
     }
   }
 }
 
-template <typename Element>
+template <typename Element, typename Out>
 cudaError_t launch_typed(const LocalCorr4dShape& s, const void* features, const float* points, const void* supports,
-                         float* corr, cudaStream_t stream) {
+                         void* corr, cudaStream_t stream) {
   const int64_t blocks = s.queries * ((s.frames + kFramesPerBlock - 1) / kFramesPerBlock);
   if (blocks == 0) return cudaSuccess;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-  local_corr4d_kernel<Element><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      s, static_cast<const Element*>(features), points, static_cast<const Element*>(supports), corr);
+  local_corr4d_kernel<Element, Out><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      s, static_cast<const Element*>(features), points, static_cast<const Element*>(supports), static_cast<Out*>(corr));
   return cudaGetLastError();
+}
+
+// corr is float32 or the input type (the ops layer checks it).
+template <typename Element>
+cudaError_t launch_with_output(const LocalCorr4dShape& s, const void* features, const float* points,
+                               const void* supports, void* corr, bool float_output, cudaStream_t stream) {
+  return float_output ? launch_typed<Element, float>(s, features, points, supports, corr, stream)
+                      : launch_typed<Element, Element>(s, features, points, supports, corr, stream);
 }
 
 }  // namespace
 
 cudaError_t launch_local_corr4d(const LocalCorr4dShape& shape, ElementType element_type, const void* features,
-                                const float* points, const void* supports, float* corr, cudaStream_t stream) {
+                                const float* points, const void* supports, void* corr, ElementType corr_type,
+                                cudaStream_t stream) {
+  if (corr_type != ElementType::float32 && corr_type != element_type) return cudaErrorInvalidValue;
+  const bool float_output = corr_type == ElementType::float32;
   switch (element_type) {
     case ElementType::float32:
-      return launch_typed<float>(shape, features, points, supports, corr, stream);
+      return launch_typed<float, float>(shape, features, points, supports, corr, stream);
     case ElementType::bfloat16:
-      return launch_typed<__nv_bfloat16>(shape, features, points, supports, corr, stream);
+      return launch_with_output<__nv_bfloat16>(shape, features, points, supports, corr, float_output, stream);
     case ElementType::float16:
-      return launch_typed<__half>(shape, features, points, supports, corr, stream);
+      return launch_with_output<__half>(shape, features, points, supports, corr, float_output, stream);
   }
   return cudaErrorInvalidValue;
 }
