@@ -42,9 +42,9 @@ inline OpCost local_corr4d_cost(const CorrShape& s, int element_bytes) {
   cost.min_bytes = std::min(grid, windows) + supports + io;
   const double blocks_per_query = static_cast<double>((s.frames + 3) / 4);
   cost.design_bytes = windows + supports * blocks_per_query + io;
-  // grid_sample reads 4 corners per sample and writes the neighbourhood; einsum copies it (read + write)
-  // and bmm reads it again.
-  cost.eager_bytes = 4.0 * pairs * 49.0 * c * e + neighbourhoods * 4.0 + supports + io;
+  // grid_sample reads the same windows and writes the neighbourhood; einsum copies it (read + write) and
+  // bmm reads it again.
+  cost.eager_bytes = windows + neighbourhoods * 4.0 + supports + io;
   return cost;
 }
 
@@ -83,8 +83,10 @@ inline OpCost init_cost(const InitShape& s, int element_bytes, int64_t queries_p
 }
 
 /// CMDTop on `samples` correlation volumes (n*T), both branches; base = 3-layer configuration.
-/// FLOPs count the convolutions (§5.1: 195.4 / 458.0 MFLOP per query-iteration over 3 levels at T=47).
-inline OpCost cmdtop_cost(int64_t samples, bool base, int input_bytes, int compute_bytes) {
+/// FLOPs count the convolutions (§5.1: 195.4 / 458.0 MFLOP per query-iteration over 3 levels at T=47);
+/// dense = CmdTopFast's dense strategy (no patches; it executes more FLOPs than counted here, see
+/// docs/kernels.md). The last 2x2 layer never needs patches.
+inline OpCost cmdtop_cost(int64_t samples, bool base, int input_bytes, int compute_bytes, bool dense = false) {
   struct Layer {
     double positions, patch, channels;
   };
@@ -99,7 +101,7 @@ inline OpCost cmdtop_cost(int64_t samples, bool base, int input_bytes, int compu
     flops += 2.0 * 2.0 * m * layers[i].positions * layers[i].patch * layers[i].channels;
     weights += (layers[i].patch + 3.0) * layers[i].channels * ce;
     activations += 2.0 * m * layers[i].positions * layers[i].channels;  // per layer output, both branches
-    if (i == 0 || layers[i].positions > 1) patches += 2.0 * m * layers[i].positions * layers[i].patch;
+    if (!dense && (i == 0 || layers[i].positions > 1)) patches += 2.0 * m * layers[i].positions * layers[i].patch;
   }
   OpCost cost;
   cost.flops = flops;
@@ -107,6 +109,7 @@ inline OpCost cmdtop_cost(int64_t samples, bool base, int input_bytes, int compu
   // Patches written by the gather and read by the GEMM; each layer output written by the GEMM and read +
   // written by the fused GroupNorm+ReLU.
   cost.design_bytes = m * 2401.0 * input_bytes + weights + 2.0 * patches * ce + 3.0 * activations * ce;
+  if (dense && input_bytes != compute_bytes) cost.design_bytes += m * 2401.0 * (input_bytes + compute_bytes);
   // Eager: branch-1 permute copy, per layer and branch F.pad copy, conv (implicit GEMM: input + output),
   // GroupNorm read + write, ReLU read + write, all fp32.
   const double padded_inputs = 2.0 * m * (base ? 49.0 * 81.0 + 64.0 * 25.0 : 49.0 * 81.0);

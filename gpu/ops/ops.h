@@ -69,7 +69,7 @@ void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, cons
 //   by query_xy on the frame round_half_even(t_q); stats [n, T, 6] float32: [mean_up, mean_hr, max_up,
 //   max_hr, min_up, min_hr] of the raw stacked cost before the conv (occ_linear's input).
 // queries_per_pass bounds the cost-volume temporaries: queries_per_pass * T * (Hl*Wl + Hh*Wh) elements
-// (197 MB fp32 at 256 queries, T=47) instead of the eager ~40 MB per query.
+// (246 MB fp32 at 256 queries, T=47) instead of the eager ~40 MB per query.
 struct InitResult {
   at::Tensor points;  // [n, T, 2] float32, 256-space (x, y)
   at::Tensor stats;   // [n, T, 6] float32

@@ -6,10 +6,15 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <map>
+#include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "gpu/ops/op_costs.h"
 #include "gpu/ops/ops.h"
