@@ -17,7 +17,8 @@
 // index tables on the device for that reason).
 //
 // Precision: inputs may be float32, bfloat16 or float16 where stated; accumulation is always fp32. Matrix
-// products go through at::matmul and follow the global TF32 flags (keep TF32 off for exact mode).
+// products go through at::matmul and follow the global TF32 flags (keep TF32 off for exact mode). On the CPU,
+// LibTorch 1.13 has no float16 GEMM: there init_from_cost_volume and CmdTopFast take float32 or bfloat16.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>

@@ -437,13 +437,16 @@ TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
     const ops::CmdTopWeights weights = random_cmdtop_weights(base);
     const at::Tensor corr = at::randn({37, 47, 7, 7, 7, 7});  // M = 1739: two passes of 1000
     const at::Tensor expected = ops::CmdTopFast(weights, at::kCPU, {at::kFloat, 4096}).forward(corr).reshape({-1, 256});
+    // Reduced precision: outputs are O(1..5) after GroupNorm and stored in the compute dtype, so the output
+    // rounding alone is up to 1.6e-2 (bf16) / 2e-3 (fp16). Measured on the CPU in bf16: max 4.5e-2, mean 2.2e-3.
     struct Precision {
       at::ScalarType compute;
       at::ScalarType input;
-      double tolerance;
+      double max_tolerance;
+      double mean_tolerance;
     };
-    for (const Precision& p : {Precision{at::kFloat, at::kFloat, 1e-4}, Precision{at::kBFloat16, at::kFloat, 8e-2},
-                               Precision{at::kHalf, at::kHalf, 2e-2}}) {
+    for (const Precision& p : {Precision{at::kFloat, at::kFloat, 1e-4, 1e-5}, Precision{at::kBFloat16, at::kFloat, 0.12, 6e-3},
+                               Precision{at::kHalf, at::kHalf, 2e-2, 1e-3}}) {
       for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense}) {
         const bool dense = convolution == ops::CmdTopFast::Convolution::dense;
         const ops::CmdTopFast encoder(weights, at::Device(at::kCUDA, 0), {p.compute, 1000, convolution});
@@ -452,8 +455,9 @@ TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
         const Difference d = difference(actual, expected);
         report(std::string("cmdtop cuda vs cpu float32, ") + (base ? "base " : "small ") + (dense ? "dense " : "im2col ") +
                    c10::toString(p.compute) + " (input " + c10::toString(p.input) + ") M=1739",
-               d, "abs " + std::to_string(p.tolerance));
-        EXPECT_LE(d.max_abs_diff, p.tolerance) << c10::toString(p.compute) << (dense ? " dense" : " im2col");
+               d, "max " + std::to_string(p.max_tolerance) + ", mean " + std::to_string(p.mean_tolerance));
+        EXPECT_LE(d.max_abs_diff, p.max_tolerance) << c10::toString(p.compute) << (dense ? " dense" : " im2col");
+        EXPECT_LE(d.mean_abs_diff, p.mean_tolerance) << c10::toString(p.compute) << (dense ? " dense" : " im2col");
       }
     }
   }
