@@ -1,0 +1,325 @@
+// CMDTop with both branches in one pass: weights parsing, the prepared plan (GEMM-ready weights and im2col
+// index tables on the device), and the forward pass as gather -> GEMM -> bias+GroupNorm+ReLU per layer.
+// Contract in gpu/ops/ops.h; design and costs in docs/kernels.md.
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/mm.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "gpu/ops/kernels.h"
+#include "gpu/ops/ops.h"
+
+namespace trackscope::gpu::ops {
+namespace {
+
+constexpr int64_t kSide = 7;             // correlation window side (7x7 target and support offsets)
+constexpr int64_t kCorrPerSample = 2401;  // 7^4
+constexpr int64_t kChannelsPerGroup = 16;
+constexpr double kGroupNormEps = 1e-5;
+constexpr int64_t kCmdTopCpuPassBytes = int64_t{16} << 20;
+
+struct SamePadding {
+  int64_t output = 0;
+  int64_t before = 0;  // top or left; the extra pixel of an odd total goes after (TensorFlow SAME)
+};
+
+SamePadding same_padding(int64_t input, int64_t kernel, int64_t stride) {
+  SamePadding p;
+  p.output = (input + stride - 1) / stride;
+  const int64_t total = std::max((p.output - 1) * stride + kernel - input, int64_t{0});
+  p.before = total / 2;
+  return p;
+}
+
+// Index table of one conv layer: for each output position (oy, ox) and patch column (ci, ky, kx), the flat
+// input element it reads, or -1 for padding. element(ci, y, x) maps an input coordinate to its flat index.
+template <typename ElementIndex>
+std::vector<int32_t> patch_table(int64_t in_height, int64_t in_width, int64_t in_channels, int64_t kernel,
+                                 int64_t stride, const ElementIndex& element) {
+  const SamePadding rows = same_padding(in_height, kernel, stride);
+  const SamePadding columns = same_padding(in_width, kernel, stride);
+  std::vector<int32_t> table;
+  table.reserve(static_cast<size_t>(rows.output * columns.output * in_channels * kernel * kernel));
+  for (int64_t oy = 0; oy < rows.output; ++oy) {
+    for (int64_t ox = 0; ox < columns.output; ++ox) {
+      for (int64_t ci = 0; ci < in_channels; ++ci) {
+        for (int64_t ky = 0; ky < kernel; ++ky) {
+          for (int64_t kx = 0; kx < kernel; ++kx) {
+            const int64_t y = oy * stride - rows.before + ky;
+            const int64_t x = ox * stride - columns.before + kx;
+            const bool inside = y >= 0 && y < in_height && x >= 0 && x < in_width;
+            table.push_back(inside ? static_cast<int32_t>(element(ci, y, x)) : -1);
+          }
+        }
+      }
+    }
+  }
+  return table;
+}
+
+at::Tensor int_tensor(const std::vector<int32_t>& values, c10::Device device) {
+  at::Tensor t = at::empty({static_cast<int64_t>(values.size())}, at::TensorOptions().dtype(at::kInt));
+  std::copy(values.begin(), values.end(), t.data_ptr<int32_t>());
+  return t.to(device);
+}
+
+// The convolution of one layer as a dense matrix over the whole input row: row (block, c_out) holds the
+// kernel weights at the input elements that block's patch reads (padding taps simply vanish). block =
+// (branch, position) for layer 0 and position otherwise, so the GEMM output is already [rows, P, C_out].
+// weight: [C_out, K] float32 on the CPU; table: [blocks * K] (-1 = padding).
+at::Tensor dense_weight(const at::Tensor& weight, const std::vector<int32_t>& table, int64_t inputs) {
+  const int64_t out_channels = weight.size(0);
+  const int64_t patch = weight.size(1);
+  const auto blocks = static_cast<int64_t>(table.size()) / patch;
+  at::Tensor dense = at::zeros({blocks * out_channels, inputs}, at::TensorOptions().dtype(at::kFloat));
+  float* d = dense.data_ptr<float>();
+  const float* w = weight.data_ptr<float>();
+  for (int64_t block = 0; block < blocks; ++block) {
+    for (int64_t k = 0; k < patch; ++k) {
+      const int32_t source = table[static_cast<size_t>(block * patch + k)];
+      if (source < 0) continue;
+      for (int64_t co = 0; co < out_channels; ++co) d[(block * out_channels + co) * inputs + source] += w[co * patch + k];
+    }
+  }
+  return dense;
+}
+
+bool is_compute_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
+
+void gather_columns(const at::Tensor& input, const at::Tensor& index, at::Tensor& output) {
+  if (detail::use_cuda(input, "cmdtop_fast")) {
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+    detail::gather_columns_cuda(input, index, output);
+#endif
+  } else {
+    detail::gather_columns_cpu(input, index, output);
+  }
+}
+
+void bias_group_norm_relu(at::Tensor& x, const CmdTopFast::Layer& layer) {
+  if (detail::use_cuda(x, "cmdtop_fast")) {
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+    detail::bias_group_norm_relu_cuda(x, layer.conv_bias, layer.norm_weight, layer.norm_bias, layer.groups,
+                                      kGroupNormEps);
+#endif
+  } else {
+    detail::bias_group_norm_relu_cpu(x, layer.conv_bias, layer.norm_weight, layer.norm_bias, layer.groups,
+                                     kGroupNormEps);
+  }
+}
+
+}  // namespace
+
+CmdTopWeights CmdTopWeights::from_named(const Lookup& lookup, const std::string& prefix) {
+  TORCH_CHECK(static_cast<bool>(lookup), "CmdTopWeights::from_named: empty lookup function");
+  CmdTopWeights weights;
+  for (int layer = 0;; ++layer) {
+    const std::string base = prefix + "conv." + std::to_string(layer) + ".";
+    std::optional<at::Tensor> conv_weight = lookup(base + "0.weight");
+    if (!conv_weight && layer >= 2) break;
+    TORCH_CHECK(conv_weight.has_value(), "CmdTopWeights::from_named: missing ", base, "0.weight");
+    CmdTopLayerWeights l;
+    l.conv_weight = *conv_weight;
+    const char* parts[3] = {"0.bias", "1.weight", "1.bias"};
+    at::Tensor* targets[3] = {&l.conv_bias, &l.norm_weight, &l.norm_bias};
+    for (int i = 0; i < 3; ++i) {
+      std::optional<at::Tensor> t = lookup(base + parts[i]);
+      TORCH_CHECK(t.has_value(), "CmdTopWeights::from_named: missing ", base, parts[i]);
+      *targets[i] = *t;
+    }
+    weights.layers.push_back(l);
+  }
+  const std::vector<int64_t> small_kernels = {5, 2}, small_strides = {4, 2};
+  const std::vector<int64_t> base_kernels = {3, 3, 2}, base_strides = {2, 2, 2};
+  const bool small = weights.layers.size() == 2;
+  TORCH_CHECK(small || weights.layers.size() == 3, "CmdTopWeights::from_named: ", prefix, " has ",
+              weights.layers.size(), " conv layers; the official CMDTop has 2 (small) or 3 (base)");
+  const std::vector<int64_t>& kernels = small ? small_kernels : base_kernels;
+  const std::vector<int64_t>& strides = small ? small_strides : base_strides;
+  for (size_t i = 0; i < weights.layers.size(); ++i) {
+    const at::Tensor& w = weights.layers[i].conv_weight;
+    TORCH_CHECK(w.dim() == 4 && w.size(2) == kernels[i] && w.size(3) == kernels[i], "CmdTopWeights::from_named: ",
+                prefix, "conv.", i, ".0.weight has shape ", w.sizes(), ", expected a ", kernels[i], "x",
+                kernels[i], " kernel for the ", small ? "small" : "base", " configuration");
+    weights.layers[i].stride = strides[i];
+  }
+  weights.check();
+  return weights;
+}
+
+void CmdTopWeights::check() const {
+  TORCH_CHECK(!layers.empty(), "CmdTopWeights: no layers");
+  int64_t in_channels = 49;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const CmdTopLayerWeights& l = layers[i];
+    TORCH_CHECK(l.conv_weight.defined() && l.conv_bias.defined() && l.norm_weight.defined() && l.norm_bias.defined(),
+                "CmdTopWeights: layer ", i, " has an undefined tensor");
+    TORCH_CHECK(l.conv_weight.dim() == 4 && l.conv_weight.size(1) == in_channels &&
+                    l.conv_weight.size(2) == l.conv_weight.size(3) && l.conv_weight.size(2) > 0,
+                "CmdTopWeights: layer ", i, " conv weight must be [C_out, ", in_channels, ", k, k], got ",
+                l.conv_weight.sizes());
+    const int64_t out_channels = l.conv_weight.size(0);
+    TORCH_CHECK(out_channels > 0 && out_channels % kChannelsPerGroup == 0, "CmdTopWeights: layer ", i, " has ",
+                out_channels, " output channels, not a positive multiple of ", kChannelsPerGroup,
+                " (GroupNorm uses C/16 groups)");
+    for (const at::Tensor* t : {&l.conv_bias, &l.norm_weight, &l.norm_bias}) {
+      TORCH_CHECK(t->dim() == 1 && t->size(0) == out_channels, "CmdTopWeights: layer ", i,
+                  " bias/norm tensors must be [", out_channels, "], got ", t->sizes());
+    }
+    TORCH_CHECK(l.stride >= 1, "CmdTopWeights: layer ", i, " stride must be >= 1, got ", l.stride);
+    in_channels = out_channels;
+  }
+}
+
+CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options options)
+    : device_(device), options_(options) {
+  weights.check();
+  TORCH_CHECK(is_compute_dtype(options.compute_dtype), "CmdTopFast: compute dtype must be float32, bfloat16 or ",
+              "float16, got ", options.compute_dtype);
+  TORCH_CHECK(options.max_samples_per_pass > 0, "CmdTopFast: max_samples_per_pass must be positive, got ",
+              options.max_samples_per_pass);
+  const auto float_options = at::TensorOptions().device(device).dtype(at::kFloat);
+  int64_t height = kSide, width = kSide, channels = 49;
+  for (size_t i = 0; i < weights.layers.size(); ++i) {
+    const CmdTopLayerWeights& w = weights.layers[i];
+    const int64_t kernel = w.conv_weight.size(2);
+    Layer layer;
+    layer.channels = w.conv_weight.size(0);
+    layer.groups = layer.channels / kChannelsPerGroup;
+    layer.patch_length = channels * kernel * kernel;
+    layer.conv_bias = w.conv_bias.to(float_options).contiguous();
+    layer.norm_weight = w.norm_weight.to(float_options).contiguous();
+    layer.norm_bias = w.norm_bias.to(float_options).contiguous();
+    const SamePadding rows = same_padding(height, kernel, w.stride);
+    const SamePadding columns = same_padding(width, kernel, w.stride);
+    layer.positions = rows.output * columns.output;
+    // Patch columns ordered (ci, ky, kx): the conv weight reshaped [C_out, C_in*k*k] without a copy.
+    // Layer 0 reads both branches from the [h, w, i, j] correlation: branch 1 = channels (i,j) over space
+    // (h,w), branch 2 = channels (h,w) over space (i,j); its table is [branch][position][patch column].
+    // Later layers read the channels-last activation [positions, C]: element (ci, y, x) at (y*W + x)*C + ci.
+    std::vector<int32_t> table;
+    int64_t inputs = 0;  // length of one input row
+    if (i == 0) {
+      table = patch_table(height, width, channels, kernel, w.stride,
+                          [](int64_t ci, int64_t y, int64_t x) { return (y * kSide + x) * 49 + ci; });
+      const std::vector<int32_t> branch2 = patch_table(
+          height, width, channels, kernel, w.stride, [](int64_t ci, int64_t y, int64_t x) { return ci * 49 + y * kSide + x; });
+      table.insert(table.end(), branch2.begin(), branch2.end());
+      inputs = kCorrPerSample;
+    } else {
+      const int64_t in_width = width, in_channels = channels;
+      table = patch_table(height, width, channels, kernel, w.stride, [in_width, in_channels](int64_t ci, int64_t y, int64_t x) {
+        return (y * in_width + x) * in_channels + ci;
+      });
+      inputs = height * width * channels;
+    }
+    std::vector<int32_t> sorted = table;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int32_t> identity(static_cast<size_t>(inputs));
+    std::iota(identity.begin(), identity.end(), 0);
+    const bool permutation = sorted == identity;  // one position, no padding: dense costs what im2col costs
+    const bool dense = permutation || options.convolution == Convolution::dense ||
+                       (options.convolution == Convolution::automatic && device.is_cuda() &&
+                        (options.compute_dtype != at::kFloat || weights.layers.size() == 2));
+    const at::Tensor weight_cpu = w.conv_weight.to(at::kCPU, at::kFloat).reshape({layer.channels, layer.patch_length}).contiguous();
+    at::Tensor weight_matrix;
+    if (dense) {
+      weight_matrix = dense_weight(weight_cpu, table, inputs);
+    } else {
+      weight_matrix = weight_cpu;
+      layer.gather_index = int_tensor(table, device);
+    }
+    weight_matrix = weight_matrix.to(float_options.dtype(options.compute_dtype)).contiguous();
+    layer.weight_matrix = weight_matrix.to(device);
+    layers_.push_back(layer);
+    height = rows.output;
+    width = columns.output;
+    channels = layer.channels;
+  }
+  last_channels_ = channels;
+}
+
+void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
+  TORCH_CHECK(corr.defined() && out.defined(), "cmdtop_fast: undefined tensor argument");
+  TORCH_CHECK(corr.dim() >= 4 && corr.size(-1) == kSide && corr.size(-2) == kSide && corr.size(-3) == kSide &&
+                  corr.size(-4) == kSide,
+              "cmdtop_fast: corr must be [..., 7, 7, 7, 7], got ", corr.sizes());
+  TORCH_CHECK(is_compute_dtype(corr.scalar_type()), "cmdtop_fast: corr must be float32, bfloat16 or float16, got ",
+              corr.scalar_type());
+  TORCH_CHECK(corr.device() == device_ && out.device() == device_, "cmdtop_fast: the encoder lives on ", device_,
+              " but corr is on ", corr.device(), " and out on ", out.device());
+  const int64_t samples = corr.numel() / kCorrPerSample;
+  TORCH_CHECK(out.dim() == 2 && out.size(0) == samples && out.size(1) == output_channels() && out.is_contiguous() &&
+                  out.scalar_type() == options_.compute_dtype,
+              "cmdtop_fast: out must be a contiguous ", options_.compute_dtype, " [", samples, ",", output_channels(),
+              "] tensor, got ", out.scalar_type(), " ", out.sizes());
+  if (samples == 0) return;
+
+  const at::Tensor input = corr.reshape({samples, kCorrPerSample}).contiguous();
+  const auto compute = input.options().dtype(options_.compute_dtype);
+  int64_t samples_per_pass = options_.max_samples_per_pass;
+  if (!input.is_cuda()) {
+    // On the CPU a pass also keeps its patches under kCmdTopCpuPassBytes: glibc hands larger blocks back to the OS
+    // on free, and faulting them in again on every pass costs more than the GEMMs.
+    const Layer& first = layers_.front();
+    const int64_t row_elements = first.gather_index.defined() ? first.gather_index.size(0)
+                                                               : first.weight_matrix.size(0);  // its output row
+    const int64_t patch_bytes = row_elements * static_cast<int64_t>(at::elementSize(options_.compute_dtype));
+    samples_per_pass = std::min(samples_per_pass, std::max<int64_t>(1, kCmdTopCpuPassBytes / patch_bytes));
+  }
+  for (int64_t m0 = 0; m0 < samples; m0 += samples_per_pass) {
+    const int64_t count = std::min(samples_per_pass, samples - m0);
+    const int64_t rows = 2 * count;  // (sample, branch)
+    at::Tensor activation;           // [rows, positions, channels] channels-last
+    at::Tensor out_rows = out.narrow(0, m0, count).view({rows, last_channels_});
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const Layer& layer = layers_[i];
+      // Layer 0 reads one correlation row per sample; later layers one activation row per (sample, branch).
+      const at::Tensor flat = i == 0 ? input.narrow(0, m0, count)
+                                     : activation.view({rows, activation.size(1) * activation.size(2)});
+      at::Tensor product;
+      if (layer.gather_index.defined()) {
+        at::Tensor patches = at::empty({flat.size(0), layer.gather_index.size(0)}, compute);
+        gather_columns(flat, layer.gather_index, patches);
+        product = at::matmul(patches.view({rows * layer.positions, layer.patch_length}), layer.weight_matrix.t());
+      } else {
+        const at::Tensor operand = flat.scalar_type() == options_.compute_dtype ? flat : flat.to(options_.compute_dtype);
+        if (i + 1 == layers_.size() && layer.positions == 1) {
+          at::mm_out(out_rows, operand, layer.weight_matrix.t());  // the last layer writes the output directly
+          product = out_rows;
+        } else {
+          product = at::matmul(operand, layer.weight_matrix.t());
+        }
+      }
+      activation = product.view({rows, layer.positions, layer.channels});
+      bias_group_norm_relu(activation, layer);
+    }
+    if (activation.data_ptr() != out_rows.data_ptr()) {
+      const at::Tensor pooled = activation.size(1) == 1 ? activation.view({rows, last_channels_}) : at::mean(activation, {1});
+      out_rows.copy_(pooled);
+    }
+  }
+}
+
+at::Tensor CmdTopFast::forward(const at::Tensor& corr) const {
+  TORCH_CHECK(corr.defined() && corr.dim() >= 4, "cmdtop_fast: corr must be [..., 7, 7, 7, 7], got ",
+              corr.defined() ? corr.sizes() : at::IntArrayRef{});
+  const int64_t samples = corr.numel() / kCorrPerSample;
+  at::Tensor out = at::empty({samples, output_channels()}, corr.options().dtype(options_.compute_dtype));
+  forward_out(corr, out);
+  std::vector<int64_t> shape(corr.sizes().begin(), corr.sizes().end() - 4);
+  shape.push_back(output_channels());
+  return out.view(shape);
+}
+
+at::Tensor cmdtop_fast(const at::Tensor& corr, const CmdTopWeights& weights) {
+  TORCH_CHECK(corr.defined(), "cmdtop_fast: undefined corr");
+  return CmdTopFast(weights, corr.device(), CmdTopFast::Options{}).forward(corr);
+}
+
+}  // namespace trackscope::gpu::ops

@@ -1,0 +1,132 @@
+// Torch-side wrappers of the CUDA launchers (the only torch translation unit that sees CUDA headers):
+// device guard, current stream, the checks the kernels rely on, and the launch-error check. Compiled only
+// when TRACKSCOPE_WITH_CUDA is on and LibTorch has CUDA (TRACKSCOPE_WITH_CUDA_OPS).
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/util/Exception.h>
+
+#include <limits>
+#include <string>
+
+#include "gpu/ops/cuda/launchers.h"
+#include "gpu/ops/kernels.h"
+
+namespace trackscope::gpu::ops::detail {
+namespace {
+
+cuda::ElementType element_type(at::ScalarType t, const char* op) {
+  switch (t) {
+    case at::kFloat:
+      return cuda::ElementType::float32;
+    case at::kBFloat16:
+      return cuda::ElementType::bfloat16;
+    case at::kHalf:
+      return cuda::ElementType::float16;
+    default:
+      TORCH_CHECK(false, op, ": unsupported dtype ", t, " (float32, bfloat16 or float16)");
+  }
+  return cuda::ElementType::float32;
+}
+
+void check_launch(cudaError_t error, const char* op) {
+  TORCH_CHECK(error == cudaSuccess, op, ": CUDA kernel launch failed: ", cudaGetErrorName(error), " (",
+              cudaGetErrorString(error), ")");
+}
+
+cudaStream_t current_stream(const at::Tensor& t) { return at::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
+
+}  // namespace
+
+bool cuda_device_present(std::string& status) {
+  const int count = static_cast<int>(c10::cuda::device_count());
+  if (count <= 0) {
+    status = "LibTorch sees no CUDA device (no GPU, or no usable driver)";
+    return false;
+  }
+  status = std::to_string(count) + " CUDA device(s) visible; Trackscope CUDA kernels compiled in";
+  return true;
+}
+
+void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
+                       at::Tensor& corr) {
+  const c10::cuda::CUDAGuard guard(features.device());
+  cuda::LocalCorr4dShape shape;
+  shape.queries = points.size(0);
+  shape.frames = features.size(0);
+  shape.height = features.size(1);
+  shape.width = features.size(2);
+  shape.channels = features.size(3);
+  shape.stride_frame = features.stride(0);
+  shape.stride_row = features.stride(1);
+  shape.stride_column = features.stride(2);
+  TORCH_CHECK(features.stride(3) == 1 && points.is_contiguous() && supports.is_contiguous() && corr.is_contiguous(),
+              "local_corr4d: internal layout error");
+  const int64_t frame_span =
+      (shape.height - 1) * shape.stride_row + (shape.width - 1) * shape.stride_column + shape.channels;
+  TORCH_CHECK(frame_span < std::numeric_limits<int32_t>::max() && shape.stride_row >= 0 && shape.stride_column >= 0,
+              "local_corr4d: one frame spans ", frame_span, " elements; the CUDA kernel needs < 2^31");
+  check_launch(cuda::launch_local_corr4d(shape, element_type(features.scalar_type(), "local_corr4d"),
+                                         features.data_ptr(), points.data_ptr<float>(), supports.data_ptr(),
+                                         corr.data_ptr(), element_type(corr.scalar_type(), "local_corr4d"),
+                                         current_stream(features)),
+               "local_corr4d");
+}
+
+void init_planes_cuda(const at::Tensor& cost_lowres, const at::Tensor& cost_hires, const at::Tensor& conv_weight,
+                      const at::Tensor& conv_bias, const at::Tensor& query_frames, const at::Tensor& query_xy,
+                      at::Tensor& points, at::Tensor& stats) {
+  const c10::cuda::CUDAGuard guard(cost_hires.device());
+  cuda::InitShape shape;
+  shape.queries = cost_hires.size(0);
+  shape.frames = cost_hires.size(1);
+  shape.low_height = static_cast<int>(cost_lowres.size(2));
+  shape.low_width = static_cast<int>(cost_lowres.size(3));
+  shape.high_height = static_cast<int>(cost_hires.size(2));
+  shape.high_width = static_cast<int>(cost_hires.size(3));
+  shape.output_scale_x = 256.0f / static_cast<float>(shape.high_width);
+  shape.output_scale_y = 256.0f / static_cast<float>(shape.high_height);
+  TORCH_CHECK(shape.high_height * shape.high_width <= cuda::kInitMaxHighCells,
+              "init_from_cost_volume: ", shape.high_height, "x", shape.high_width, " cells exceed the CUDA kernel's ",
+              cuda::kInitMaxHighCells);
+  const int64_t shared = cuda::init_shared_bytes(shape);
+  const int64_t shared_limit = at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin;
+  TORCH_CHECK(shared <= shared_limit, "init_from_cost_volume: needs ", shared, " bytes of shared memory per block, ",
+              "the device allows ", shared_limit);
+  check_launch(cuda::launch_init_from_cost_volume(
+                   shape, element_type(cost_hires.scalar_type(), "init_from_cost_volume"), cost_lowres.data_ptr(),
+                   cost_hires.data_ptr(), conv_weight.data_ptr<float>(), conv_bias.data_ptr<float>(),
+                   query_frames.data_ptr<float>(), query_xy.data_ptr<float>(), points.data_ptr<float>(),
+                   stats.data_ptr<float>(), current_stream(cost_hires)),
+               "init_from_cost_volume");
+}
+
+void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::Tensor& output) {
+  const c10::cuda::CUDAGuard guard(input.device());
+  TORCH_CHECK(input.dim() == 2 && input.stride(1) == 1 && output.is_contiguous() && index.scalar_type() == at::kInt &&
+                  index.is_contiguous() && index.device() == input.device() && output.device() == input.device(),
+              "cmdtop_fast: internal layout error in gather_columns");
+  check_launch(cuda::launch_gather_columns(input.data_ptr(), element_type(input.scalar_type(), "cmdtop_fast"),
+                                           input.size(0), input.stride(0), index.data_ptr<int32_t>(), index.size(0),
+                                           output.data_ptr(), element_type(output.scalar_type(), "cmdtop_fast"),
+                                           current_stream(input)),
+               "cmdtop_fast (gather_columns)");
+}
+
+void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma,
+                               const at::Tensor& beta, int64_t groups, double eps) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  TORCH_CHECK(x.dim() == 3 && x.is_contiguous() && x.size(2) % groups == 0 && bias.is_contiguous() &&
+                  gamma.is_contiguous() && beta.is_contiguous() && bias.scalar_type() == at::kFloat &&
+                  gamma.scalar_type() == at::kFloat && beta.scalar_type() == at::kFloat,
+              "cmdtop_fast: internal layout error in bias_group_norm_relu");
+  TORCH_CHECK(x.size(1) * x.size(2) < std::numeric_limits<int32_t>::max(),
+              "cmdtop_fast: group-norm row too large: ", x.sizes());
+  check_launch(cuda::launch_bias_group_norm_relu(x.data_ptr(), element_type(x.scalar_type(), "cmdtop_fast"), x.size(0),
+                                                 x.size(1), x.size(2), groups, bias.data_ptr<float>(),
+                                                 gamma.data_ptr<float>(), beta.data_ptr<float>(),
+                                                 static_cast<float>(eps), current_stream(x)),
+               "cmdtop_fast (bias_group_norm_relu)");
+}
+
+}  // namespace trackscope::gpu::ops::detail

@@ -1,0 +1,75 @@
+#pragma once
+// Raw-pointer launchers of Trackscope's CUDA kernels. Torch-free on purpose: nvcc compiles the .cu files
+// without ATen headers (31-71 s each otherwise, BUILD.md); gpu/ops/cuda/cuda_wrappers.cpp validates the
+// tensors and calls these with data pointers, sizes, strides and the current stream.
+//
+// Contract for every launcher: all pointers are device pointers of the current device, the caller has
+// validated shapes and strides, nothing is synchronised, and the return value is cudaGetLastError() right
+// after the launch (cudaSuccess when there was nothing to do). Element types are given at run time.
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace trackscope::gpu::ops::cuda {
+
+enum class ElementType : int { float32 = 0, bfloat16 = 1, float16 = 2 };
+
+// -- local_corr4d ----------------------------------------------------------------------------------------
+// features [frames, height, width, channels] with the given element strides (channel stride 1),
+// points [queries, frames, 2] fp32 contiguous (x, y in grid cells), supports [queries, 49, channels]
+// contiguous, corr [queries, frames, 49, 49] contiguous, float32 or element_type (fp32 accumulation either
+// way). features and supports share element_type.
+struct LocalCorr4dShape {
+  int64_t queries = 0;
+  int64_t frames = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t channels = 0;
+  int64_t stride_frame = 0;
+  int64_t stride_row = 0;
+  int64_t stride_column = 0;
+};
+cudaError_t launch_local_corr4d(const LocalCorr4dShape& shape, ElementType element_type, const void* features,
+                                const float* points, const void* supports, void* corr, ElementType corr_type,
+                                cudaStream_t stream);
+
+// -- init_from_cost_volume (fused per-plane part) ----------------------------------------------------------
+// cost_low [queries, frames, low_height, low_width] and cost_high [queries, frames, high_height, high_width],
+// both contiguous and of element_type; conv_weight [18] = [1,2,3,3] fp32; conv_bias [1] fp32;
+// query_frames [queries] fp32; query_xy [queries, 2] fp32 (256-space); points [queries, frames, 2] and
+// stats [queries, frames, 6] fp32 contiguous. high_height * high_width <= kInitMaxHighCells.
+inline constexpr int kInitMaxHighCells = 4096;
+struct InitShape {
+  int64_t queries = 0;
+  int64_t frames = 0;
+  int low_height = 0;
+  int low_width = 0;
+  int high_height = 0;
+  int high_width = 0;
+  float output_scale_x = 4.0f;   // 256 / high_width
+  float output_scale_y = 4.0f;   // 256 / high_height
+};
+/// Dynamic shared memory the init kernel needs for this shape (the wrapper checks it against the device).
+int64_t init_shared_bytes(const InitShape& shape);
+cudaError_t launch_init_from_cost_volume(const InitShape& shape, ElementType cost_type, const void* cost_low,
+                                         const void* cost_high, const float* conv_weight, const float* conv_bias,
+                                         const float* query_frames, const float* query_xy, float* points,
+                                         float* stats, cudaStream_t stream);
+
+// -- CMDTop building blocks ---------------------------------------------------------------------------------
+// output[r, j] = index[j] >= 0 ? input[r * input_row_stride + index[j]] : 0, converted to output_type.
+// input [rows, >= max(index)+1] of input_type, index [columns] int32 (-1 = zero padding), output
+// [rows, columns] contiguous.
+cudaError_t launch_gather_columns(const void* input, ElementType input_type, int64_t rows, int64_t input_row_stride,
+                                  const int32_t* index, int64_t columns, void* output, ElementType output_type,
+                                  cudaStream_t stream);
+
+// In place on x [rows, positions, channels] (contiguous, element_type):
+// x = relu(group_norm(x + bias[channel]; groups over (channels/groups channels x positions), eps) * gamma + beta).
+// bias, gamma, beta: [channels] fp32. channels % groups == 0.
+cudaError_t launch_bias_group_norm_relu(void* x, ElementType element_type, int64_t rows, int64_t positions,
+                                        int64_t channels, int64_t groups, const float* bias, const float* gamma,
+                                        const float* beta, float eps, cudaStream_t stream);
+
+}  // namespace trackscope::gpu::ops::cuda

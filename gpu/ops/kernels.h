@@ -1,0 +1,49 @@
+#pragma once
+// Internal: the per-device kernels behind gpu/ops/ops.h. The op files (gpu/ops/<op>.cpp) validate every
+// argument (shapes, dtypes, devices, contiguity as stated) and then call exactly one of these; the kernels
+// only assert what they rely on. CPU versions live in gpu/ops/cpu/, CUDA wrappers in
+// gpu/ops/cuda/cuda_wrappers.cpp (compiled only when TRACKSCOPE_WITH_CUDA_OPS is defined).
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+namespace trackscope::gpu::ops::detail {
+
+// features [T,H,W,C] (channel stride 1), points [n,T,2] fp32 contiguous, supports [n,49,C] contiguous (same
+// dtype as features), corr [n,T,49,49] fp32 contiguous.
+void local_corr4d_cpu(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
+                      at::Tensor& corr);
+
+// cost_lowres [n,T,Hl,Wl], cost_hires [n,T,Hh,Wh] contiguous (same dtype); conv_weight [18] fp32 contiguous;
+// conv_bias [1] fp32; query_frames [n] fp32; query_xy [n,2] fp32 contiguous; points [n,T,2], stats [n,T,6]
+// fp32 contiguous.
+void init_planes_cpu(const at::Tensor& cost_lowres, const at::Tensor& cost_hires, const at::Tensor& conv_weight,
+                     const at::Tensor& conv_bias, const at::Tensor& query_frames, const at::Tensor& query_xy,
+                     at::Tensor& points, at::Tensor& stats);
+
+// input [rows, L] (row stride input.stride(0), column stride 1), index [columns] int32 (-1 = zero) ->
+// output [rows, columns] contiguous of output's dtype.
+void gather_columns_cpu(const at::Tensor& input, const at::Tensor& index, at::Tensor& output);
+
+// In place on x [rows, positions, channels] contiguous; bias/gamma/beta [channels] fp32.
+void bias_group_norm_relu_cpu(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma, const at::Tensor& beta,
+                              int64_t groups, double eps);
+
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
+                       at::Tensor& corr);
+void init_planes_cuda(const at::Tensor& cost_lowres, const at::Tensor& cost_hires, const at::Tensor& conv_weight,
+                      const at::Tensor& conv_bias, const at::Tensor& query_frames, const at::Tensor& query_xy,
+                      at::Tensor& points, at::Tensor& stats);
+void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::Tensor& output);
+void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma,
+                               const at::Tensor& beta, int64_t groups, double eps);
+bool cuda_device_present(std::string& status);
+#endif
+
+/// Throws the standard "this build has no CUDA kernels" error for op when t is a CUDA tensor and the
+/// kernels are not compiled in; returns true when t should go to the CUDA kernels.
+bool use_cuda(const at::Tensor& t, const char* op);
+
+}  // namespace trackscope::gpu::ops::detail

@@ -1,0 +1,170 @@
+#pragma once
+// Trackscope's fused LocoTrack operators: functional APIs on ATen tensors (torch-side header: include it only
+// from gpu/ .cpp files). Each op has a CPU reference (always built) and a CUDA kernel (built with
+// TRACKSCOPE_WITH_CUDA against a CUDA LibTorch); the device of the inputs picks the implementation.
+// Semantics follow ../shared/design/LOCOTRACK.md (§2 stages 4-5, §4) exactly; docs/kernels.md has the
+// design, FLOP and byte counts of each op.
+//
+//   using namespace trackscope::gpu::ops;
+//   at::Tensor corr = local_corr4d(hires_grid[0], points_256 * (64.0 / 256.0), hires_supports[0]);  // [n,T,7,7,7,7]
+//   CmdTopFast encoder(CmdTopWeights::from_named(lookup, "cmdtop.0."), device, {});
+//   at::Tensor encoded = encoder.forward(corr);                                                   // [n,T,256]
+//
+// Errors: invalid shapes, dtypes or devices throw c10::Error (TORCH_CHECK) with the offending values; the
+// caller at the gpu/ boundary converts them to Status. Threads: the functions are reentrant; CmdTopFast is
+// immutable after construction and may be shared. CUDA work is queued on the current stream of the inputs'
+// device; nothing synchronises the host, so the ops can be captured in CUDA graphs (CmdTopFast keeps its
+// index tables on the device for that reason).
+//
+// Precision: inputs may be float32, bfloat16 or float16 where stated; accumulation is always fp32. Matrix
+// products go through at::matmul and follow the global TF32 flags (keep TF32 off for exact mode). On the CPU,
+// LibTorch 1.13 has no float16 GEMM: there init_from_cost_volume and CmdTopFast take float32 or bfloat16.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trackscope::gpu::ops {
+
+/// True when this build contains Trackscope's CUDA kernels and LibTorch sees at least one CUDA device.
+bool cuda_kernels_available();
+/// One line saying why cuda_kernels_available() is false (or which devices it found).
+std::string cuda_kernels_status();
+
+// ---------------------------------------------------------------------------------------------------------
+// 1. Fused neighbourhood sampling + local 4D correlation (stage 5 steps 1-2), one pyramid level.
+//
+// features [T, H, W, C]: one level's L2-normalised feature grid, channels last (B = 1; channel stride must be
+//   1, other strides are free). float32, bfloat16 or float16.
+// points   [n, T, 2] float32: (x, y) in this grid's cell units (the caller scales 256-space points by W/256
+//   and H/256). Continuous coordinate v is array index v - 0.5 (grid_sample, align_corners=False).
+// supports [n, 7, 7, C]: the query's 7x7 support features of this level, same dtype as features.
+// returns  [n, T, 7, 7, 7, 7] float32 = [n*T, 49 (h,w target offsets), 49 (i,j support offsets)] row-major:
+//   corr[q,t,h,w,i,j] = sum_c neigh[q,t,h,w,c] * supports[q,i,j,c], where neigh[q,t,h,w,:] is the bilinear
+//   sample of features[t] at (x + (w-3), y + (h-3)) with zeros padding (corners outside the grid count 0).
+// Points that are not finite give an all-zero correlation (grid_sample would give NaN).
+// The 7x7xC neighbourhoods are never materialised.
+at::Tensor local_corr4d(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports);
+/// Same, writing into corr ([n, T, 7, 7, 7, 7] contiguous, on the inputs' device). corr may also have the
+/// features' reduced dtype (bf16/fp16: fp32 accumulation, one rounding at the store), which halves the
+/// traffic into a reduced-precision CmdTopFast.
+void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
+                      at::Tensor& corr);
+
+// ---------------------------------------------------------------------------------------------------------
+// 2. Fused initialisation from the global cost volumes (stage 4, without the occ_linear head).
+//
+// query_lowres    [n, Cl] and features_lowres  [T, Hl, Wl, Cl] (Cl = 256, 32x32 at 256^2);
+// query_hires     [n, Ch] and features_hires   [T, Hh, Wh, Ch] (Ch = 128, 64x64); Hh = 2 Hl, Wh = 2 Wl,
+//   Hh * Wh <= 4096. Queries and features share one dtype (float32, bfloat16 or float16); the cost volumes
+//   are computed in that dtype by at::matmul (fp32 accumulation).
+// cost_conv_weight [1, 2, 3, 3], cost_conv_bias [1] (float32).
+// query_frames [n]: the query frame index t_q (any float dtype); query_xy [n, 2] float32: (x, y) in 256-space.
+// returns points [n, T, 2] float32: soft-argmax (x, y) in 256-space (cell units x 256/Wh, 256/Hh), replaced
+//   by query_xy on the frame round_half_even(t_q); stats [n, T, 6] float32: [mean_up, mean_hr, max_up,
+//   max_hr, min_up, min_hr] of the raw stacked cost before the conv (occ_linear's input).
+// queries_per_pass bounds the cost-volume temporaries: queries_per_pass * T * (Hl*Wl + Hh*Wh) elements
+// (246 MB fp32 at 256 queries, T=47) instead of the eager ~40 MB per query.
+struct InitResult {
+  at::Tensor points;  // [n, T, 2] float32, 256-space (x, y)
+  at::Tensor stats;   // [n, T, 6] float32
+};
+InitResult init_from_cost_volume(const at::Tensor& query_lowres, const at::Tensor& query_hires,
+                                 const at::Tensor& features_lowres, const at::Tensor& features_hires,
+                                 const at::Tensor& cost_conv_weight, const at::Tensor& cost_conv_bias,
+                                 const at::Tensor& query_frames, const at::Tensor& query_xy,
+                                 int64_t queries_per_pass = 256);
+
+/// The fused per-plane part on given cost volumes: cost_lowres [n, T, Hl, Wl] and cost_hires [n, T, Hh, Wh]
+/// (contiguous or not; float32, bfloat16 or float16, same dtype), i.e. CV[q,t,h,w] = sum_c q[q,c] F[t,h,w,c].
+/// Writes points [n, T, 2] and stats [n, T, 6] (float32, contiguous, on the inputs' device).
+void init_from_cost_volume_planes_out(const at::Tensor& cost_lowres, const at::Tensor& cost_hires,
+                                      const at::Tensor& cost_conv_weight, const at::Tensor& cost_conv_bias,
+                                      const at::Tensor& query_frames, const at::Tensor& query_xy, at::Tensor& points,
+                                      at::Tensor& stats);
+
+// ---------------------------------------------------------------------------------------------------------
+// 3. CMDTop correlation encoder, both branches in one pass (stage 5 step 3).
+//
+// One CMDTop (one pyramid level, cmdtop.K) is a stack of SAME-padded conv (with bias) -> GroupNorm(C/16, eps
+// 1e-5) -> ReLU layers applied to the two views of the 4D correlation, then the spatial mean:
+//   small (2 layers): 49x7x7 -5x5 s4-> 64x2x2 -2x2 s2-> 128x1x1;
+//   base  (3 layers): 49x7x7 -3x3 s2-> 64x4x4 -3x3 s2-> 128x2x2 -2x2 s2-> 128x1x1.
+struct CmdTopLayerWeights {
+  at::Tensor conv_weight;  // [C_out, C_in, k, k]   cmdtop.K.conv.I.0.weight
+  at::Tensor conv_bias;    // [C_out]               cmdtop.K.conv.I.0.bias
+  at::Tensor norm_weight;  // [C_out]               cmdtop.K.conv.I.1.weight (GroupNorm gamma)
+  at::Tensor norm_bias;    // [C_out]               cmdtop.K.conv.I.1.bias   (GroupNorm beta)
+  int64_t stride = 1;
+};
+
+struct CmdTopWeights {
+  std::vector<CmdTopLayerWeights> layers;
+
+  /// Looks up prefix + "conv.I.{0,1}.{weight,bias}" for I = 0, 1, ... (prefix e.g. "cmdtop.0.") and sets the
+  /// strides of the official configurations: 2 layers = small (4, 2), 3 layers = base (2, 2, 2).
+  /// Throws c10::Error naming the key when a tensor is missing or has the wrong shape.
+  using Lookup = std::function<std::optional<at::Tensor>(const std::string& key)>;
+  static CmdTopWeights from_named(const Lookup& lookup, const std::string& prefix);
+
+  /// Checks shapes and channel chaining (C_in of layer 0 = 49, C_out % 16 == 0, ...); throws c10::Error.
+  void check() const;
+};
+
+/// Prepared CMDTop: weights converted to the compute dtype and reshaped for the GEMMs, im2col index tables
+/// on the device. Construct once per level and device; forward() is then free of host work and host syncs.
+class CmdTopFast {
+ public:
+  /// How a convolution layer becomes a GEMM. im2col: gather the [P, C_in*k*k] patches (index table on the
+  /// device), then [rows*P, K] x [K, C_out] (the FLOPs of the conv, plus the patch traffic). dense: fold the
+  /// SAME padding, stride and (layer 0) both branch layouts into one [L_in, P*C_out] matrix and multiply the
+  /// input rows directly (no patches; 2x (small) to 5x (base layer 0) the FLOPs, so it pays on tensor cores).
+  /// automatic: dense on CUDA for bf16/fp16 or the small configuration, im2col otherwise. Layers whose kernel
+  /// covers their whole unpadded input (the last 2x2 conv) are always dense: it is a column permutation.
+  enum class Convolution { automatic, im2col, dense };
+  struct Options {
+    at::ScalarType compute_dtype = at::kFloat;  // dtype of the GEMM operands and output (fp32/bf16/fp16)
+    int64_t max_samples_per_pass = 4096;        // bounds the temporaries (im2col patches: 160 MB fp32 small,
+                                                // 231 MB base); on the CPU passes are also kept under 16 MB
+    Convolution convolution = Convolution::automatic;
+  };
+  CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options options);
+
+  /// corr [..., 7, 7, 7, 7] (axes h, w, i, j as written by local_corr4d; float32/bfloat16/float16, on this
+  /// encoder's device) -> [..., 2 * C_last] in the compute dtype: [branch 1 (support offsets as channels),
+  /// branch 2 (target offsets as channels)], i.e. [..., 256] for both official sizes.
+  at::Tensor forward(const at::Tensor& corr) const;
+  /// Same into out ([M, 2 * C_last] contiguous, compute dtype, M = corr.numel() / 2401).
+  void forward_out(const at::Tensor& corr, at::Tensor& out) const;
+
+  int64_t output_channels() const { return 2 * last_channels_; }
+
+  struct Layer {
+    at::Tensor weight_matrix;  // im2col: [C_out, K], columns in gather_index order; dense: [blocks*C_out, L_in]
+    at::Tensor gather_index;   // [columns] int32 on the device; undefined for a dense layer
+    at::Tensor conv_bias;      // [C_out] float32
+    at::Tensor norm_weight;    // [C_out] float32
+    at::Tensor norm_bias;      // [C_out] float32
+    int64_t positions = 1;     // output spatial positions
+    int64_t channels = 0;      // C_out
+    int64_t groups = 1;        // C_out / 16
+    int64_t patch_length = 0;  // K
+  };
+
+ private:
+  std::vector<Layer> layers_;
+  c10::Device device_;
+  Options options_;
+  int64_t last_channels_ = 0;
+};
+
+/// Convenience: builds a CmdTopFast for corr's device and dtype float32 and runs it (tests, one-off calls).
+at::Tensor cmdtop_fast(const at::Tensor& corr, const CmdTopWeights& weights);
+
+}  // namespace trackscope::gpu::ops

@@ -1,0 +1,467 @@
+// The fused ops (gpu/ops/ops.h) against ATen compositions of LOCOTRACK.md (suites *Cpu, ctest gpu/ops,
+// label unit) and their CUDA kernels against the CPU references (suites *Cuda, ctest gpu/ops_cuda, label gpu).
+// Inputs are fresh random data each run; the seed is printed (set TRACKSCOPE_TEST_SEED to repeat a run).
+// Every comparison prints one "[ops] ..." line with its error figures and tolerance.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/ops/op_costs.h"
+#include "gpu/ops/ops.h"
+#include "ops_reference.h"
+
+namespace trackscope::test {
+namespace {
+
+namespace ops = gpu::ops;
+
+class SeedEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    uint64_t seed = std::random_device{}();
+    if (const char* text = std::getenv("TRACKSCOPE_TEST_SEED")) seed = std::strtoull(text, nullptr, 10);
+    at::manual_seed(seed);
+    std::printf("[ops] random seed %llu (TRACKSCOPE_TEST_SEED=%llu repeats this run)\n",
+                static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  }
+};
+const auto* const kSeedEnvironment = ::testing::AddGlobalTestEnvironment(new SeedEnvironment);
+
+std::string shape_text(const std::string& op, int64_t frames, int64_t height, int64_t width, int64_t channels,
+                       int64_t queries) {
+  return op + " T=" + std::to_string(frames) + " " + std::to_string(height) + "x" + std::to_string(width) +
+         "x" + std::to_string(channels) + " n=" + std::to_string(queries);
+}
+
+template <typename F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  return "no error";
+}
+
+// ------------------------------------------------------------------------------------------------------
+// local_corr4d
+struct CorrCase {
+  int64_t frames, height, width, channels, queries;
+};
+
+TEST(LocalCorr4dCpu, MatchesGridSampleEinsumComposition) {
+  constexpr double kTolerance = 1e-5;  // relative to max |corr|, fp32 vs fp32 (summation order only)
+  for (const CorrCase& c : {CorrCase{3, 8, 8, 32, 5}, CorrCase{5, 12, 16, 70, 3}, CorrCase{2, 5, 6, 7, 9}}) {
+    const at::Tensor features = random_features(c.frames, c.height, c.width, c.channels);
+    const at::Tensor supports = at::randn({c.queries, 7, 7, c.channels});
+    const at::Tensor points = random_points(c.queries, c.frames, c.height, c.width, 6.0);
+    const at::Tensor expected = reference_local_corr4d(features, points, supports);
+    const Difference d = difference(ops::local_corr4d(features, points, supports), expected);
+    report(shape_text("local_corr4d cpu vs aten", c.frames, c.height, c.width, c.channels, c.queries), d,
+           "rel 1e-5");
+    EXPECT_LE(d.relative(), kTolerance);
+    EXPECT_GT(d.max_abs_expected, 0.1);  // the comparison saw real values
+  }
+}
+
+TEST(LocalCorr4dCpu, StridedAndReducedPrecisionFeatures) {
+  // Row/frame strides that are not C (a channel slice of a wider grid) and bf16/fp16 storage: the op reads
+  // the stored values exactly and accumulates in fp32, so it matches the composition on the same values.
+  const at::Tensor wide = random_features(4, 9, 7, 40);
+  const at::Tensor features = wide.narrow(3, 0, 24);
+  ASSERT_FALSE(features.is_contiguous());
+  const at::Tensor supports = at::randn({6, 7, 7, 24});
+  const at::Tensor points = random_points(6, 4, 9, 7, 4.0);
+  Difference d = difference(ops::local_corr4d(features, points, supports),
+                            reference_local_corr4d(features, points, supports));
+  report("local_corr4d cpu vs aten, strided features", d, "rel 1e-5");
+  EXPECT_LE(d.relative(), 1e-5);
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    const at::Tensor f = features.to(dtype);
+    const at::Tensor s = supports.to(dtype);
+    const at::Tensor expected = reference_local_corr4d(f, points, s);
+    d = difference(ops::local_corr4d(f, points, s), expected);
+    report(std::string("local_corr4d cpu vs aten, ") + c10::toString(dtype) + " storage", d, "rel 1e-5");
+    EXPECT_LE(d.relative(), 1e-5);
+    at::Tensor reduced = at::empty({6, 4, 7, 7, 7, 7}, at::TensorOptions().dtype(dtype));
+    ops::local_corr4d_out(f, points, s, reduced);
+    d = difference(reduced, expected);
+    const double tolerance = dtype == at::kBFloat16 ? 4e-3 : 5e-4;  // one rounding of the fp32 sum
+    report(std::string("local_corr4d cpu vs aten, ") + c10::toString(dtype) + " output", d,
+           "rel " + std::to_string(tolerance));
+    EXPECT_LE(d.relative(), tolerance);
+  }
+}
+
+TEST(LocalCorr4dCpu, FarAndNonFinitePointsGiveZeros) {
+  const at::Tensor features = random_features(2, 6, 6, 8);
+  const at::Tensor supports = at::randn({3, 7, 7, 8});
+  at::Tensor points = at::zeros({3, 2, 2});
+  points[0] = at::tensor(std::vector<float>{-5.0f, 2.0f});  // x0 = -6: taps reach x <= -1 -> outside
+  points[1][0][0] = std::numeric_limits<float>::quiet_NaN();
+  points[1][1][1] = std::numeric_limits<float>::infinity();
+  points[2] = at::tensor(std::vector<float>{1.0e9f, 3.0f});
+  const at::Tensor corr = ops::local_corr4d(features, points, supports);
+  EXPECT_EQ(corr.abs().max().item<float>(), 0.0f);
+  const at::Tensor inside = ops::local_corr4d(features, at::full({3, 2, 2}, 3.0f), supports);
+  EXPECT_GT(inside.abs().max().item<float>(), 0.0f);
+}
+
+TEST(LocalCorr4dCpu, RejectsInvalidArgumentsWithTheirValues) {
+  const at::Tensor features = random_features(2, 6, 6, 8);
+  const at::Tensor supports = at::randn({3, 7, 7, 8});
+  const at::Tensor points = at::zeros({3, 2, 2});
+  EXPECT_NE(error_message([&] { ops::local_corr4d(features, at::zeros({3, 5, 2}), supports); })
+                .find("points must be [n,T,2] with T=2, got [3, 5, 2]"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { ops::local_corr4d(features, points, at::randn({3, 7, 7, 9})); })
+                .find("supports must be [n,7,7,C] = [3,7,7,8], got [3, 7, 7, 9]"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { ops::local_corr4d(features.to(at::kDouble), points, supports); })
+                .find("features must be float32, bfloat16 or float16, got Double"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { ops::local_corr4d(features, points, supports.to(at::kHalf)); })
+                .find("supports dtype Half differs from features dtype Float"),
+            std::string::npos);
+  at::Tensor wrong_out = at::empty({3, 2, 49, 49});
+  EXPECT_NE(error_message([&] { ops::local_corr4d_out(features, points, supports, wrong_out); }).find("corr must be"),
+            std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------------------------
+// init_from_cost_volume
+struct InitCase {
+  int64_t frames, low_size_y, low_size_x, low_channels, high_channels, queries;
+};
+
+struct InitInputs {
+  at::Tensor query_lowres, query_hires, features_lowres, features_hires, weight, bias, query_frames, query_xy;
+  at::Tensor planted_xy;   // [n,T,2] 256-space centre of the cell where each query's feature was planted
+  double cell_px = 4.0;    // 256-space size of one high-resolution cell
+};
+
+at::Tensor normalised(const at::Tensor& x) { return x / at::sqrt(at::clamp_min(x.square().sum(-1, true), 1e-12)); }
+
+// Like real tracks: every query's feature is planted (with noise) at a distinct cell of every frame, so each
+// heatmap has one clear peak and no near-tie decides an argmax (random grids alone give flat heatmaps whose
+// argmax flips under fp rounding). Query frames include exact halves to exercise round-half-even.
+InitInputs random_init_inputs(const InitCase& c) {
+  InitInputs in;
+  const int64_t high_y = 2 * c.low_size_y;
+  const int64_t high_x = 2 * c.low_size_x;
+  in.features_lowres = random_features(c.frames, c.low_size_y, c.low_size_x, c.low_channels);
+  in.features_hires = random_features(c.frames, high_y, high_x, c.high_channels);
+  in.query_lowres = normalised(at::randn({c.queries, c.low_channels}));
+  in.query_hires = normalised(at::randn({c.queries, c.high_channels}));
+  std::vector<at::Tensor> cells;
+  for (int64_t t = 0; t < c.frames; ++t) cells.push_back(at::randperm(high_y * high_x, at::kLong).narrow(0, 0, c.queries));
+  const at::Tensor cell = at::stack(cells, 1);  // [n, T] distinct per frame
+  const at::Tensor y = at::floor_divide(cell, high_x);
+  const at::Tensor x = cell - y * high_x;
+  const at::Tensor frame = at::arange(c.frames, at::kLong).unsqueeze(0).expand({c.queries, c.frames});
+  const at::Tensor noise_h = 0.2 * at::randn({c.queries, c.frames, c.high_channels}) / std::sqrt(double(c.high_channels));
+  const at::Tensor noise_l = 0.2 * at::randn({c.queries, c.frames, c.low_channels}) / std::sqrt(double(c.low_channels));
+  in.features_hires.index_put_({frame, y, x}, normalised(in.query_hires.unsqueeze(1) + noise_h));
+  in.features_lowres.index_put_({frame, at::floor_divide(y, 2), at::floor_divide(x, 2)},
+                                normalised(in.query_lowres.unsqueeze(1) + noise_l));
+  // A positive, centre-heavy kernel, like a trained cost_conv: the planted peak stays the peak.
+  in.weight = 0.1 + 0.05 * at::randn({1, 2, 3, 3});
+  in.weight.select(2, 1).select(2, 1).add_(0.5);
+  in.bias = at::randn({1}) * 0.1;
+  const at::Tensor scale =
+      at::tensor(std::vector<float>{256.0f / static_cast<float>(high_x), 256.0f / static_cast<float>(high_y)});
+  in.planted_xy = at::stack({x.to(at::kFloat) + 0.5, y.to(at::kFloat) + 0.5}, -1) * scale;
+  in.cell_px = 256.0 / static_cast<double>(high_x);
+  const at::Tensor t = at::randint(0, c.frames, {c.queries}, at::kLong);
+  in.query_frames = t.to(at::kFloat);
+  const std::vector<float> halves = {0.5f, 1.5f, 2.5f};
+  for (int64_t q = 0; q < std::min<int64_t>(3, c.queries); ++q) in.query_frames[q] = halves[static_cast<size_t>(q)];
+  // Near the query's planted cell on its frame, 1 px off the centre so that a pinned value is never
+  // confused with a soft-argmax result.
+  in.query_xy = in.planted_xy.index({at::arange(c.queries, at::kLong), t}) + 1.0;
+  return in;
+}
+
+TEST(InitFromCostVolumeCpu, MatchesEinsumInterpolateConvSoftargmaxComposition) {
+  constexpr double kPointTolerance = 1e-3;  // 256-space px
+  constexpr double kStatTolerance = 1e-5;   // cost units (cosines)
+  // Channels >= 32 keep random cosines small enough (std <= 0.18) for the planted peaks to stand out.
+  for (const InitCase& c : {InitCase{3, 8, 8, 64, 32, 5}, InitCase{4, 32, 32, 64, 64, 3}, InitCase{2, 4, 6, 32, 32, 7}}) {
+    const InitInputs in = random_init_inputs(c);
+    const ReferenceInit expected = reference_init(in.query_lowres, in.query_hires, in.features_lowres, in.features_hires,
+                                                  in.weight, in.bias, in.query_frames, in.query_xy);
+    // queries_per_pass 2 exercises the sub-chunking of the cost-volume GEMMs.
+    const ops::InitResult actual =
+        ops::init_from_cost_volume(in.query_lowres, in.query_hires, in.features_lowres, in.features_hires, in.weight,
+                                   in.bias, in.query_frames, in.query_xy, /*queries_per_pass=*/2);
+    const std::string shape = shape_text("init cpu vs aten", c.frames, 2 * c.low_size_y, 2 * c.low_size_x,
+                                         c.high_channels, c.queries);
+    const Difference dp = difference(actual.points, expected.points);
+    const Difference ds = difference(actual.stats, expected.stats);
+    report(shape + " points", dp, "1e-3 px");
+    report(shape + " stats", ds, "1e-5");
+    EXPECT_LE(dp.max_abs_diff, kPointTolerance);
+    EXPECT_LE(ds.max_abs_diff, kStatTolerance);
+    // The test data does what it is meant to: off the pinned frames the soft-argmax finds the planted cell.
+    const at::Tensor pinned =
+        at::round(in.query_frames).unsqueeze(1) == at::arange(c.frames, at::kFloat).unsqueeze(0);
+    const at::Tensor distance = ((actual.points - in.planted_xy).norm(2, -1) / in.cell_px).masked_select(~pinned);
+    // (A data sanity check, not a tolerance: neighbouring plants of other queries can pull a point a little.)
+    const double found = (distance < 2.0).to(at::kFloat).mean().item<double>();
+    std::printf("[ops] %-58s %.0f%% of the points within 2 cells of the planted cell\n", shape.c_str(), 100.0 * found);
+    EXPECT_GE(found, 0.8) << distance;
+    // Round half to even: t_q = 0.5 pins frame 0, 1.5 and 2.5 pin frame 2.
+    EXPECT_TRUE(at::equal(actual.points[0][0], in.query_xy[0]));
+    if (c.frames > 2 && c.queries > 2) {
+      EXPECT_TRUE(at::equal(actual.points[1][2], in.query_xy[1]));
+      EXPECT_TRUE(at::equal(actual.points[2][2], in.query_xy[2]));
+      EXPECT_FALSE(at::equal(actual.points[2][1], in.query_xy[2]));
+    }
+  }
+}
+
+TEST(InitFromCostVolumeCpu, RejectsInvalidArgumentsWithTheirValues) {
+  const InitInputs in = random_init_inputs(InitCase{2, 4, 4, 8, 8, 3});
+  EXPECT_NE(error_message([&] {
+              ops::init_from_cost_volume(in.query_lowres, in.query_hires, in.features_lowres, in.features_hires,
+                                         at::randn({1, 2, 5, 5}), in.bias, in.query_frames, in.query_xy);
+            }).find("cost_conv weight must be [1,2,3,3], got [1, 2, 5, 5]"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] {
+              ops::init_from_cost_volume(in.query_lowres, in.query_hires, in.features_lowres, in.features_hires,
+                                         in.weight, in.bias, at::zeros({4}), in.query_xy);
+            }).find("query_frames must be [n] = [3], got [4]"),
+            std::string::npos);
+  at::Tensor points = at::empty({3, 2, 2});
+  at::Tensor stats = at::empty({3, 2, 6});
+  EXPECT_NE(error_message([&] {
+              ops::init_from_cost_volume_planes_out(at::randn({3, 2, 4, 4}), at::randn({3, 2, 80, 80}), in.weight,
+                                                    in.bias, in.query_frames, in.query_xy, points, stats);
+            }).find("must be twice the low one"),
+            std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------------------------
+// CMDTop
+TEST(CmdTopCpu, BothConfigurationsMatchConvGroupNormComposition) {
+  constexpr double kTolerance = 1e-4;  // absolute; outputs are GroupNorm-scaled, O(1)
+  for (const bool base : {false, true}) {
+    const ops::CmdTopWeights weights = random_cmdtop_weights(base);
+    const at::Tensor corr = at::randn({3, 5, 7, 7, 7, 7});  // n=3, T=5 -> 15 samples
+    const at::Tensor expected = reference_cmdtop(corr, weights);
+    for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense}) {
+      const bool dense = convolution == ops::CmdTopFast::Convolution::dense;
+      // 4 samples per pass: 15 = 4+4+4+3 exercises the sub-chunking.
+      const ops::CmdTopFast encoder(weights, at::kCPU, {at::kFloat, 4, convolution});
+      const at::Tensor actual = encoder.forward(corr);
+      ASSERT_EQ(actual.sizes(), (std::vector<int64_t>{3, 5, 256}));
+      const Difference d = difference(actual.reshape({15, 256}), expected);
+      report(std::string("cmdtop cpu vs aten, ") + (base ? "base " : "small ") + (dense ? "dense" : "im2col") +
+                 " M=15",
+             d, "abs 1e-4");
+      EXPECT_LE(d.max_abs_diff, kTolerance);
+      EXPECT_GT(d.max_abs_expected, 0.1);
+      // The convenience entry point (one pass, automatic) agrees with the prepared encoder (four passes);
+      // BLAS blocks differently sized GEMMs differently, hence not bitwise.
+      EXPECT_LE(difference(ops::cmdtop_fast(corr, weights).reshape({15, 256}), actual.reshape({15, 256})).max_abs_diff,
+                1e-5);
+    }
+  }
+}
+
+TEST(CmdTopCpu, FromNamedFollowsTheOfficialKeys) {
+  const ops::CmdTopWeights source = random_cmdtop_weights(/*base=*/true);
+  std::map<std::string, at::Tensor> named;
+  for (size_t i = 0; i < source.layers.size(); ++i) {
+    const std::string base = "cmdtop.1.conv." + std::to_string(i) + ".";
+    named[base + "0.weight"] = source.layers[i].conv_weight;
+    named[base + "0.bias"] = source.layers[i].conv_bias;
+    named[base + "1.weight"] = source.layers[i].norm_weight;
+    named[base + "1.bias"] = source.layers[i].norm_bias;
+  }
+  auto lookup = [&named](const std::string& key) -> std::optional<at::Tensor> {
+    const auto it = named.find(key);
+    return it == named.end() ? std::nullopt : std::optional<at::Tensor>(it->second);
+  };
+  const ops::CmdTopWeights loaded = ops::CmdTopWeights::from_named(lookup, "cmdtop.1.");
+  ASSERT_EQ(loaded.layers.size(), 3u);
+  EXPECT_EQ(loaded.layers[0].stride, 2);
+  EXPECT_TRUE(at::equal(loaded.layers[2].norm_bias, source.layers[2].norm_bias));
+
+  named.erase("cmdtop.1.conv.1.1.bias");
+  EXPECT_NE(error_message([&] { ops::CmdTopWeights::from_named(lookup, "cmdtop.1."); })
+                .find("missing cmdtop.1.conv.1.1.bias"),
+            std::string::npos);
+  named["cmdtop.1.conv.1.1.bias"] = source.layers[1].norm_bias;
+  named["cmdtop.1.conv.0.0.weight"] = at::randn({64, 49, 5, 5});
+  EXPECT_NE(error_message([&] { ops::CmdTopWeights::from_named(lookup, "cmdtop.1."); })
+                .find("cmdtop.1.conv.0.0.weight has shape [64, 49, 5, 5], expected a 3x3 kernel"),
+            std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Cost model: the per-query unit costs of LOCOTRACK.md §5.1 (T=47, 256^2).
+TEST(OpCostsCpu, ReproduceTheSpecUnitCosts) {
+  const ops::CorrShape levels[] = {{1, 47, 64, 64, 128}, {1, 47, 32, 32, 256}, {1, 47, 128, 128, 64}};
+  double corr_flops = 0.0;
+  for (const ops::CorrShape& level : levels) corr_flops += ops::local_corr4d_cost(level, 4).flops;
+  EXPECT_NEAR(corr_flops, 101.1e6 + 8.25e6, 0.1e6);  // 4D correlation 101.1 + sampling "about 8" MFLOP
+  EXPECT_NEAR(ops::init_cost({1, 47}, 4).flops, 86.4e6, 0.1e6);
+  EXPECT_NEAR(3.0 * ops::cmdtop_cost(47, /*base=*/false, 4, 4).flops, 195.4e6, 0.1e6);
+  EXPECT_NEAR(3.0 * ops::cmdtop_cost(47, /*base=*/true, 4, 4).flops, 458.0e6, 0.1e6);
+  // The fused designs move less than the eager compositions at a realistic chunk (n=256).
+  const ops::OpCost corr = ops::local_corr4d_cost({256, 47, 64, 64, 128}, 4);
+  const ops::OpCost init = ops::init_cost({256, 47}, 4);
+  const ops::OpCost cmdtop = ops::cmdtop_cost(256 * 47, false, 4, 4);
+  for (const ops::OpCost& cost : {corr, init, cmdtop}) {
+    EXPECT_LE(cost.min_bytes, cost.design_bytes);
+    EXPECT_LT(cost.design_bytes, cost.eager_bytes);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------
+// CUDA kernels against the CPU references (skipped without a device).
+#define TRACKSCOPE_REQUIRE_CUDA()                                                                          \
+  do {                                                                                                     \
+    if (!ops::cuda_kernels_available()) GTEST_SKIP() << "CUDA test skipped: " << ops::cuda_kernels_status(); \
+    at::globalContext().setAllowTF32CuBLAS(false);                                                         \
+    at::globalContext().setAllowTF32CuDNN(false);                                                          \
+  } while (false)
+
+const float kPoison = std::numeric_limits<float>::quiet_NaN();
+
+TEST(LocalCorr4dCuda, MatchesCpuReferenceInEveryPrecision) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  // The three pyramid levels at T=47 plus an odd small case (C not a multiple of 32, n not a multiple of
+  // anything). bf16/fp16: the CPU reference runs on the same stored values, so only fp32 summation order
+  // differs and the tolerance stays 1e-5 relative.
+  for (const CorrCase& c : {CorrCase{47, 64, 64, 128, 37}, CorrCase{47, 32, 32, 256, 19}, CorrCase{47, 128, 128, 64, 11},
+                            CorrCase{5, 12, 16, 70, 3}}) {
+    const at::Tensor features = random_features(c.frames, c.height, c.width, c.channels);
+    const at::Tensor supports = at::randn({c.queries, 7, 7, c.channels});
+    const at::Tensor points = random_points(c.queries, c.frames, c.height, c.width, 6.0);
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+      const at::Tensor f = features.to(dtype);
+      const at::Tensor s = supports.to(dtype);
+      const at::Tensor expected = ops::local_corr4d(f, points, s);
+      at::Tensor actual = at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
+      ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), actual);
+      Difference d = difference(actual, expected);
+      report(shape_text(std::string("local_corr4d cuda vs cpu ") + c10::toString(dtype), c.frames, c.height, c.width,
+                        c.channels, c.queries),
+             d, "rel 1e-5");
+      EXPECT_LE(d.relative(), 1e-5) << c10::toString(dtype);
+      if (dtype != at::kFloat) {
+        // Output in the reduced dtype: one rounding of the fp32 sum (2^-8 bf16, 2^-11 fp16 relative).
+        at::Tensor reduced = at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(dtype));
+        ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), reduced);
+        d = difference(reduced, expected);
+        const double tolerance = dtype == at::kBFloat16 ? 4e-3 : 5e-4;
+        report(shape_text(std::string("local_corr4d cuda ") + c10::toString(dtype) + " output vs cpu", c.frames,
+                          c.height, c.width, c.channels, c.queries),
+               d, "rel " + std::to_string(tolerance));
+        EXPECT_LE(d.relative(), tolerance) << c10::toString(dtype) << " output";
+      }
+    }
+  }
+}
+
+TEST(InitFromCostVolumeCuda, MatchesCpuReference) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  const InitCase c{47, 32, 32, 256, 128, 37};
+  const InitInputs in = random_init_inputs(c);
+  const ops::InitResult expected = ops::init_from_cost_volume(in.query_lowres, in.query_hires, in.features_lowres,
+                                                              in.features_hires, in.weight, in.bias, in.query_frames,
+                                                              in.query_xy);
+  const ops::InitResult actual =
+      ops::init_from_cost_volume(in.query_lowres.cuda(), in.query_hires.cuda(), in.features_lowres.cuda(),
+                                 in.features_hires.cuda(), in.weight.cuda(), in.bias.cuda(), in.query_frames.cuda(),
+                                 in.query_xy.cuda(), /*queries_per_pass=*/16);
+  Difference dp = difference(actual.points, expected.points);
+  Difference ds = difference(actual.stats, expected.stats);
+  report("init cuda vs cpu float32 T=47 64x64 n=37 points", dp, "1e-3 px");
+  report("init cuda vs cpu float32 T=47 64x64 n=37 stats", ds, "1e-5");
+  EXPECT_LE(dp.max_abs_diff, 1e-3);
+  EXPECT_LE(ds.max_abs_diff, 1e-5);
+
+  // The fused plane kernel on bf16/fp16 cost volumes against the CPU kernel on the same stored values.
+  const at::Tensor cost_low = at::einsum("nc,thwc->nthw", {in.query_lowres, in.features_lowres});
+  const at::Tensor cost_high = at::einsum("nc,thwc->nthw", {in.query_hires, in.features_hires});
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    const at::Tensor low = cost_low.to(dtype);
+    const at::Tensor high = cost_high.to(dtype);
+    at::Tensor cpu_points = at::empty({c.queries, c.frames, 2});
+    at::Tensor cpu_stats = at::empty({c.queries, c.frames, 6});
+    ops::init_from_cost_volume_planes_out(low, high, in.weight, in.bias, in.query_frames, in.query_xy, cpu_points,
+                                          cpu_stats);
+    const auto options = at::device(at::kCUDA).dtype(at::kFloat);
+    at::Tensor gpu_points = at::full({c.queries, c.frames, 2}, kPoison, options);
+    at::Tensor gpu_stats = at::full({c.queries, c.frames, 6}, kPoison, options);
+    ops::init_from_cost_volume_planes_out(low.cuda(), high.cuda(), in.weight.cuda(), in.bias.cuda(),
+                                          in.query_frames.cuda(), in.query_xy.cuda(), gpu_points, gpu_stats);
+    dp = difference(gpu_points, cpu_points);
+    ds = difference(gpu_stats, cpu_stats);
+    report(std::string("init planes cuda vs cpu ") + c10::toString(dtype) + " points", dp, "1e-3 px");
+    report(std::string("init planes cuda vs cpu ") + c10::toString(dtype) + " stats", ds, "1e-5");
+    EXPECT_LE(dp.max_abs_diff, 1e-3) << c10::toString(dtype);
+    EXPECT_LE(ds.max_abs_diff, 1e-5) << c10::toString(dtype);
+  }
+
+  // The whole op in bf16 (GEMMs in bf16) against fp32: rounding the costs to 8 bits moves the soft-argmax;
+  // this bounds the mean deviation and reports the rest.
+  const ops::InitResult bf16 = ops::init_from_cost_volume(
+      in.query_lowres.cuda().to(at::kBFloat16), in.query_hires.cuda().to(at::kBFloat16),
+      in.features_lowres.cuda().to(at::kBFloat16), in.features_hires.cuda().to(at::kBFloat16), in.weight.cuda(),
+      in.bias.cuda(), in.query_frames.cuda(), in.query_xy.cuda());
+  dp = difference(bf16.points, expected.points);
+  ds = difference(bf16.stats, expected.stats);
+  report("init cuda bfloat16 GEMMs vs cpu float32 points", dp, "mean 1 px");
+  report("init cuda bfloat16 GEMMs vs cpu float32 stats", ds, "2e-2");
+  EXPECT_LE(dp.mean_abs_diff, 1.0);
+  EXPECT_LE(ds.max_abs_diff, 2e-2);
+}
+
+TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  for (const bool base : {false, true}) {
+    const ops::CmdTopWeights weights = random_cmdtop_weights(base);
+    const at::Tensor corr = at::randn({37, 47, 7, 7, 7, 7});  // M = 1739: two passes of 1000
+    const at::Tensor expected = ops::CmdTopFast(weights, at::kCPU, {at::kFloat, 4096}).forward(corr).reshape({-1, 256});
+    // Reduced precision: outputs are O(1..5) after GroupNorm and stored in the compute dtype, so the output
+    // rounding alone is up to 1.6e-2 (bf16) / 2e-3 (fp16). Measured on the CPU in bf16: max 4.5e-2, mean 2.2e-3.
+    struct Precision {
+      at::ScalarType compute;
+      at::ScalarType input;
+      double max_tolerance;
+      double mean_tolerance;
+    };
+    for (const Precision& p : {Precision{at::kFloat, at::kFloat, 1e-4, 1e-5}, Precision{at::kBFloat16, at::kFloat, 0.12, 6e-3},
+                               Precision{at::kHalf, at::kHalf, 2e-2, 1e-3}}) {
+      for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense}) {
+        const bool dense = convolution == ops::CmdTopFast::Convolution::dense;
+        const ops::CmdTopFast encoder(weights, at::Device(at::kCUDA, 0), {p.compute, 1000, convolution});
+        at::Tensor actual = at::full({37 * 47, 256}, kPoison, at::device(at::kCUDA).dtype(p.compute));
+        encoder.forward_out(corr.to(p.input).cuda(), actual);
+        const Difference d = difference(actual, expected);
+        report(std::string("cmdtop cuda vs cpu float32, ") + (base ? "base " : "small ") + (dense ? "dense " : "im2col ") +
+                   c10::toString(p.compute) + " (input " + c10::toString(p.input) + ") M=1739",
+               d, "max " + std::to_string(p.max_tolerance) + ", mean " + std::to_string(p.mean_tolerance));
+        EXPECT_LE(d.max_abs_diff, p.max_tolerance) << c10::toString(p.compute) << (dense ? " dense" : " im2col");
+        EXPECT_LE(d.mean_abs_diff, p.mean_tolerance) << c10::toString(p.compute) << (dense ? " dense" : " im2col");
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trackscope::test
