@@ -168,4 +168,14 @@ struct TrainingSummary {
 /// memory, unreadable checkpoint) come back as a Status; torch exceptions do not escape.
 core::Expected<TrainingSummary> run_training(const TrainingOptions& options);
 
+/// Generation speed of the synthetic data alone (no model): `batches` batches after one warm-up batch.
+struct DataBenchmark {
+  std::string device;
+  int64_t batches = 0;
+  double seconds = 0.0;
+  double clips_per_second = 0.0;
+};
+core::Expected<DataBenchmark> benchmark_synthetic_data(const SyntheticOptions& options, const std::string& device,
+                                                       int64_t batches, uint64_t seed);
+
 }  // namespace trackscope::gpu

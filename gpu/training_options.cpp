@@ -150,6 +150,7 @@ core::Expected<WeightsDtype> parse_weights_dtype(std::string_view text) {
 }
 
 TrainingOptions::TrainingOptions() {
+  data.batch_size = 4;  // the official configuration
   validation_data.batch_size = 4;
   validation_data.query_first_fraction = 1.0;  // TAP-Vid query-first protocol
 }
@@ -170,6 +171,7 @@ core::Status TrainingOptions::check() const {
                                      what, "step counts must be >= 0 (log interval >= 1)"));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_minutes, 0, 1e6) && in_range(checkpoint_every_minutes, 0, 1e6), what,
                                      "minutes must be >= 0"));
+  TRACKSCOPE_RETURN_IF_ERROR(require(max_steps > 0 || max_minutes > 0.0, what, "give a budget: max_steps or max_minutes"));
   return require(max_shard_bytes >= (1 << 20), what, fmt::format("max shard size {} B is below 1 MiB", max_shard_bytes));
 }
 
