@@ -10,6 +10,7 @@
 #include <torch/version.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/log.h"
 #include "core/tracking/metrics.h"
@@ -143,6 +144,13 @@ core::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainingOptions& 
   return trainer;
 }
 
+void Trainer::disable_autocast() {
+  autocast_ = false;
+  options_.precision = core::Precision::tf32;
+  at::globalContext().setAllowTF32CuBLAS(true);
+  at::globalContext().setAllowTF32CuDNN(true);
+}
+
 void Trainer::log_json(const std::string& line) {
   log_ << line << '\n';
   log_.flush();
@@ -223,8 +231,15 @@ core::Status Trainer::self_check() {
     const uint64_t seed = derive_seed(options_.data_seed, ~uint64_t{0});
     const SyntheticBatch a = train_data_->generate(seed);
     const SyntheticBatch b = train_data_->generate(seed);
-    if (!at::equal(a.video, b.video) || !at::equal(a.target_points_xy, b.target_points_xy) || !at::equal(a.occluded, b.occluded)) {
-      return core::internal_error(fmt::format("self-check: the synthetic generator is not deterministic on {}", device_.str()));
+    // Bitwise equality is expected (and tested on the CPU); a GPU library may legitimately differ in the last
+    // bit, which must not stop a training call.
+    const double video_difference = (a.video.to(at::kFloat) - b.video.to(at::kFloat)).abs().max().item<double>();
+    const double track_difference = (a.target_points_xy - b.target_points_xy).abs().max().item<double>();
+    const double occlusion_mismatch = a.occluded.ne(b.occluded).to(at::kFloat).mean().item<double>();
+    if (video_difference > 1e-4 || track_difference > 1e-3 || occlusion_mismatch > 1e-3) {
+      return core::internal_error(fmt::format(
+          "self-check: the synthetic generator is not deterministic on {} (video {}, tracks {} px, occlusion {})",
+          device_.str(), video_difference, track_difference, occlusion_mismatch));
     }
     at::Tensor frames = a.query_points_tyx.select(-1, 0).to(at::kLong);
     const int64_t bs = frames.size(0), n = frames.size(1);
@@ -255,6 +270,7 @@ core::Status Trainer::self_check() {
       return core::internal_error(fmt::format("self-check: loss {} with {} gradients, {} of them non-finite", total, with_gradient, nonfinite));
     }
     log_json(Json{{"type", "self_check"}, {"ok", true}, {"device", device_.str()}, {"model", model_.describe()},
+                  {"autocast_bf16", autocast_}, {"generator_repeat_difference", {video_difference, track_difference, occlusion_mismatch}},
                   {"loss", total}, {"iterations", outputs.iterations.size()}, {"parameters_with_gradient", with_gradient},
                   {"visible_fraction", visible}, {"seconds", seconds_since(start)}}.dump());
     return core::Status();
@@ -307,15 +323,13 @@ core::Expected<StepRecord> Trainer::train_step(bool timed) {
     r.gradient_norm = torch::nn::utils::clip_grad_norm_(parameters, clip > 0.0 ? clip : std::numeric_limits<double>::infinity());
     optimizer_->step();
     lap(r.optimizer_ms);
-    auto sum = [](const std::vector<at::Tensor>& terms) {
-      double total = 0.0;
-      for (const at::Tensor& t : terms) total += t.item<double>();
-      return total;
-    };
-    r.loss = loss.total.item<double>();
-    r.position_loss = sum(loss.position);
-    r.occlusion_loss = sum(loss.occlusion);
-    r.expected_dist_loss = sum(loss.expected_dist);
+    const at::Tensor values = at::stack({loss.total.detach(), at::stack(loss.position).sum().detach(),
+                                         at::stack(loss.occlusion).sum().detach(), at::stack(loss.expected_dist).sum().detach()})
+                                  .to(at::kCPU, at::kDouble);  // one host sync for every logged value
+    r.loss = values[0].item<double>();
+    r.position_loss = values[1].item<double>();
+    r.occlusion_loss = values[2].item<double>();
+    r.expected_dist_loss = values[3].item<double>();
     ++step_;
     return r;
   });
@@ -397,7 +411,7 @@ core::Expected<TrainingSummary> Trainer::train() {
   };
   model_.module().train();
   log_json(Json{{"type", "start"}, {"step", step_}, {"model", model_.describe()}, {"device", device_.str()},
-                {"precision", core::to_string(options_.precision)}, {"batch_size", batch_size},
+                {"precision", core::to_string(options_.precision)}, {"autocast_bf16", autocast_}, {"batch_size", batch_size},
                 {"frames", options_.data.frames}, {"points", options_.data.points}, {"max_steps", options_.max_steps},
                 {"max_minutes", options_.max_minutes}}.dump());
   while (true) {
@@ -482,7 +496,16 @@ core::Expected<TrainingSummary> run_training(const TrainingOptions& options, con
     } else if (!options.init_weights.empty()) {
       TRACKSCOPE_RETURN_IF_ERROR((*trainer)->load_initial_weights(options.init_weights));
     }
-    if (options.self_check) TRACKSCOPE_RETURN_IF_ERROR((*trainer)->self_check());
+    if (options.self_check) {
+      core::Status checked = (*trainer)->self_check();
+      if (!checked && (*trainer)->uses_autocast()) {
+        // A model op without bf16 support should not cost a whole GPU call: retry once without autocast.
+        core::log::warn("{}; retrying the self-check without bf16 autocast (TF32)", checked.message());
+        (*trainer)->disable_autocast();
+        checked = (*trainer)->self_check();
+      }
+      TRACKSCOPE_RETURN_IF_ERROR(checked);
+    }
     return (*trainer)->train();
   });
 }

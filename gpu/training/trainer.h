@@ -75,6 +75,9 @@ class Trainer {
   core::Status save_checkpoint(const std::filesystem::path& dir);
 
   int64_t step() const { return step_; }
+  bool uses_autocast() const { return autocast_; }
+  /// Runs the model in fp32 (TF32 allowed) from now on instead of bf16 autocast.
+  void disable_autocast();
   torch::optim::AdamW& optimizer() { return *optimizer_; }
 
  private:

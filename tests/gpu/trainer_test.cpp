@@ -1,6 +1,8 @@
 // The trainer on tiny clips with a tiny model defined here: the loss goes down, a resumed run reproduces an
 // uninterrupted one exactly, a whole run_training() call writes its checkpoint, logs and validation, weights
 // files round-trip, the schedule follows PyTorch's OneCycleLR, and validation of an oracle scores perfectly.
+// CPU by default; TRACKSCOPE_TEST_DEVICE=cuda reruns what is device-dependent on the GPU (bf16 autocast in the
+// run_training test), skipping without CUDA.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -9,6 +11,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -44,7 +47,7 @@ class TinyTracker : public TrainableTracker {
     const int64_t b = video.size(0), t = video.size(1), h = video.size(2), w = video.size(3), n = queries.size(1);
     at::Tensor features = at::relu(net_->conv->forward(video.permute({0, 1, 4, 2, 3}).reshape({b * t, 3, h, w})));
     at::Tensor xy = queries.narrow(-1, 1, 2).flip(-1);                                       // [B,N,2]
-    at::Tensor grid = (xy / at::tensor({static_cast<float>(w), static_cast<float>(h)}) * 2.0 - 1.0)
+    at::Tensor grid = (xy / at::tensor({static_cast<float>(w), static_cast<float>(h)}, xy.options()) * 2.0 - 1.0)
                           .unsqueeze(1).expand({b, t, n, 2}).reshape({b * t, n, 1, 2});
     at::Tensor sampled = at::grid_sampler(features, grid, 0, 0, false).view({b, t, 8, n}).permute({0, 3, 1, 2});  // [B,N,T,8]
     at::Tensor out0 = net_->head0->forward(sampled);
@@ -58,10 +61,22 @@ class TinyTracker : public TrainableTracker {
   std::shared_ptr<TinyNet> net_;
 };
 
+bool cuda_requested() {
+  const char* requested = std::getenv("TRACKSCOPE_TEST_DEVICE");
+  return requested != nullptr && std::string(requested) == "cuda";
+}
+
+at::Device test_device() { return cuda_requested() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
+
+#define SKIP_WITHOUT_DEVICE()                                                    \
+  do {                                                                           \
+    if (cuda_requested() && !at::hasCUDA()) GTEST_SKIP() << "no CUDA in this LibTorch"; \
+  } while (false)
+
 TrainingOptions tiny_options(const fs::path& dir) {
   TrainingOptions o;
   o.model = "tiny";
-  o.device = "cpu";
+  o.device = cuda_requested() ? "cuda:0" : "cpu";
   o.precision = core::Precision::fp32;
   o.output_dir = dir;
   o.data.batch_size = 2;
@@ -90,10 +105,13 @@ fs::path fresh_dir(const std::string& name) {
 
 std::unique_ptr<TinyTracker> seeded_tracker(uint64_t seed) {
   at::manual_seed(seed);  // the test model's initialisation
-  return std::make_unique<TinyTracker>();
+  auto tracker = std::make_unique<TinyTracker>();
+  tracker->module().to(test_device());
+  return tracker;
 }
 
 TEST(Trainer, LossDecreasesOnTinyClips) {
+  SKIP_WITHOUT_DEVICE();
   TrainingOptions o = tiny_options(fresh_dir("decrease"));
   o.schedule.kind = LearningRateSchedule::constant;
   o.optimizer.learning_rate = 1e-2;
@@ -102,7 +120,7 @@ TEST(Trainer, LossDecreasesOnTinyClips) {
   o.validation_data = o.data;
   o.validation_clips = 8;
   auto model = seeded_tracker(1);
-  auto trainer = Trainer::create(o, *model, at::kCPU);
+  auto trainer = Trainer::create(o, *model, test_device());
   ASSERT_TRUE(trainer) << trainer.status().message();
   ASSERT_TRUE((*trainer)->self_check().ok());
   auto before = (*trainer)->validate();
@@ -135,6 +153,7 @@ std::map<std::string, at::Tensor> parameters_of(TinyTracker& tracker) {
 }
 
 TEST(Trainer, ResumedRunReproducesAnUninterruptedRun) {
+  if (cuda_requested()) GTEST_SKIP() << "bitwise resume is checked on the CPU (CUDA backward kernels use atomics)";
   TrainingOptions straight = tiny_options(fresh_dir("straight"));
   straight.max_steps = 8;
   auto model_straight = seeded_tracker(2);
@@ -185,15 +204,19 @@ std::vector<nlohmann::json> read_lines(const fs::path& path) {
 }
 
 TEST(Trainer, RunTrainingWritesCheckpointLogsAndValidation) {
+  SKIP_WITHOUT_DEVICE();
   TrainingOptions o = tiny_options(fresh_dir("run"));
+  if (cuda_requested()) o.precision = core::Precision::bf16;  // exercises the autocast guard
   o.max_steps = 5;
   o.validation_every_steps = 4;
   o.max_shard_bytes = 1 << 20;
   int made = 0;
-  TrainableTrackerFactory factory = [&made](const std::string& name, const at::Device&) -> core::Expected<std::unique_ptr<TrainableTracker>> {
+  TrainableTrackerFactory factory = [&made](const std::string& name, const at::Device& device) -> core::Expected<std::unique_ptr<TrainableTracker>> {
     if (name != "tiny") return core::not_found("unknown model " + name);
     ++made;
-    return std::unique_ptr<TrainableTracker>(std::make_unique<TinyTracker>());
+    auto tracker = std::make_unique<TinyTracker>();
+    tracker->module().to(device);
+    return std::unique_ptr<TrainableTracker>(std::move(tracker));
   };
   auto summary = run_training(o, factory);
   ASSERT_TRUE(summary) << summary.status().message();
@@ -229,6 +252,7 @@ TEST(Trainer, RunTrainingWritesCheckpointLogsAndValidation) {
 }
 
 TEST(Trainer, WeightsRoundTripShardedAndStrict) {
+  SKIP_WITHOUT_DEVICE();
   const fs::path dir = fresh_dir("weights");
   auto source = seeded_tracker(4);
   auto files = save_weights(source->module(), dir, "w", WeightsDtype::bf16, 1 << 20, {{"note", "test"}});
@@ -308,6 +332,7 @@ class OracleTracker : public TrainableTracker {
 };
 
 TEST(Trainer, ValidationOfAnOracleIsPerfect) {
+  if (cuda_requested()) GTEST_SKIP() << "the oracle regenerates batches on the CPU";
   TrainingOptions o = tiny_options(fresh_dir("oracle"));
   o.validation_clips = 5;  // two batches of 2 and a partial one
   OracleTracker oracle(o);
