@@ -560,7 +560,7 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
   for (int64_t k = 1; k <= scene.active_layers; ++k) {
     at::Tensor rgba = at::grid_sampler(objects.select(1, k - 1), layer_grid(k), 0, 0, false);
     at::Tensor alpha = rgba.narrow(1, 3, 1);
-    frame.add_(alpha * (rgba.narrow(1, 0, 3) - frame));
+    frame.lerp_(rgba.narrow(1, 0, 3), alpha);  // over-compositing: frame + alpha (colour - frame)
     if (o.render_layer_ids) layer_ids.masked_fill_(alpha.squeeze(1) >= 0.5, static_cast<uint8_t>(k));
   }
   frame = frame.view({b_count, 3, t_count, height, width});
