@@ -115,6 +115,7 @@ struct TrainingOptions {
   core::Precision precision = core::Precision::bf16;  // bf16 = autocast on CUDA (fp32 on the CPU); tf32; fp32
   std::filesystem::path output_dir;         // checkpoint, logs and metrics go here (created)
   std::filesystem::path resume_from;        // a checkpoint folder to continue from ("" = fresh start)
+  bool continue_in_output = false;          // resume from output_dir when it holds a checkpoint, else start fresh
   std::filesystem::path init_weights;       // weights (.safetensors) to start a fresh run from ("" = model init)
   uint64_t model_seed = 0;                  // seeds the model's initialisation (fresh runs)
 

@@ -2,7 +2,7 @@
 // validate) and prints a JSON summary; resumable from its checkpoint folder. See docs/training.md.
 //
 //   trackscope-train --model locotrack-small --out runs/s --minutes 8 --batch 4
-//   trackscope-train --model locotrack-small --out runs/s --resume runs/s --minutes 8
+//   trackscope-train --model locotrack-small --out runs/s --continue --minutes 8   # resumes when runs/s has a checkpoint
 //   trackscope-train --data-bench 20 --device cpu --batch 1 --frames 24      # generator throughput only
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   app.add_option("--minutes", o.max_minutes, "wall-clock budget of the training loop (final checkpoint and validation come on top)");
   app.add_option("--steps", o.max_steps, "optimiser steps in this call (0 = no limit)");
   app.add_option("--resume", o.resume_from, "checkpoint folder to continue from (weights*.safetensors, trainer_state.json, optimizer.pt)");
+  app.add_flag("--continue", o.continue_in_output, "resume from --out if it holds a checkpoint, else start fresh (same command every call)");
   app.add_option("--init-weights", o.init_weights, "weights (.safetensors) to start a fresh run from");
   app.add_option("--model-seed", o.model_seed, "seed of the model's initialisation")->capture_default_str();
   app.add_option("--batch", o.data.batch_size, "clips per step")->capture_default_str();

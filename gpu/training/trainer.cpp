@@ -491,8 +491,12 @@ core::Expected<TrainingSummary> run_training(const TrainingOptions& options, con
     core::log::info("training {} on {} ({})", (*model)->describe(), device.str(), core::to_string(effective.precision));
     auto trainer = Trainer::create(effective, **model, device);
     if (!trainer) return trainer.status();
-    if (!options.resume_from.empty()) {
-      TRACKSCOPE_RETURN_IF_ERROR((*trainer)->resume(options.resume_from));
+    std::filesystem::path resume_from = options.resume_from;
+    if (resume_from.empty() && options.continue_in_output && std::filesystem::exists(options.output_dir / "trainer_state.json")) {
+      resume_from = options.output_dir;
+    }
+    if (!resume_from.empty()) {
+      TRACKSCOPE_RETURN_IF_ERROR((*trainer)->resume(resume_from));
     } else if (!options.init_weights.empty()) {
       TRACKSCOPE_RETURN_IF_ERROR((*trainer)->load_initial_weights(options.init_weights));
     }

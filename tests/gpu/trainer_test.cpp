@@ -243,6 +243,14 @@ TEST(Trainer, RunTrainingWritesCheckpointLogsAndValidation) {
   std::ifstream state_file(o.output_dir / "trainer_state.json");
   EXPECT_EQ(nlohmann::json::parse(state_file).at("step").get<int64_t>(), 5);
 
+  // --continue: a second call with the same options resumes from the output folder.
+  TrainingOptions again = o;
+  again.continue_in_output = true;
+  auto continued = run_training(again, factory);
+  ASSERT_TRUE(continued) << continued.status().message();
+  EXPECT_EQ(continued->first_step, 5);
+  EXPECT_EQ(continued->last_step, 10);
+
   TrainingOptions unknown = o;
   unknown.model = "nope";
   EXPECT_EQ(run_training(unknown, factory).status().code(), core::StatusCode::not_found);
