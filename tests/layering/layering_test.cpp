@@ -21,7 +21,7 @@ struct Rule {
 
 const std::regex kInclude(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
 const std::regex kQt(R"(^(Q[A-Za-z]+|Qt[A-Za-z]*/.*|qglobal\.h)$)");
-const std::regex kTorch(R"(^(torch/|ATen/|c10/|caffe2/|cuda|cub/|thrust/|cudnn|nvml|gpu/torch_compat\.h|gpu/(model|ops|engine)/).*)");
+const std::regex kTorch(R"(^(torch/|ATen/|c10/|caffe2/|cuda|cub/|thrust/|cudnn|nvml|gpu/torch_compat\.h|gpu/(model|ops|engine|training)/).*)");
 const std::regex kFfmpeg(R"(^(libav[a-z]*|libsw[a-z]*)/.*)");
 
 std::vector<std::string> violations(const fs::path& root, const Rule& rule) {

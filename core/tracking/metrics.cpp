@@ -1,0 +1,360 @@
+#include "core/tracking/metrics.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace trackscope::core {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double ratio(int64_t numerator, int64_t denominator) {
+  return denominator == 0 ? kNaN : static_cast<double>(numerator) / static_cast<double>(denominator);
+}
+
+// numpy.round rounds half to even; std::nearbyint does too under the default rounding mode.
+int64_t round_half_even(double value) { return static_cast<int64_t>(std::nearbyint(value)); }
+
+std::vector<std::string> split(const std::string& line, char separator) {
+  std::vector<std::string> fields;
+  std::string field;
+  std::istringstream stream(line);
+  while (std::getline(stream, field, separator)) fields.push_back(field);
+  if (!line.empty() && line.back() == separator) fields.emplace_back();
+  return fields;
+}
+
+template <typename T>
+bool parse_number(std::string text, T& value) {
+  while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  while (!text.empty() && text.front() == ' ') text.erase(text.begin());
+  if constexpr (std::is_floating_point_v<T>) {
+    try {
+      size_t used = 0;
+      value = static_cast<T>(std::stod(text, &used));
+      return used == text.size() && !text.empty();
+    } catch (const std::exception&) {
+      return false;
+    }
+  } else {
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return error == std::errc() && end == text.data() + text.size() && !text.empty();
+  }
+}
+
+void sort_frames(BadjaAnnotations& annotations) {
+  std::sort(annotations.frames.begin(), annotations.frames.end(),
+            [](const BadjaFrame& a, const BadjaFrame& b) { return a.frame < b.frame; });
+  for (BadjaFrame& frame : annotations.frames) {
+    std::sort(frame.joints.begin(), frame.joints.end(),
+              [](const BadjaJoint& a, const BadjaJoint& b) { return a.joint_id < b.joint_id; });
+  }
+}
+
+}  // namespace
+
+const char* to_string(QueryMode mode) { return mode == QueryMode::first ? "first" : "strided"; }
+
+Status TapVidVideo::check() const {
+  if (track_count < 0 || frame_count <= 0) {
+    return invalid_argument(fmt::format("TAP-Vid video needs tracks >= 0 and frames > 0, got {} x {}",
+                                        track_count, frame_count));
+  }
+  const auto n = static_cast<size_t>(track_count);
+  const auto nt = n * static_cast<size_t>(frame_count);
+  if (query_frames.size() != n || gt_occluded.size() != nt || pred_occluded.size() != nt ||
+      gt_tracks_xy.size() != 2 * nt || pred_tracks_xy.size() != 2 * nt) {
+    return invalid_argument(fmt::format(
+        "TAP-Vid arrays do not match {} tracks x {} frames: queries {}, gt_occluded {}, pred_occluded {}, "
+        "gt_tracks {}, pred_tracks {} values",
+        track_count, frame_count, query_frames.size(), gt_occluded.size(), pred_occluded.size(),
+        gt_tracks_xy.size(), pred_tracks_xy.size()));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t t = round_half_even(query_frames[i]);
+    if (!std::isfinite(query_frames[i]) || t < 0 || t >= frame_count) {
+      return invalid_argument(fmt::format("query {} is on frame {}, outside [0, {})", i, query_frames[i], frame_count));
+    }
+  }
+  return {};
+}
+
+Expected<TapVidMetrics> compute_tapvid_metrics(const TapVidVideo& video, QueryMode mode) {
+  TRACKSCOPE_RETURN_IF_ERROR(video.check());
+  TapVidMetrics metrics;
+  TapVidCounts& c = metrics.counts;
+  const int64_t frames = video.frame_count;
+  for (int64_t n = 0; n < video.track_count; ++n) {
+    const int64_t query_frame = round_half_even(video.query_frames[static_cast<size_t>(n)]);
+    for (int64_t t = 0; t < frames; ++t) {
+      const bool evaluated = mode == QueryMode::first ? t > query_frame : t != query_frame;
+      if (!evaluated) continue;
+      const auto i = static_cast<size_t>(n * frames + t);
+      const bool gt_visible = video.gt_occluded[i] == 0;
+      const bool pred_visible = video.pred_occluded[i] == 0;
+      ++c.evaluated_points;
+      if ((video.gt_occluded[i] != 0) == (video.pred_occluded[i] != 0)) ++c.occlusion_correct;
+      if (gt_visible) ++c.gt_visible;
+      // float arithmetic, like numpy on the float32 arrays of the reference.
+      const float dx = video.pred_tracks_xy[2 * i] - video.gt_tracks_xy[2 * i];
+      const float dy = video.pred_tracks_xy[2 * i + 1] - video.gt_tracks_xy[2 * i + 1];
+      const float distance_sq = dx * dx + dy * dy;
+      for (size_t k = 0; k < kTapVidThresholdsPx.size(); ++k) {
+        const auto threshold = static_cast<float>(kTapVidThresholdsPx[k]);
+        const bool within = distance_sq < threshold * threshold;
+        if (within && gt_visible) {
+          ++c.within_threshold[k];
+          if (pred_visible) ++c.true_positives[k];
+        }
+        if (pred_visible && (!gt_visible || !within)) ++c.false_positives[k];
+      }
+    }
+  }
+  metrics.occlusion_accuracy = ratio(c.occlusion_correct, c.evaluated_points);
+  double sum_within = 0.0;
+  double sum_jaccard = 0.0;
+  for (size_t k = 0; k < kTapVidThresholdsPx.size(); ++k) {
+    metrics.pts_within[k] = ratio(c.within_threshold[k], c.gt_visible);
+    metrics.jaccard[k] = ratio(c.true_positives[k], c.gt_visible + c.false_positives[k]);
+    sum_within += metrics.pts_within[k];
+    sum_jaccard += metrics.jaccard[k];
+  }
+  metrics.average_pts_within = sum_within / static_cast<double>(kTapVidThresholdsPx.size());
+  metrics.average_jaccard = sum_jaccard / static_cast<double>(kTapVidThresholdsPx.size());
+  return metrics;
+}
+
+TapVidMetrics average_over_videos(const std::vector<TapVidMetrics>& videos) {
+  TapVidMetrics mean;
+  mean.videos = static_cast<int64_t>(videos.size());
+  auto average = [&videos](auto get) {
+    double sum = 0.0;
+    int64_t count = 0;
+    for (const TapVidMetrics& m : videos) {
+      const double value = get(m);
+      if (std::isnan(value)) continue;
+      sum += value;
+      ++count;
+    }
+    return count == 0 ? kNaN : sum / static_cast<double>(count);
+  };
+  mean.occlusion_accuracy = average([](const TapVidMetrics& m) { return m.occlusion_accuracy; });
+  mean.average_pts_within = average([](const TapVidMetrics& m) { return m.average_pts_within; });
+  mean.average_jaccard = average([](const TapVidMetrics& m) { return m.average_jaccard; });
+  for (size_t k = 0; k < kTapVidThresholdsPx.size(); ++k) {
+    mean.pts_within[k] = average([k](const TapVidMetrics& m) { return m.pts_within[k]; });
+    mean.jaccard[k] = average([k](const TapVidMetrics& m) { return m.jaccard[k]; });
+  }
+  for (const TapVidMetrics& m : videos) {
+    mean.counts.evaluated_points += m.counts.evaluated_points;
+    mean.counts.occlusion_correct += m.counts.occlusion_correct;
+    mean.counts.gt_visible += m.counts.gt_visible;
+    for (size_t k = 0; k < kTapVidThresholdsPx.size(); ++k) {
+      mean.counts.within_threshold[k] += m.counts.within_threshold[k];
+      mean.counts.true_positives[k] += m.counts.true_positives[k];
+      mean.counts.false_positives[k] += m.counts.false_positives[k];
+    }
+  }
+  return mean;
+}
+
+// ---- BADJA ---------------------------------------------------------------------------------------------------
+
+BadjaAnnotations BadjaAnnotations::scaled_to(int new_width, int new_height) const {
+  BadjaAnnotations scaled = *this;
+  const double sx = static_cast<double>(new_width) / width;
+  const double sy = static_cast<double>(new_height) / height;
+  scaled.width = new_width;
+  scaled.height = new_height;
+  for (BadjaFrame& frame : scaled.frames) {
+    frame.pck_threshold_px *= std::sqrt(sx * sy);
+    for (BadjaJoint& joint : frame.joints) {
+      if (!joint.visible) continue;
+      joint.x_px *= sx;
+      joint.y_px *= sy;
+    }
+  }
+  return scaled;
+}
+
+Expected<BadjaAnnotations> load_badja_csv(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return not_found(fmt::format("cannot open BADJA annotations '{}'", path.string()));
+  std::string line;
+  if (!std::getline(in, line)) return corrupt_data(fmt::format("'{}' is empty", path.string()));
+  const std::vector<std::string> header = split(line, ',');
+  std::smatch size_match;
+  const std::regex size_pattern(R"(^x_(\d+)x(\d+)$)");
+  if (header.size() < 6 || header[0] != "frame" || header[1] != "joint_id" || header[4] != "visible" ||
+      !std::regex_match(header[2], size_match, size_pattern)) {
+    return corrupt_data(fmt::format(
+        "'{}' does not start with the header frame,joint_id,x_WxH,y_WxH,visible,pck_thr...: '{}'", path.string(),
+        line));
+  }
+  BadjaAnnotations annotations;
+  annotations.width = std::stoi(size_match[1].str());
+  annotations.height = std::stoi(size_match[2].str());
+  std::map<int64_t, BadjaFrame> frames;
+  int line_number = 1;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.empty() || line == "\r") continue;
+    const std::vector<std::string> fields = split(line, ',');
+    int64_t frame = 0;
+    BadjaJoint joint;
+    int visible = 0;
+    double threshold = 0.0;
+    if (fields.size() != header.size() || !parse_number(fields[0], frame) || !parse_number(fields[1], joint.joint_id) ||
+        !parse_number(fields[2], joint.x_px) || !parse_number(fields[3], joint.y_px) ||
+        !parse_number(fields[4], visible) || !parse_number(fields[5], threshold) || frame < 0 ||
+        (visible != 0 && visible != 1)) {
+      return corrupt_data(fmt::format("'{}' line {}: malformed row '{}'", path.string(), line_number, line));
+    }
+    joint.visible = visible == 1;
+    BadjaFrame& entry = frames[frame];
+    if (!entry.joints.empty() && entry.pck_threshold_px != threshold) {
+      return corrupt_data(fmt::format("'{}' line {}: frame {} has two thresholds ({} and {})", path.string(),
+                                      line_number, frame, entry.pck_threshold_px, threshold));
+    }
+    entry.frame = frame;
+    entry.pck_threshold_px = threshold;
+    entry.joints.push_back(joint);
+  }
+  if (frames.empty()) return corrupt_data(fmt::format("'{}' has no annotation rows", path.string()));
+  for (auto& [frame, entry] : frames) annotations.frames.push_back(std::move(entry));
+  sort_frames(annotations);
+  return annotations;
+}
+
+Expected<BadjaAnnotations> load_badja_json(const std::filesystem::path& path, int source_width, int source_height) {
+  std::ifstream in(path);
+  if (!in) return not_found(fmt::format("cannot open BADJA annotations '{}'", path.string()));
+  nlohmann::json document;
+  try {
+    in >> document;
+  } catch (const nlohmann::json::exception& e) {
+    return corrupt_data(fmt::format("'{}' is not valid JSON: {}", path.string(), e.what()));
+  }
+  if (!document.is_array() || document.empty()) {
+    return corrupt_data(fmt::format("'{}' is not a non-empty array of BADJA entries", path.string()));
+  }
+  BadjaAnnotations annotations;
+  annotations.width = source_width;
+  annotations.height = source_height;
+  const std::regex frame_pattern(R"((\d+)\.[A-Za-z]+$)");
+  try {
+    for (size_t e = 0; e < document.size(); ++e) {
+      const nlohmann::json& entry = document[e];
+      const std::string image_path = entry.at("image_path").get<std::string>();
+      std::smatch match;
+      if (!std::regex_search(image_path, match, frame_pattern)) {
+        return corrupt_data(fmt::format("'{}' entry {}: no frame number in image_path '{}'", path.string(), e, image_path));
+      }
+      const nlohmann::json& joints = entry.at("joints");
+      const nlohmann::json& visibility = entry.at("visibility");
+      if (!joints.is_array() || !visibility.is_array() || joints.size() != visibility.size()) {
+        return corrupt_data(fmt::format("'{}' entry {}: joints and visibility differ in length", path.string(), e));
+      }
+      BadjaFrame frame;
+      frame.frame = std::stoll(match[1].str());
+      frame.pck_threshold_px = kNaN;
+      for (size_t j = 0; j < joints.size(); ++j) {
+        BadjaJoint joint;
+        joint.joint_id = static_cast<int>(j);
+        joint.visible = visibility[j].get<bool>();
+        if (joint.visible) {
+          joint.y_px = joints[j].at(0).get<double>();  // BADJA stores [row, col]
+          joint.x_px = joints[j].at(1).get<double>();
+        } else {
+          joint.x_px = joint.y_px = -1.0;
+        }
+        frame.joints.push_back(joint);
+      }
+      annotations.frames.push_back(std::move(frame));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return corrupt_data(fmt::format("'{}' is not in the BADJA layout: {}", path.string(), e.what()));
+  }
+  sort_frames(annotations);
+  return annotations;
+}
+
+std::vector<BadjaQuery> badja_queries(const BadjaAnnotations& annotations) {
+  std::vector<BadjaQuery> queries;
+  if (annotations.frames.empty()) return queries;
+  const BadjaFrame& first = annotations.frames.front();
+  for (const BadjaJoint& joint : first.joints) {
+    if (!joint.visible) continue;
+    queries.push_back({joint.joint_id, Query{first.frame, joint.x_px, joint.y_px}});
+  }
+  return queries;
+}
+
+Expected<PckResult> compute_badja_pck(const BadjaAnnotations& annotations, const TrackSet& tracks) {
+  const std::vector<BadjaQuery> queries = badja_queries(annotations);
+  if (tracks.tracks.size() != queries.size()) {
+    return invalid_argument(fmt::format("BADJA PCK needs one track per visible joint of the first frame: {} tracks, {} joints",
+                                        tracks.tracks.size(), queries.size()));
+  }
+  PckResult result;
+  for (size_t f = 1; f < annotations.frames.size(); ++f) {
+    const BadjaFrame& frame = annotations.frames[f];
+    if (!std::isfinite(frame.pck_threshold_px)) {
+      return invalid_argument(fmt::format("frame {} has no PCK threshold (load the CSV, or derive it from the masks)",
+                                          frame.frame));
+    }
+    PckFrame tally{frame.frame, 0, 0};
+    for (size_t q = 0; q < queries.size(); ++q) {
+      const auto joint = std::find_if(frame.joints.begin(), frame.joints.end(),
+                                      [&](const BadjaJoint& j) { return j.joint_id == queries[q].joint_id; });
+      if (joint == frame.joints.end() || !joint->visible) continue;
+      const Track& track = tracks.tracks[q];
+      if (!track.covers(frame.frame)) {
+        return invalid_argument(fmt::format("track {} (joint {}) does not cover annotated frame {}", q,
+                                            queries[q].joint_id, frame.frame));
+      }
+      const TrackPoint& predicted = track.at(frame.frame);
+      const double distance = std::hypot(predicted.x_px - joint->x_px, predicted.y_px - joint->y_px);
+      ++tally.evaluated;
+      if (distance < frame.pck_threshold_px) ++tally.correct;
+    }
+    result.correct += tally.correct;
+    result.evaluated += tally.evaluated;
+    result.per_frame.push_back(tally);
+  }
+  result.pck = ratio(result.correct, result.evaluated);
+  return result;
+}
+
+TrackSet make_stationary_tracks(const std::vector<Query>& queries, int64_t first_frame, int64_t frame_count) {
+  TrackSet set;
+  set.first_frame = first_frame;
+  set.frame_count = frame_count;
+  for (const Query& query : queries) {
+    Track track;
+    track.query = query;
+    track.first_frame = first_frame;
+    TrackPoint point;
+    point.x_px = static_cast<float>(query.x_px);
+    point.y_px = static_cast<float>(query.y_px);
+    point.visible = true;
+    point.p_occluded = 0.0f;
+    point.p_far = 0.0f;
+    track.points.assign(static_cast<size_t>(std::max<int64_t>(frame_count, 0)), point);
+    set.tracks.push_back(std::move(track));
+  }
+  return set;
+}
+
+}  // namespace trackscope::core

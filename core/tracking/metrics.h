@@ -1,0 +1,147 @@
+#pragma once
+// Point-tracking accuracy metrics: the TAP-Vid metrics (occlusion accuracy, <δ^x_avg, average Jaccard) exactly as
+// tapnet's evaluation_datasets.compute_tapvid_metrics computes them, and BADJA PCK as in ../shared/testdata/SOURCES.md.
+// Pure C++ (no torch): the trainer, `trackscope-cli eval` and tests share it.
+//
+//   TapVidVideo video{.track_count = n, .frame_count = t, ...};          // ground truth + prediction, 256x256 px
+//   Expected<TapVidMetrics> m = compute_tapvid_metrics(video, QueryMode::first);
+//   TapVidMetrics benchmark = average_over_videos({*m, ...});              // the number a paper reports
+//
+//   Expected<BadjaAnnotations> gt = load_badja_csv(path);
+//   std::vector<BadjaQuery> queries = badja_queries(*gt);                   // one per visible joint of the first frame
+//   TrackSet tracks = ...track queries[i].query...;                          // in the annotation's pixel coordinates
+//   Expected<PckResult> pck = compute_badja_pck(*gt, tracks);
+//
+// Coordinates are raster pixels (pixel (i, j) covers [j, j+1) x [i, i+1)). TAP-Vid thresholds {1, 2, 4, 8, 16} px
+// are meant for tracks scaled to 256x256. Threads: free functions without shared state.
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tracking/tracks.h"
+
+namespace trackscope::core {
+
+// ---- TAP-Vid -------------------------------------------------------------------------------------------------
+
+/// Which frames are scored. first: the frames strictly after the query frame (the query is the first visible
+/// point of the track, everything before is known to be occluded). strided: every frame except the query frame.
+enum class QueryMode { first, strided };
+const char* to_string(QueryMode mode);
+
+inline constexpr std::array<double, 5> kTapVidThresholdsPx = {1.0, 2.0, 4.0, 8.0, 16.0};
+
+/// Ground truth and prediction of one video. Arrays are row-major over [track][frame] ( [track][frame][xy] ).
+struct TapVidVideo {
+  int64_t track_count = 0;
+  int64_t frame_count = 0;
+  std::vector<double> query_frames;     // [N]: t of each query (rounded half-to-even, like numpy.round)
+  std::vector<uint8_t> gt_occluded;     // [N*T]: 1 = occluded
+  std::vector<float> gt_tracks_xy;      // [N*T*2]: (x, y) px
+  std::vector<uint8_t> pred_occluded;   // [N*T]: 1 = predicted occluded
+  std::vector<float> pred_tracks_xy;    // [N*T*2]: (x, y) px
+
+  /// invalid_argument when a size does not match track_count x frame_count or a query frame is out of range.
+  Status check() const;
+};
+
+/// The integer tallies behind the metrics of one video (over its evaluated points).
+struct TapVidCounts {
+  int64_t evaluated_points = 0;                 // (track, frame) pairs the query mode scores
+  int64_t occlusion_correct = 0;                // predicted occlusion == ground truth
+  int64_t gt_visible = 0;                       // visible in the ground truth
+  std::array<int64_t, 5> within_threshold{};    // visible in the ground truth and closer than the threshold
+  std::array<int64_t, 5> true_positives{};      // ... and predicted visible
+  std::array<int64_t, 5> false_positives{};     // predicted visible but occluded in the ground truth or too far
+};
+
+/// Metrics in [0, 1] (papers multiply by 100). A ratio whose denominator is 0 is NaN, as in numpy.
+struct TapVidMetrics {
+  double occlusion_accuracy = 0.0;
+  std::array<double, 5> pts_within{};           // fraction of ground-truth-visible points within 1, 2, 4, 8, 16 px
+  std::array<double, 5> jaccard{};
+  double average_pts_within = 0.0;              // δ_avg
+  double average_jaccard = 0.0;                 // AJ
+  TapVidCounts counts;
+  int64_t videos = 1;                           // how many videos an average_over_videos() result covers
+};
+
+Expected<TapVidMetrics> compute_tapvid_metrics(const TapVidVideo& video, QueryMode mode);
+
+/// The benchmark number: the plain mean over videos of each metric. Videos where a metric is NaN (nothing to
+/// score) are left out of that metric's mean (numpy would give NaN); counts are summed. Empty input -> all NaN.
+TapVidMetrics average_over_videos(const std::vector<TapVidMetrics>& videos);
+
+// ---- BADJA ---------------------------------------------------------------------------------------------------
+
+struct BadjaJoint {
+  int joint_id = 0;        // index into BADJA's 37-joint list
+  double x_px = 0.0;
+  double y_px = 0.0;
+  bool visible = false;
+};
+
+struct BadjaFrame {
+  int64_t frame = 0;                 // video frame index (0-based)
+  double pck_threshold_px = 0.0;     // 0.2 * sqrt(foreground area); NaN when unknown (JSON without masks)
+  std::vector<BadjaJoint> joints;    // ascending joint_id
+};
+
+/// Sparse joint annotations of one clip, in the pixel coordinates of a width x height image.
+struct BadjaAnnotations {
+  int width = 0;
+  int height = 0;
+  std::vector<BadjaFrame> frames;    // ascending frame
+
+  /// Maps every position and threshold to a width x height image (plain scaling; the threshold by sqrt of the
+  /// area scale, i.e. sqrt(sx * sy)).
+  BadjaAnnotations scaled_to(int new_width, int new_height) const;
+};
+
+/// Reads ../shared/testdata/derived_badja_*_WxH.csv: header `frame,joint_id,x_WxH,y_WxH,visible,pck_thr...`,
+/// the image size taken from the x column's name. corrupt_data names the line of a malformed row.
+Expected<BadjaAnnotations> load_badja_csv(const std::filesystem::path& path);
+
+/// Reads a BADJA joint_annotations JSON (`[{image_path, joints [[row, col]...], visibility [...]}, ...]`) whose
+/// coordinates are pixels of a source_width x source_height image (1920x1080 for DAVIS full resolution). The
+/// frame index comes from the image file name (".../00026.jpg" -> 26). Thresholds are NaN: they need the masks.
+Expected<BadjaAnnotations> load_badja_json(const std::filesystem::path& path, int source_width = 1920,
+                                           int source_height = 1080);
+
+/// A track to start for the PCK protocol.
+struct BadjaQuery {
+  int joint_id = 0;
+  Query query;   // on the first annotated frame, at the joint
+};
+
+/// One query per visible joint of the first annotated frame, ascending joint id.
+std::vector<BadjaQuery> badja_queries(const BadjaAnnotations& annotations);
+
+struct PckFrame {
+  int64_t frame = 0;
+  int64_t correct = 0;
+  int64_t evaluated = 0;
+};
+
+struct PckResult {
+  double pck = 0.0;            // correct / evaluated (NaN if nothing to evaluate)
+  int64_t correct = 0;
+  int64_t evaluated = 0;       // (later annotated frame, started joint visible there) pairs
+  std::vector<PckFrame> per_frame;
+};
+
+/// BADJA PCK: tracks[i] follows badja_queries(annotations)[i] (same order, same pixel coordinates). On every
+/// annotated frame after the first, each started joint that is visible there counts as correct when the
+/// prediction lies strictly closer than that frame's threshold (predicted visibility is ignored).
+/// invalid_argument when the track count differs, a track does not cover an annotated frame, or a threshold is
+/// unknown.
+Expected<PckResult> compute_badja_pck(const BadjaAnnotations& annotations, const TrackSet& tracks);
+
+/// The "does not move" baseline: every track stays at its query position on every frame of
+/// [first_frame, first_frame + frame_count), visible.
+TrackSet make_stationary_tracks(const std::vector<Query>& queries, int64_t first_frame, int64_t frame_count);
+
+}  // namespace trackscope::core

@@ -1,0 +1,182 @@
+#pragma once
+// Training the tracker on synthetic video: the options of the data generator, the loss, the optimiser and the
+// schedule, and run_training(), which does a whole training call (self-check, train for a step or wall-clock
+// budget, checkpoint, validate). Torch-free: app/ (trackscope-train) includes it; the torch side lives in
+// gpu/training/ (synthetic.h, loss.h, trainer.h, trainable_tracker.h). docs/training.md explains the design.
+//
+//   gpu::TrainingOptions options;
+//   options.model = "locotrack-small";
+//   options.output_dir = "runs/small";
+//   options.max_minutes = 8;
+//   if (core::Status s = options.check(); !s) ...
+//   core::Expected<gpu::TrainingSummary> summary = gpu::run_training(options);
+//
+// Threads: run_training() owns every torch/CUDA call it makes and blocks until done; one call at a time per process.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "core/tracking/metrics.h"
+#include "core/tracking/point_tracker.h"
+
+namespace trackscope::gpu {
+
+/// How the generator stores the video: float in [-1, 1] (the model's input) or uint8 (a quarter of the memory;
+/// convert with u8 / 255 * 2 - 1).
+enum class SyntheticVideoFormat { float_signed, uint8 };
+
+/// One batch of synthetic clips: a textured background seen by a moving camera and several textured foreground
+/// layers with independent smooth motion, occluding each other by depth order (see docs/training.md).
+/// Distances are in image half-widths ("normalised units": the image spans [-1, 1]) unless the name says px.
+struct SyntheticOptions {
+  int64_t batch_size = 1;
+  int64_t frames = 24;
+  int64_t height = 256;                     // px
+  int64_t width = 256;                      // px
+  int64_t points = 256;                     // query points per clip
+  int64_t min_objects = 3;                  // foreground layers per clip, drawn uniformly in [min, max]
+  int64_t max_objects = 6;
+  int64_t object_texture_size = 128;        // texels per side of a foreground layer's texture and mask
+  int64_t background_texture_size = 512;    // texels per side of the background texture
+  double query_first_fraction = 0.3;        // share of queries on frame 0 (query-first); the rest on random frames
+  double foreground_point_fraction = 0.6;   // share of queries aimed at foreground objects (when one is hit)
+  double max_object_speed = 1.2;            // normalised units per clip
+  double max_camera_speed = 0.5;            // background texture units per clip, before fitting the pan in view
+  double max_warp = 0.3;                    // Lipschitz bound of the non-rigid warp (< 1; 0 = rigid layers)
+  double max_blur_sigma_px = 1.0;           // Gaussian blur, per clip in [0, max]
+  double max_noise_std = 0.02;              // additive pixel noise, colour units in [0, 1], per clip in [0, max]
+  double max_lighting_change = 0.15;        // per-frame gain in [1 - x, 1 + x], bias in +-x/10
+  SyntheticVideoFormat format = SyntheticVideoFormat::float_signed;
+  bool render_layer_ids = false;            // also output the top-most layer index of every pixel (tests, debugging)
+
+  core::Status check() const;
+};
+
+/// TAPIR/LocoTrack loss weights (tapnet `tapir_loss`), summed over every refinement iteration.
+struct LossOptions {
+  double position_weight = 0.05;            // weight of the Huber position loss
+  double huber_delta_px = 4.0;              // Huber delta, px at 256x256
+  double expected_dist_threshold_px = 6.0;  // the expected-distance head predicts P(error > this)
+
+  core::Status check() const;
+};
+
+/// AdamW with gradient clipping (LOCOTRACK.md §7.1).
+struct OptimizerOptions {
+  double learning_rate = 1e-3;              // peak learning rate
+  double weight_decay = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double epsilon = 1e-8;
+  double gradient_clip_norm = 1.0;          // global L2 norm; 0 = no clipping
+
+  core::Status check() const;
+};
+
+enum class LearningRateSchedule {
+  one_cycle,   // PyTorch OneCycleLR (cosine annealing, optional beta1 cycling), as the official training
+  cosine,      // linear warm-up, then cosine decay to final_fraction x peak
+  constant,
+};
+const char* to_string(LearningRateSchedule schedule);
+core::Expected<LearningRateSchedule> parse_learning_rate_schedule(std::string_view text);
+
+/// The schedule spans a whole training run (possibly many calls), so total_steps is fixed up front.
+struct ScheduleOptions {
+  LearningRateSchedule kind = LearningRateSchedule::one_cycle;
+  int64_t total_steps = 20000;
+  double warmup_fraction = 0.05;            // one_cycle pct_start / cosine warm-up share of total_steps
+  double one_cycle_div_factor = 25.0;       // initial lr = peak / div_factor
+  double one_cycle_final_div_factor = 1e4;  // final lr = initial lr / final_div_factor
+  bool cycle_momentum = true;               // one_cycle: beta1 goes max_momentum -> base_momentum -> max_momentum
+  double base_momentum = 0.85;
+  double max_momentum = 0.95;
+  double cosine_final_fraction = 0.01;      // cosine: final lr = peak x this
+
+  core::Status check() const;
+  /// Learning rate and beta1 at `step` (0-based); steps past the end keep the final values.
+  struct Point {
+    double learning_rate;
+    double beta1;
+  };
+  Point at(int64_t step, double peak_learning_rate, double default_beta1) const;
+};
+
+enum class WeightsDtype { fp32, bf16, fp16 };
+const char* to_string(WeightsDtype dtype);
+core::Expected<WeightsDtype> parse_weights_dtype(std::string_view text);
+
+struct TrainingOptions {
+  std::string model = "locotrack-small";    // a name make_trainable_tracker() knows
+  std::string device = "auto";              // "auto", "cpu", "cuda", "cuda:N"
+  core::Precision precision = core::Precision::bf16;  // bf16 = autocast on CUDA (fp32 on the CPU); tf32; fp32
+  std::filesystem::path output_dir;         // checkpoint, logs and metrics go here (created)
+  std::filesystem::path resume_from;        // a checkpoint folder to continue from ("" = fresh start)
+  bool continue_in_output = false;          // resume from output_dir when it holds a checkpoint, else start fresh
+  std::filesystem::path init_weights;       // weights (.safetensors) to start a fresh run from ("" = model init)
+  uint64_t model_seed = 0;                  // seeds the model's initialisation (fresh runs)
+
+  SyntheticOptions data;                    // training batches; data.batch_size is the batch size
+  uint64_t data_seed = 1;                   // batch `step` is generated from (data_seed, step): resumable
+  SyntheticOptions validation_data;         // defaults: query-first protocol (query_first_fraction 1)
+  int64_t validation_clips = 32;
+  uint64_t validation_seed = 1'000'000;     // the fixed validation set
+  int64_t validation_every_steps = 500;     // 0 = only at the end of the call
+
+  LossOptions loss;
+  OptimizerOptions optimizer;
+  ScheduleOptions schedule;
+
+  int64_t max_steps = 0;                    // optimiser steps in this call; 0 = no limit
+  double max_minutes = 0.0;                 // wall-clock budget of the training loop in this call; 0 = no limit
+  int64_t log_every_steps = 10;
+  int64_t checkpoint_every_steps = 0;       // 0 = off
+  double checkpoint_every_minutes = 5.0;    // 0 = off; a checkpoint is always written at the end
+  WeightsDtype checkpoint_weights_dtype = WeightsDtype::fp32;
+  int64_t max_shard_bytes = 15 * 1024 * 1024;  // weights files are split to stay under this (GPU-machine $OUT limit)
+  bool self_check = true;                   // generator determinism + one forward/backward before training
+
+  TrainingOptions();
+  core::Status check() const;
+};
+
+struct ValidationSummary {
+  int64_t step = 0;
+  double loss = 0.0;
+  core::TapVidMetrics metrics;              // query-first TAP-Vid metrics of the model, 256x256
+  core::TapVidMetrics stationary_baseline;  // the same for "the point does not move"
+  double seconds = 0.0;
+};
+
+struct TrainingSummary {
+  int64_t first_step = 0;                   // global step this call started at
+  int64_t last_step = 0;                    // global step after this call
+  double train_seconds = 0.0;               // time in the training loop of this call
+  double clips_per_second = 0.0;
+  double steps_per_second = 0.0;
+  double last_loss = 0.0;
+  std::optional<ValidationSummary> validation;  // the final validation
+  std::filesystem::path checkpoint_dir;
+};
+
+/// One training call: creates the model named by options.model on the device, resumes or initialises it,
+/// runs the self-check, trains until max_steps or max_minutes, writes the checkpoint (weights*.safetensors,
+/// optimizer.pt, trainer_state.json) and validation.json into output_dir, and logs every step's loss and
+/// throughput as JSON lines in output_dir/train_log.jsonl. Errors (unknown model, no such device, out of
+/// memory, unreadable checkpoint) come back as a Status; torch exceptions do not escape.
+core::Expected<TrainingSummary> run_training(const TrainingOptions& options);
+
+/// Generation speed of the synthetic data alone (no model): `batches` batches after one warm-up batch.
+struct DataBenchmark {
+  std::string device;
+  int64_t batches = 0;
+  double seconds = 0.0;
+  double clips_per_second = 0.0;
+};
+core::Expected<DataBenchmark> benchmark_synthetic_data(const SyntheticOptions& options, const std::string& device,
+                                                       int64_t batches, uint64_t seed);
+
+}  // namespace trackscope::gpu

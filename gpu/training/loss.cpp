@@ -1,0 +1,67 @@
+#include "gpu/training/loss.h"
+
+#include <ATen/core/Reduction.h>
+
+namespace trackscope::gpu::training {
+
+namespace {
+
+at::Tensor visible_weight(const at::Tensor& occluded, const at::Tensor& like) {
+  return 1.0 - occluded.to(like.scalar_type());
+}
+
+at::Tensor to_256(const at::Tensor& xy, int64_t height, int64_t width) {
+  if (height == 256 && width == 256) return xy;
+  const double scale[2] = {256.0 / static_cast<double>(width), 256.0 / static_cast<double>(height)};
+  return xy * at::tensor({scale[0], scale[1]}, xy.options());
+}
+
+}  // namespace
+
+at::Tensor huber_position_loss(const at::Tensor& tracks_xy, const at::Tensor& target_xy, const at::Tensor& occluded,
+                               double delta_px) {
+  at::Tensor error = tracks_xy - target_xy;
+  at::Tensor distance_sq = (error * error).sum(-1);
+  at::Tensor distance = at::sqrt(distance_sq + 1e-12);
+  at::Tensor huber = at::where(distance < delta_px, distance_sq * 0.5, (distance - delta_px * 0.5) * delta_px);
+  return (huber * visible_weight(occluded, huber)).mean();
+}
+
+at::Tensor expected_dist_loss(const at::Tensor& tracks_xy, const at::Tensor& expected_dist_logits,
+                              const at::Tensor& target_xy, const at::Tensor& occluded, double threshold_px) {
+  at::Tensor error = tracks_xy.detach() - target_xy;
+  at::Tensor far = ((error * error).sum(-1) > threshold_px * threshold_px).to(expected_dist_logits.scalar_type());
+  at::Tensor bce = at::binary_cross_entropy_with_logits(expected_dist_logits, far, {}, {}, at::Reduction::None);
+  return (bce * visible_weight(occluded, bce)).mean();
+}
+
+at::Tensor occlusion_loss(const at::Tensor& occlusion_logits, const at::Tensor& occluded) {
+  return at::binary_cross_entropy_with_logits(occlusion_logits, occluded.to(occlusion_logits.scalar_type()), {}, {},
+                                              at::Reduction::Mean);
+}
+
+LossTerms tapir_loss(const TrackerOutputs& outputs, const at::Tensor& target_points_xy, const at::Tensor& occluded,
+                     int64_t height, int64_t width, const LossOptions& options) {
+  TORCH_CHECK(!outputs.iterations.empty(), "tapir_loss: the model returned no estimate");
+  at::Tensor targets = to_256(target_points_xy.to(at::kFloat), height, width);
+  LossTerms terms;
+  for (const TrackEstimate& estimate : outputs.iterations) {
+    TORCH_CHECK(estimate.tracks_xy.sizes() == target_points_xy.sizes(), "tapir_loss: tracks ", estimate.tracks_xy.sizes(),
+                " do not match targets ", target_points_xy.sizes());
+    at::Tensor tracks = to_256(estimate.tracks_xy.to(at::kFloat), height, width);
+    at::Tensor position = huber_position_loss(tracks, targets, occluded, options.huber_delta_px) * options.position_weight;
+    at::Tensor occlusion = occlusion_loss(estimate.occlusion_logits.to(at::kFloat), occluded);
+    at::Tensor expected = estimate.expected_dist_logits.defined()
+                              ? expected_dist_loss(tracks, estimate.expected_dist_logits.to(at::kFloat), targets, occluded,
+                                                   options.expected_dist_threshold_px)
+                              : at::zeros({}, position.options());
+    at::Tensor sum = position + occlusion + expected;
+    terms.total = terms.total.defined() ? terms.total + sum : sum;
+    terms.position.push_back(position);
+    terms.occlusion.push_back(occlusion);
+    terms.expected_dist.push_back(expected);
+  }
+  return terms;
+}
+
+}  // namespace trackscope::gpu::training

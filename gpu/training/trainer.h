@@ -1,0 +1,104 @@
+#pragma once
+// The training loop (torch side): synthetic batches -> model -> TAPIR loss -> AdamW with the schedule, gradient
+// clipping and optional bf16 autocast; JSON-lines logs, periodic validation on a fixed seeded synthetic set,
+// checkpoints that resume to the same state. run_training() (gpu/training.h) wires it to a model by name.
+//
+//   auto trainer = Trainer::create(options, model, at::Device(at::kCUDA, 0));
+//   if ((*trainer)->resume(dir)) ...;                         // or a fresh start
+//   TRACKSCOPE_RETURN_IF_ERROR((*trainer)->self_check());
+//   core::Expected<TrainingSummary> summary = (*trainer)->train();   // until max_steps / max_minutes
+//
+// Batch `s` of the run is generated from derive_seed(options.data_seed, s), so a resumed run sees the same data
+// as an uninterrupted one. Threads: one thread owns a Trainer and every torch call it makes. Torch errors
+// (out of memory, shape mismatches in the model) come back as Status.
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "core/status.h"
+#include "gpu/training.h"
+#include "gpu/training/synthetic.h"
+#include "gpu/training/trainable_tracker.h"
+
+namespace torch::optim {
+class AdamW;
+}
+
+namespace trackscope::gpu::training {
+
+/// What one optimiser step did.
+struct StepRecord {
+  int64_t step = 0;                // global step index of this update (0-based)
+  double loss = 0.0;
+  double position_loss = 0.0;      // summed over iterations, weighted
+  double occlusion_loss = 0.0;
+  double expected_dist_loss = 0.0;
+  double learning_rate = 0.0;
+  double beta1 = 0.0;
+  double gradient_norm = 0.0;      // before clipping (non-finite gradients zeroed first)
+  int64_t nonfinite_gradients = 0; // parameters whose gradient had NaN/inf and was zeroed (as the reference does)
+  // Stage times, measured with device synchronisation (timed steps only; 0 otherwise).
+  double data_ms = 0.0;
+  double forward_ms = 0.0;
+  double backward_ms = 0.0;
+  double optimizer_ms = 0.0;
+};
+
+class Trainer {
+ public:
+  /// `model` must outlive the trainer and already live on `device`.
+  static core::Expected<std::unique_ptr<Trainer>> create(const TrainingOptions& options, TrainableTracker& model,
+                                                         const at::Device& device);
+  ~Trainer();
+
+  /// Continues from a checkpoint folder: weights (required), optimizer.pt (optional: moments start afresh
+  /// without it, with a warning) and trainer_state.json (the global step).
+  core::Status resume(const std::filesystem::path& dir);
+  /// Fresh run from given weights (a .safetensors file or shard set).
+  core::Status load_initial_weights(const std::filesystem::path& weights);
+
+  /// Generator determinism, ground-truth sanity and one forward/backward with finite loss and gradients. Leaves
+  /// the model and optimizer as they were.
+  core::Status self_check();
+  /// One optimiser step on batch step(); advances step().
+  core::Expected<StepRecord> train_step(bool timed);
+  /// Query-first TAP-Vid metrics and loss of the model (and of the "does not move" baseline) on the fixed set.
+  core::Expected<ValidationSummary> validate();
+  /// Trains until options.max_steps / max_minutes, validating and checkpointing as configured; always writes
+  /// a final checkpoint and validation.json.
+  core::Expected<TrainingSummary> train();
+  /// weights*.safetensors, optimizer.pt and trainer_state.json into `dir`.
+  core::Status save_checkpoint(const std::filesystem::path& dir);
+
+  int64_t step() const { return step_; }
+  bool uses_autocast() const { return autocast_; }
+  /// Runs the model in fp32 (TF32 allowed) from now on instead of bf16 autocast.
+  void disable_autocast();
+  torch::optim::AdamW& optimizer() { return *optimizer_; }
+
+ private:
+  Trainer(const TrainingOptions& options, TrainableTracker& model, const at::Device& device);
+  void log_json(const std::string& line);
+  void apply_schedule();
+  TrackerOutputs run_model(const at::Tensor& video, const at::Tensor& queries);
+
+  TrainingOptions options_;
+  TrainableTracker& model_;
+  at::Device device_;
+  bool autocast_ = false;
+  std::unique_ptr<SyntheticVideoGenerator> train_data_;
+  std::unique_ptr<SyntheticVideoGenerator> validation_data_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  int64_t step_ = 0;
+  double previous_train_seconds_ = 0.0;   // from earlier calls of a resumed run
+  std::ofstream log_;
+};
+
+/// run_training() with the model made by `factory` instead of make_trainable_tracker (tests, other models).
+core::Expected<TrainingSummary> run_training(const TrainingOptions& options, const TrainableTrackerFactory& factory);
+
+}  // namespace trackscope::gpu::training
