@@ -73,7 +73,8 @@ int PointTableModel::row_of(core::PointId id) const {
 }
 
 void PointTableModel::on_annotation_changed(const core::Annotation& annotation, const core::AnnotationChange& change) {
-  const bool rows_change = change.kind != core::AnnotationChangeKind::moved;
+  const bool rows_change = change.kind != core::AnnotationChangeKind::moved &&
+                           change.kind != core::AnnotationChangeKind::track_changed;
   if (rows_change) Q_EMIT rows_about_to_change();
   apply(annotation, change);
   if (rows_change) Q_EMIT rows_changed();
@@ -89,7 +90,8 @@ void PointTableModel::apply(const core::Annotation& annotation, const core::Anno
       endInsertRows();
       break;
     }
-    case core::AnnotationChangeKind::moved: {
+    case core::AnnotationChangeKind::moved:
+    case core::AnnotationChangeKind::track_changed: {
       const int row = row_of(change.after.id);
       if (row >= 0) Q_EMIT dataChanged(index(row, 0), index(row, column_count - 1));
       break;

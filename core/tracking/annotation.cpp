@@ -56,6 +56,7 @@ bool Annotation::remove(PointId id) {
   if (it == points_.end()) return false;
   const QueryPoint before = *it;
   points_.erase(it);
+  tracks_.erase(id);
   notify({AnnotationChangeKind::removed, before, {}});
   return true;
 }
@@ -63,7 +64,30 @@ bool Annotation::remove(PointId id) {
 void Annotation::clear() {
   check_not_notifying();
   points_.clear();
+  tracks_.clear();
   notify({AnnotationChangeKind::cleared, {}, {}});
+}
+
+bool Annotation::set_track(PointId id, Track track, TrackProvenance provenance) {
+  check_not_notifying();
+  const QueryPoint* point = find(id);
+  if (point == nullptr) return false;
+  tracks_[id] = PointTrack{std::move(track), std::move(provenance)};
+  notify({AnnotationChangeKind::track_changed, *point, *point});
+  return true;
+}
+
+bool Annotation::clear_track(PointId id) {
+  check_not_notifying();
+  const QueryPoint* point = find(id);
+  if (point == nullptr || tracks_.erase(id) == 0) return false;
+  notify({AnnotationChangeKind::track_changed, *point, *point});
+  return true;
+}
+
+const PointTrack* Annotation::track(PointId id) const {
+  auto it = tracks_.find(id);
+  return it == tracks_.end() ? nullptr : &it->second;
 }
 
 const QueryPoint* Annotation::find(PointId id) const {

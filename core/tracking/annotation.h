@@ -17,7 +17,9 @@
 // Threads: not thread-safe; one thread (the GUI thread) uses an Annotation and its observers.
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/tracking/tracks.h"
@@ -34,11 +36,26 @@ struct QueryPoint {
   bool operator==(const QueryPoint&) const = default;
 };
 
+/// Where a track came from: the tracker that produced it (shown to the user, saved in projects).
+struct TrackProvenance {
+  std::string model;       // e.g. "LocoTrack-S (bundled default)"
+  std::string device;      // e.g. "cuda:0"
+  std::string precision;   // e.g. "fp32"
+  bool operator==(const TrackProvenance&) const = default;
+};
+
+/// The track attached to a query point.
+struct PointTrack {
+  Track track;
+  TrackProvenance provenance;
+};
+
 enum class AnnotationChangeKind {
-  added,     // `after` is the new point
-  moved,     // `before` and `after` are the point before and after the move (same id)
-  removed,   // `before` is the removed point
-  cleared,   // every point was removed; neither field is meaningful
+  added,          // `after` is the new point
+  moved,          // `before` and `after` are the point before and after the move (same id)
+  removed,        // `before` is the removed point (its track, if any, is gone too)
+  cleared,        // every point (and track) was removed; neither field is meaningful
+  track_changed,  // the track of `after` was set, replaced or cleared (`before` == `after`)
 };
 
 struct AnnotationChange {
@@ -79,6 +96,14 @@ class Annotation {
   /// Removes every point (ids are still not reused).
   void clear();
 
+  /// Attaches `track` to point `id`, replacing any previous one. Returns false if there is no such point.
+  /// move() keeps a point's track: callers that want a moved query to invalidate it call clear_track().
+  [[nodiscard]] bool set_track(PointId id, Track track, TrackProvenance provenance = {});
+  /// Detaches the track of point `id`. Returns false if the point has no track.
+  [[nodiscard]] bool clear_track(PointId id);
+  /// The track of point `id`, or null. The pointer is valid until the next modification.
+  const PointTrack* track(PointId id) const;
+
   /// The point with that id, or null. The pointer is valid until the next modification.
   const QueryPoint* find(PointId id) const;
 
@@ -108,6 +133,7 @@ class Annotation {
   void check_not_notifying() const;
 
   std::vector<QueryPoint> points_;   // sorted by id
+  std::map<PointId, PointTrack> tracks_;
   PointId next_id_ = 0;
   int next_colour_index_ = 0;
   std::vector<AnnotationObserver*> observers_;

@@ -163,3 +163,58 @@ TEST(Annotation, ObserverMustNotModifyDuringNotification) {
 
 }  // namespace
 }  // namespace trackscope::core
+
+namespace trackscope::core {
+namespace {
+
+Track straight_track(const Query& query, int64_t frames) {
+  Track track;
+  track.query = query;
+  for (int64_t f = 0; f < frames; ++f) {
+    const float x = static_cast<float>(query.x_px + f);
+    track.points.push_back({x, static_cast<float>(query.y_px), true, 0.1f, 0.2f});
+  }
+  return track;
+}
+
+struct TrackRecorder : AnnotationObserver {
+  std::vector<AnnotationChangeKind> kinds;
+  void on_annotation_changed(const Annotation&, const AnnotationChange& change) override { kinds.push_back(change.kind); }
+};
+
+TEST(AnnotationTracks, SetReplaceClearAndLifetimeFollowThePoint) {
+  Annotation annotation;
+  TrackRecorder recorder;
+  annotation.add_observer(&recorder);
+  const PointId a = annotation.add({0, 10.5, 20.5});
+  const PointId b = annotation.add({3, 1.5, 2.5});
+  EXPECT_EQ(annotation.track(a), nullptr);
+  EXPECT_FALSE(annotation.set_track(99, straight_track({0, 1, 1}, 4)));
+  ASSERT_TRUE(annotation.set_track(a, straight_track({0, 10.5, 20.5}, 5), {"LocoTrack-S", "cpu", "fp32"}));
+  ASSERT_NE(annotation.track(a), nullptr);
+  EXPECT_EQ(annotation.track(a)->track.points.size(), 5u);
+  EXPECT_FLOAT_EQ(annotation.track(a)->track.points[4].x_px, 14.5f);
+  EXPECT_EQ(annotation.track(a)->provenance.device, "cpu");
+  ASSERT_TRUE(annotation.set_track(a, straight_track({0, 10.5, 20.5}, 2)));
+  EXPECT_EQ(annotation.track(a)->track.points.size(), 2u);
+  ASSERT_TRUE(annotation.move(a, {1, 11.0, 21.0}));
+  EXPECT_NE(annotation.track(a), nullptr) << "move keeps the track";
+  ASSERT_TRUE(annotation.set_track(b, straight_track({3, 1.5, 2.5}, 3)));
+  ASSERT_TRUE(annotation.remove(b));
+  EXPECT_EQ(annotation.track(b), nullptr);
+  ASSERT_TRUE(annotation.clear_track(a));
+  EXPECT_FALSE(annotation.clear_track(a));
+  ASSERT_TRUE(annotation.set_track(a, straight_track({0, 10.5, 20.5}, 2)));
+  annotation.clear();
+  EXPECT_EQ(annotation.track(a), nullptr);
+  const std::vector<AnnotationChangeKind> expected = {
+      AnnotationChangeKind::added, AnnotationChangeKind::added, AnnotationChangeKind::track_changed,
+      AnnotationChangeKind::track_changed, AnnotationChangeKind::moved, AnnotationChangeKind::track_changed,
+      AnnotationChangeKind::removed, AnnotationChangeKind::track_changed, AnnotationChangeKind::track_changed,
+      AnnotationChangeKind::cleared};
+  EXPECT_EQ(recorder.kinds, expected);
+  annotation.remove_observer(&recorder);
+}
+
+}  // namespace
+}  // namespace trackscope::core
