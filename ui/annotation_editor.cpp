@@ -27,6 +27,12 @@ void AnnotationEditor::clear() {
   annotation_->clear();
 }
 
+bool AnnotationEditor::set_track(core::PointId id, core::Track track, core::TrackProvenance provenance) {
+  return annotation_->set_track(id, std::move(track), std::move(provenance));
+}
+
+bool AnnotationEditor::clear_track(core::PointId id) { return annotation_->clear_track(id); }
+
 void AnnotationEditor::select_point(std::optional<core::PointId> id) {
   if (id && annotation_->find(*id) == nullptr) return;
   if (id == selected_) return;

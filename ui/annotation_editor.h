@@ -46,6 +46,12 @@ class AnnotationEditor : public QObject {
   /// Removes every point (a new video was opened).
   void clear();
 
+  /// Attaches a tracker's result to point `id` (replacing its track). The tracking service calls this for
+  /// partial and final results. Returns false for an unknown id.
+  bool set_track(core::PointId id, core::Track track, core::TrackProvenance provenance);
+  /// Detaches the track of point `id`. Returns false if it had none.
+  bool clear_track(core::PointId id);
+
   /// Selects a point (nullopt: none). Ignores unknown ids. Emits selection_changed when it changes.
   void select_point(std::optional<core::PointId> id);
   std::optional<core::PointId> selected_point() const { return selected_; }

@@ -21,6 +21,7 @@
 #include "ui/point_list_panel.h"
 #include "ui/settings.h"
 #include "ui/timeline.h"
+#include "ui/tracking/tracking_controller.h"
 #include "ui/video_canvas.h"
 #include "ui/video_session.h"
 
@@ -58,6 +59,12 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
   build_widgets();
   connect_actions();
   connect_session();
+  TrackingOptions tracking;
+  tracking.tracker_factory = std::move(options_.tracker_factory);
+  tracking.telemetry_factory = options_.telemetry_factory;
+  tracking.video_opener = options_.video_opener;
+  tracking.tracker = options_.tracker_options;
+  tracking_ = new TrackingController(this, std::move(tracking));   // before restoreState: it adds docks and a toolbar
   rebuild_recent_menu();
   update_status_fields();
   resize(1280, 800);
@@ -66,6 +73,8 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
 }
 
 MainWindow::~MainWindow() {
+  // Stop and join the tracking job first: its results go to widgets that are about to be destroyed.
+  tracking_->shutdown();
   timeline_->pause();
   // Children are deleted after this body; none of them may call back into a half-destroyed window.
   for (QObject* sender : std::initializer_list<QObject*>{canvas_, timeline_, point_list_}) disconnect(sender, nullptr, this, nullptr);

@@ -1,9 +1,11 @@
 #pragma once
 // The main window of the workbench: video canvas and timeline in the centre, the point list docked at the
-// right, menus, status bar (resolution, fps, frame, decode time, zoom).
+// right, menus, status bar (resolution, fps, frame, decode time, zoom). Tracking (Track/Cancel, model, device
+// and precision, overlays, progress, the performance dock) is wired by its TrackingController.
 //
 //   MainWindowOptions options;
 //   options.frame_server_factory = [](auto& path, auto& o) { return core::FrameServer::open(path, o); };   // app/
+//   options.tracker_factory = ...;                                  // app/: the gpu tracker (null: no tracking)
 //   MainWindow window(std::move(options));
 //   window.show();
 //   window.open_video("clip.mp4");   // returns at once; video_opened or an error report follows
@@ -12,8 +14,9 @@
 // current one only once it has opened successfully, and then clears the points (they belong to the old
 // video). Any failure (missing file, not a video, unsupported codec, undecodable frame) goes through
 // report_error() and leaves the current video, frame and points as they were.
-// Threads: GUI thread only. Shutdown: the destructor stops playback and destroys the video session (joining
-// the decode thread) before any widget is destroyed.
+// Threads: GUI thread only. Shutdown: the destructor stops and joins the tracking job (and model loading, and
+// telemetry), stops playback and destroys the video session (joining the decode thread) before any widget is
+// destroyed.
 
 #include <QMainWindow>
 #include <QString>
@@ -22,7 +25,10 @@
 #include <memory>
 
 #include "ui/error_presenter.h"
+#include "core/tracking/point_tracker.h"
 #include "ui/frame_server_factory.h"
+#include "ui/tracking/telemetry_monitor.h"
+#include "ui/tracking/tracker_service.h"
 #include "ui/workbench_actions.h"
 
 class QLabel;
@@ -33,6 +39,7 @@ class AnnotationEditor;
 class PointListPanel;
 class Settings;
 class Timeline;
+class TrackingController;
 class VideoCanvas;
 class VideoSession;
 
@@ -40,6 +47,10 @@ struct MainWindowOptions {
   FrameServerFactory frame_server_factory;   // required: how videos are opened
   ErrorPresenter error_presenter;            // empty: show_error_message_box
   QString settings_file;                     // empty: the platform's default settings location
+  std::unique_ptr<core::TrackerFactory> tracker_factory;   // null: Track explains that there is no tracker
+  TelemetrySourceFactory telemetry_factory;  // device telemetry; empty: CPU only (/proc/stat)
+  VideoOpenerFactory video_opener;           // the tracking thread's decoder; empty: core::open_video_file
+  core::TrackerOptions tracker_options;      // initial model ("default"), device ("auto"), precision
 };
 
 class MainWindow : public QMainWindow {
@@ -63,6 +74,7 @@ class MainWindow : public QMainWindow {
   PointListPanel* point_list() const { return point_list_; }
   AnnotationEditor* editor() const { return editor_; }
   VideoSession* session() const { return session_; }
+  TrackingController* tracking() const { return tracking_; }
   const WorkbenchActions& actions() const { return actions_; }
   Settings& settings() const { return *settings_; }
   /// The permanent status bar fields joined with " | " (resolution, fps, frame, decode, zoom).
@@ -101,6 +113,7 @@ class MainWindow : public QMainWindow {
   VideoCanvas* canvas_ = nullptr;
   Timeline* timeline_ = nullptr;
   PointListPanel* point_list_ = nullptr;
+  TrackingController* tracking_ = nullptr;
   QLabel* resolution_label_ = nullptr;
   QLabel* fps_label_ = nullptr;
   QLabel* frame_label_ = nullptr;

@@ -11,6 +11,7 @@
 
 #include "ui/annotation_editor.h"
 #include "ui/point_colours.h"
+#include "ui/tracking/track_overlay.h"
 
 namespace trackscope::ui {
 
@@ -32,6 +33,7 @@ QVariant PointTableModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
   const core::QueryPoint* point = annotation_->find(id_at(index.row()));
   if (point == nullptr) return {};
+  if (index.column() == track_column || index.column() == p_occluded_column) return track_data(index.column(), *point, role);
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case id_column: return point->id;
@@ -49,6 +51,39 @@ QVariant PointTableModel::data(const QModelIndex& index, int role) const {
   return {};
 }
 
+QVariant PointTableModel::track_data(int column, const core::QueryPoint& point, int role) const {
+  const TrackStateAtFrame at = track_state_at(*annotation_, point.id, current_frame_);
+  if (role == Qt::DisplayRole) {
+    if (column == p_occluded_column) return at.state == TrackState::not_tracked ? QString() : QString::number(at.p_occluded, 'f', 2);
+    switch (at.state) {
+      case TrackState::not_tracked: return tr("not tracked");
+      case TrackState::visible: return tr("visible");
+      case TrackState::occluded: return tr("occluded");
+    }
+  }
+  if (role == Qt::ToolTipRole) {
+    const core::PointTrack* track = annotation_->track(point.id);
+    if (track == nullptr) return tr("Not tracked yet: Tracking > Track (Ctrl+T)");
+    return tr("Tracked by %1 on %2 (%3)\nframe %4: p_occluded %5, p_far %6")
+        .arg(QString::fromStdString(track->provenance.model), QString::fromStdString(track->provenance.device),
+             QString::fromStdString(track->provenance.precision))
+        .arg(current_frame_)
+        .arg(at.p_occluded, 0, 'f', 3)
+        .arg(at.p_far, 0, 'f', 3);
+  }
+  if (role == Qt::TextAlignmentRole && column == p_occluded_column) {
+    return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
+  }
+  if (role == Qt::ForegroundRole && at.state == TrackState::not_tracked) return QColor(Qt::gray);
+  return {};
+}
+
+void PointTableModel::set_current_frame(int64_t frame) {
+  if (frame == current_frame_) return;
+  current_frame_ = frame;
+  if (!row_ids_.empty()) Q_EMIT dataChanged(index(0, track_column), index(rowCount() - 1, p_occluded_column));
+}
+
 QVariant PointTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return {};
   if (role == Qt::DisplayRole) {
@@ -58,8 +93,14 @@ QVariant PointTableModel::headerData(int section, Qt::Orientation orientation, i
       case x_column: return tr("x");
       case y_column: return tr("y");
       case colour_column: return tr("colour");
+      case track_column: return tr("track");
+      case p_occluded_column: return tr("p_occ");
       default: return {};
     }
+  }
+  if (role == Qt::ToolTipRole && section == track_column) return tr("The track's state on the current frame");
+  if (role == Qt::ToolTipRole && section == p_occluded_column) {
+    return tr("The model's probability that the point is occluded on the current frame");
   }
   if (role == Qt::ToolTipRole && (section == x_column || section == y_column)) {
     return tr("Original-video pixels; pixel (i, j) covers [j, j+1) x [i, i+1)");
@@ -134,6 +175,8 @@ PointListPanel::PointListPanel(AnnotationEditor* editor, QWidget* parent) : QWid
   header->resizeSection(PointTableModel::x_column, metrics.horizontalAdvance(QStringLiteral("0000.00")) + padding);
   header->resizeSection(PointTableModel::y_column, metrics.horizontalAdvance(QStringLiteral("0000.00")) + padding);
   header->resizeSection(PointTableModel::colour_column, metrics.horizontalAdvance(QStringLiteral("colour")) + padding);
+  header->resizeSection(PointTableModel::track_column, metrics.horizontalAdvance(QStringLiteral("not tracked")) + padding);
+  header->resizeSection(PointTableModel::p_occluded_column, metrics.horizontalAdvance(QStringLiteral("p_occ")) + padding);
   table_->setAlternatingRowColors(true);
 
   auto* layout = new QVBoxLayout(this);

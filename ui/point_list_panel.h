@@ -1,7 +1,8 @@
 #pragma once
 // The point list: one row per query point, in id order, with columns id, frame, x, y (original-video raster
-// pixels, 2 decimals) and a colour swatch. Selecting a row selects the point (and the main window shows its
-// frame); selecting a point elsewhere selects its row. Issue 3 adds a track-state column to PointTableModel.
+// pixels, 2 decimals), a colour swatch, and the state of the point's track on the current frame ("not tracked",
+// "visible", "occluded") with the model's occlusion probability. Selecting a row selects the point (and the main
+// window shows its frame); selecting a point elsewhere selects its row.
 //
 //   PointListPanel panel(editor, parent);
 //   connect(&panel, &PointListPanel::point_activated, ...);   // a row was chosen by the user
@@ -28,7 +29,7 @@ class AnnotationEditor;
 class PointTableModel : public QAbstractTableModel, public core::AnnotationObserver {
   Q_OBJECT
  public:
-  enum Column { id_column, frame_column, x_column, y_column, colour_column, column_count };
+  enum Column { id_column, frame_column, x_column, y_column, colour_column, track_column, p_occluded_column, column_count };
 
   PointTableModel(std::shared_ptr<core::Annotation> annotation, QObject* parent);
   ~PointTableModel() override;
@@ -37,6 +38,10 @@ class PointTableModel : public QAbstractTableModel, public core::AnnotationObser
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+  /// The frame whose track state the track columns show (the playhead). Updates those columns.
+  void set_current_frame(int64_t frame);
+  int64_t current_frame() const { return current_frame_; }
 
   /// Row of point `id`, -1 if absent.
   int row_of(core::PointId id) const;
@@ -51,9 +56,11 @@ class PointTableModel : public QAbstractTableModel, public core::AnnotationObser
 
  private:
   void apply(const core::Annotation& annotation, const core::AnnotationChange& change);
+  QVariant track_data(int column, const core::QueryPoint& point, int role) const;
 
   std::shared_ptr<core::Annotation> annotation_;
   std::vector<core::PointId> row_ids_;   // sorted, mirrors annotation_
+  int64_t current_frame_ = 0;
 };
 
 class PointListPanel : public QWidget {

@@ -15,6 +15,10 @@ constexpr const char* kCacheMegabytes = "video/cache_mb";
 constexpr const char* kPrefetchAhead = "video/prefetch_ahead";
 constexpr const char* kPrefetchBehind = "video/prefetch_behind";
 constexpr const char* kDecoderThreads = "video/decoder_threads";
+constexpr const char* kShowTracks = "tracks/show";
+constexpr const char* kShowOccluded = "tracks/show_occluded";
+constexpr const char* kTrailBefore = "tracks/trail_before_frames";
+constexpr const char* kTrailAfter = "tracks/trail_after_frames";
 constexpr const char* kWindowGeometry = "window/geometry";
 constexpr const char* kWindowState = "window/state";
 
@@ -80,6 +84,31 @@ void Settings::set_frame_server_options(const core::FrameServerOptions& options)
   settings_->setValue(kPrefetchAhead, options.prefetch_ahead);
   settings_->setValue(kPrefetchBehind, options.prefetch_behind);
   settings_->setValue(kDecoderThreads, options.video.decoder_threads);
+}
+
+TrackOverlayOptions Settings::track_overlay_options() const {
+  const TrackOverlayOptions defaults;
+  TrackOverlayOptions options = defaults;
+  options.show_tracks = settings_->value(kShowTracks, defaults.show_tracks).toBool();
+  options.show_occluded = settings_->value(kShowOccluded, defaults.show_occluded).toBool();
+  auto read_trail = [&](const char* key, int fallback) {
+    bool ok = false;
+    const int value = settings_->value(key, fallback).toInt(&ok);
+    if (ok && value >= 0 && value <= TrackOverlayOptions::max_trail_frames) return value;
+    core::log::warn("setting {} in {} is not a number in [0, {}]; using {}", key, location().toStdString(),
+                    TrackOverlayOptions::max_trail_frames, fallback);
+    return fallback;
+  };
+  options.trail_before_frames = read_trail(kTrailBefore, defaults.trail_before_frames);
+  options.trail_after_frames = read_trail(kTrailAfter, defaults.trail_after_frames);
+  return options;
+}
+
+void Settings::set_track_overlay_options(const TrackOverlayOptions& options) {
+  settings_->setValue(kShowTracks, options.show_tracks);
+  settings_->setValue(kShowOccluded, options.show_occluded);
+  settings_->setValue(kTrailBefore, options.trail_before_frames);
+  settings_->setValue(kTrailAfter, options.trail_after_frames);
 }
 
 QByteArray Settings::main_window_geometry() const { return settings_->value(kWindowGeometry).toByteArray(); }

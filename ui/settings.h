@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "core/video/frame_server.h"
+#include "ui/tracking/track_overlay.h"
 
 class QSettings;
 
@@ -45,6 +46,10 @@ class Settings {
   /// default (and logged), so a hand-edited file cannot stop the app from opening videos.
   core::FrameServerOptions frame_server_options() const;
   void set_frame_server_options(const core::FrameServerOptions& options);
+
+  /// How tracks are drawn ([tracks] keys); out-of-range trail lengths fall back to their defaults.
+  TrackOverlayOptions track_overlay_options() const;
+  void set_track_overlay_options(const TrackOverlayOptions& options);
 
   QByteArray main_window_geometry() const;
   QByteArray main_window_state() const;

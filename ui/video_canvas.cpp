@@ -101,6 +101,13 @@ void VideoCanvas::pan_by(QPointF delta_in_widget) {
   update();
 }
 
+void VideoCanvas::set_track_overlay(const TrackOverlayOptions& options) {
+  const TrackOverlayOptions bounded = options.clamped();
+  if (bounded == track_overlay_) return;
+  track_overlay_ = bounded;
+  update();
+}
+
 void VideoCanvas::on_annotation_changed(const core::Annotation& /*annotation*/, const core::AnnotationChange& change) {
   if (drag_ == Drag::move_point &&
       (change.kind == core::AnnotationChangeKind::cleared ||
@@ -132,6 +139,9 @@ void VideoCanvas::paintEvent(QPaintEvent* /*event*/) {
     return;
   }
   paint_frame(painter);
+  paint_track_overlay(painter, *annotation_, frame_index(), track_overlay_,
+                      [this](QPointF point_in_image) { return widget_from_image(point_in_image); },
+                      point_radius_widget_px, editor_ ? editor_->selected_point() : std::nullopt);
   paint_points(painter);
 }
 

@@ -16,6 +16,8 @@
 //   left press elsewhere on image  add a query point on the shown frame there (and drag to adjust it)
 //   Space tapped (canvas focused)  play_pause_requested()
 // Edits go through the AnnotationEditor; the canvas repaints when the annotation or selection changes.
+// Tracks attached to the points are drawn under the query points (ui/tracking/track_overlay.h): estimates on
+// the shown frame (hollow when occluded) and trails, as set_track_overlay() says.
 // The view starts in "fit" mode (whole frame visible, centred, refitted on resize) until the user zooms or pans.
 //
 // Threads: GUI thread only.
@@ -31,6 +33,7 @@
 
 #include "core/tracking/annotation.h"
 #include "core/video/video_source.h"
+#include "ui/tracking/track_overlay.h"
 
 class QPainter;
 
@@ -78,6 +81,10 @@ class VideoCanvas : public QWidget, public core::AnnotationObserver {
   void zoom_out();
   void pan_by(QPointF delta_in_widget);
 
+  /// How tracks are drawn (trail lengths, occluded estimates shown or hidden). Repaints.
+  void set_track_overlay(const TrackOverlayOptions& options);
+  const TrackOverlayOptions& track_overlay() const { return track_overlay_; }
+
   void on_annotation_changed(const core::Annotation& annotation, const core::AnnotationChange& change) override;
 
  Q_SIGNALS:
@@ -115,6 +122,7 @@ class VideoCanvas : public QWidget, public core::AnnotationObserver {
   double zoom_ = 1.0;
   QPointF pan_offset_;
   bool fit_active_ = true;
+  TrackOverlayOptions track_overlay_;
 
   Drag drag_ = Drag::none;
   QPointF drag_last_in_widget_;

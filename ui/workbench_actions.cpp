@@ -61,6 +61,15 @@ WorkbenchActions create_workbench_actions(QMainWindow* window) {
   actions.last_frame = make_action(window, playback, QObject::tr("Last Frame"), {QKeySequence(Qt::Key_End)},
                                    "action_last_frame");
 
+  QMenu* tracking = bar->addMenu(QObject::tr("&Tracking"));
+  actions.track = make_action(window, tracking, QObject::tr("&Track"), {QKeySequence(Qt::CTRL | Qt::Key_T)}, "action_track");
+  actions.track->setToolTip(QObject::tr("Track every point through the whole clip (Ctrl+T)"));
+  actions.track_selected = make_action(window, tracking, QObject::tr("Track &Selected Point"),
+                                       {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T)}, "action_track_selected");
+  actions.cancel_tracking = make_action(window, tracking, QObject::tr("&Cancel Tracking"),
+                                        {QKeySequence(Qt::CTRL | Qt::Key_Period)}, "action_cancel_tracking");
+  actions.cancel_tracking->setEnabled(false);
+
   QMenu* view = bar->addMenu(QObject::tr("&View"));
   actions.fit = make_action(window, view, QObject::tr("&Fit to Window"),
                             {QKeySequence(Qt::Key_F), QKeySequence(Qt::CTRL | Qt::Key_0)}, "action_fit");
@@ -70,6 +79,16 @@ WorkbenchActions create_workbench_actions(QMainWindow* window) {
   actions.actual_size = make_action(window, view, QObject::tr("&Actual Pixels (100%)"),
                                     {QKeySequence(Qt::CTRL | Qt::Key_1)}, "action_actual_size");
   view->addSeparator();
+  actions.tracks_menu = view->addMenu(QObject::tr("&Tracks"));
+  actions.show_tracks = make_action(window, actions.tracks_menu, QObject::tr("Show &Tracks"), {}, "action_show_tracks");
+  actions.show_tracks->setCheckable(true);
+  actions.show_tracks->setChecked(true);
+  actions.show_occluded = make_action(window, actions.tracks_menu, QObject::tr("Show &Occluded Estimates"), {},
+                                      "action_show_occluded");
+  actions.show_occluded->setCheckable(true);
+  actions.show_occluded->setChecked(true);
+  actions.show_occluded->setToolTip(QObject::tr("Draw estimates the model thinks are occluded as hollow rings "
+                                                "(off: hide them)"));
   actions.panels_menu = view->addMenu(QObject::tr("&Panels"));
 
   QMenu* help = bar->addMenu(QObject::tr("&Help"));
@@ -82,10 +101,11 @@ std::vector<ShortcutDescription> shortcut_descriptions(const WorkbenchActions& a
   std::vector<ShortcutDescription> result;
   const QAction* listed[] = {actions.open, actions.open_image_folder, actions.quit, actions.delete_point,
                              actions.play_pause, actions.previous_frame, actions.next_frame, actions.back_10_frames,
-                             actions.forward_10_frames, actions.first_frame, actions.last_frame, actions.fit,
+                             actions.forward_10_frames, actions.first_frame, actions.last_frame, actions.track,
+                             actions.track_selected, actions.cancel_tracking, actions.fit,
                              actions.zoom_in, actions.zoom_out, actions.actual_size, actions.keyboard_shortcuts};
   for (const QAction* action : listed) {
-    if (action == nullptr) continue;
+    if (action == nullptr || action->shortcuts().isEmpty()) continue;
     QStringList keys;
     for (const QKeySequence& sequence : action->shortcuts()) keys << sequence.toString(QKeySequence::NativeText);
     QString text = action->text();

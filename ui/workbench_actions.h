@@ -36,11 +36,18 @@ struct WorkbenchActions {
   QAction* forward_10_frames = nullptr;     // Ctrl+Right
   QAction* first_frame = nullptr;           // Home
   QAction* last_frame = nullptr;            // End
+  // Tracking
+  QAction* track = nullptr;                 // Ctrl+T: every point over the whole clip
+  QAction* track_selected = nullptr;        // Ctrl+Shift+T: the selected point
+  QAction* cancel_tracking = nullptr;       // Ctrl+.
   // View
   QAction* fit = nullptr;                   // F, Ctrl+0
   QAction* zoom_in = nullptr;               // Ctrl++
   QAction* zoom_out = nullptr;              // Ctrl+-
   QAction* actual_size = nullptr;           // Ctrl+1
+  QMenu* tracks_menu = nullptr;             // View > Tracks: the overlay toggles (+ the trail lengths)
+  QAction* show_tracks = nullptr;           // checkable: estimates and trails on the canvas
+  QAction* show_occluded = nullptr;         // checkable: occluded estimates drawn hollow (off: hidden)
   QMenu* panels_menu = nullptr;             // dock toggles, filled by the main window
   // Help
   QAction* keyboard_shortcuts = nullptr;    // F1

@@ -1,0 +1,90 @@
+#include "ui/tracking/track_overlay.h"
+
+#include <QPainter>
+#include <QPen>
+
+#include <algorithm>
+
+#include "ui/canvas_markers.h"
+#include "ui/point_colours.h"
+
+namespace trackscope::ui {
+namespace {
+
+constexpr double kTrailWidthPx = 2.0;
+constexpr double kFutureTrailWidthPx = 1.5;
+constexpr double kOldestTrailOpacity = 0.3;   // the far end of the past trail fades to this
+
+QPointF image_point(const core::TrackPoint& point) { return {point.x_px, point.y_px}; }
+
+void paint_trail(QPainter& painter, const core::Track& track, int64_t frame, const TrackOverlayOptions& options,
+                 const WidgetFromImage& to_widget, const QColor& colour) {
+  const int64_t last_frame = track.first_frame + static_cast<int64_t>(track.points.size()) - 1;
+  const int64_t from = std::max(track.first_frame, frame - options.trail_before_frames);
+  const int64_t to = std::min(last_frame, frame + options.trail_after_frames);
+  for (int64_t k = from; k < to; ++k) {
+    const core::TrackPoint& a = track.at(k);
+    const core::TrackPoint& b = track.at(k + 1);
+    const bool occluded = !a.visible || !b.visible;
+    if (occluded && !options.show_occluded) continue;
+    const bool future = k >= frame;
+    QColor segment = colour;
+    if (!future) {
+      // Older segments fade out, so the direction of motion reads at a glance.
+      const double age = static_cast<double>(frame - k) / static_cast<double>(options.trail_before_frames + 1);
+      segment.setAlphaF(static_cast<float>(1.0 - (1.0 - kOldestTrailOpacity) * age));
+    }
+    QPen pen(segment, future ? kFutureTrailWidthPx : kTrailWidthPx);
+    pen.setCapStyle(Qt::RoundCap);
+    if (future) pen.setStyle(Qt::DashLine);
+    if (occluded) pen.setStyle(Qt::DotLine);
+    painter.setPen(pen);
+    painter.drawLine(to_widget(image_point(a)), to_widget(image_point(b)));
+  }
+}
+
+}  // namespace
+
+TrackOverlayOptions TrackOverlayOptions::clamped() const {
+  TrackOverlayOptions result = *this;
+  result.trail_before_frames = std::clamp(trail_before_frames, 0, max_trail_frames);
+  result.trail_after_frames = std::clamp(trail_after_frames, 0, max_trail_frames);
+  return result;
+}
+
+void paint_track_overlay(QPainter& painter, const core::Annotation& annotation, int64_t frame,
+                         const TrackOverlayOptions& options, const WidgetFromImage& to_widget,
+                         double marker_radius_widget_px, std::optional<core::PointId> selected) {
+  if (!options.show_tracks || frame < 0) return;
+  const TrackOverlayOptions bounded = options.clamped();
+  painter.save();
+  painter.setRenderHint(QPainter::Antialiasing, true);
+  // Trails first, markers on top: a marker is never hidden under another track's trail.
+  for (const core::QueryPoint& point : annotation) {
+    const core::PointTrack* attached = annotation.track(point.id);
+    if (attached == nullptr || attached->track.points.empty()) continue;
+    paint_trail(painter, attached->track, frame, bounded, to_widget, point_colour(point.colour_index));
+  }
+  for (const core::QueryPoint& point : annotation) {
+    const core::PointTrack* attached = annotation.track(point.id);
+    if (attached == nullptr || !attached->track.covers(frame) || point.query.frame == frame) continue;
+    const core::TrackPoint& estimate = attached->track.at(frame);
+    if (!estimate.visible && !bounded.show_occluded) continue;
+    MarkerStyle style;
+    style.radius_widget_px = marker_radius_widget_px;
+    style.fill = estimate.visible ? MarkerFill::solid : MarkerFill::hollow;
+    style.selected = selected == point.id;
+    paint_marker(painter, to_widget(image_point(estimate)), point_colour(point.colour_index), style,
+                 QString::number(point.id));
+  }
+  painter.restore();
+}
+
+TrackStateAtFrame track_state_at(const core::Annotation& annotation, core::PointId id, int64_t frame) {
+  const core::PointTrack* attached = annotation.track(id);
+  if (attached == nullptr || !attached->track.covers(frame)) return {};
+  const core::TrackPoint& estimate = attached->track.at(frame);
+  return {estimate.visible ? TrackState::visible : TrackState::occluded, estimate.p_occluded, estimate.p_far};
+}
+
+}  // namespace trackscope::ui

@@ -1,0 +1,447 @@
+#include "ui/tracking/tracker_service.h"
+
+#include <QMetaObject>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+
+#include "core/log.h"
+#include "ui/annotation_editor.h"
+
+namespace trackscope::ui {
+
+const char* to_string(TrackingState state) {
+  switch (state) {
+    case TrackingState::idle: return "idle";
+    case TrackingState::loading_model: return "loading_model";
+    case TrackingState::tracking: return "tracking";
+    case TrackingState::cancelling: return "cancelling";
+  }
+  return "?";
+}
+
+// Written by the tracking thread, read by the GUI thread: the stage samples and the latest progress.
+struct TrackerService::LiveState {
+  mutable std::mutex mutex;
+  bool running = false;
+  std::vector<core::StageSample> samples;
+  core::TrackProgress progress;
+  std::atomic<bool> progress_posted{false};
+};
+
+// The job in flight: what was asked, so results can be matched to points that still hold that query.
+struct TrackerService::RunContext {
+  uint64_t generation = 0;
+  TrackerKey key;
+  core::TrackerDescription tracker;
+  std::vector<core::PointId> ids;
+  std::vector<core::Query> queries;
+  int tracks_done = 0;
+  std::chrono::steady_clock::time_point started;
+};
+
+namespace {
+
+QString qstring(const std::string& text) { return QString::fromStdString(text); }
+
+QString describe(const TrackerKey& key) {
+  return QObject::tr("model %1 on %2 (%3)").arg(qstring(key.model), qstring(key.device), core::to_string(key.precision));
+}
+
+// What the user can do about a failed job, after the tracker's own message.
+QString advice_for(const core::Status& status) {
+  switch (status.code()) {
+    case core::StatusCode::out_of_memory:
+      return QObject::tr("Try fewer points, a smaller query chunk, a lower precision, or another device.");
+    case core::StatusCode::not_found:
+      return QObject::tr("Check that the model weights are installed and the device exists.");
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+TrackerService::TrackerService(std::unique_ptr<core::TrackerFactory> factory, AnnotationEditor* editor,
+                               TrackerServiceOptions options, QObject* parent)
+    : QObject(parent), factory_(std::move(factory)), editor_(editor), options_(std::move(options)),
+      live_(std::make_shared<LiveState>()) {
+  if (!options_.video_opener) options_.video_opener = [](const std::filesystem::path& path) { return core::open_video_file(path); };
+  if (factory_) devices_ = factory_->devices();
+  if (devices_.empty()) devices_.push_back({"cpu", "CPU", 0, 0, 0, 0});
+  wanted_ = {options_.tracker.model, resolve_device(options_.tracker.device), options_.tracker.precision};
+}
+
+TrackerService::~TrackerService() { shutdown(); }
+
+void TrackerService::shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  pending_track_.reset();
+  ++generation_;   // results of the job below are dropped
+  if (job_) {
+    job_->cancel();
+    job_.reset();   // joins the tracking thread
+  }
+  if (loader_.joinable()) loader_.join();   // a model creation cannot be interrupted; it is short-lived
+  {
+    std::lock_guard lock(live_->mutex);
+    live_->running = false;
+  }
+  update_state();
+}
+
+std::string TrackerService::resolve_device(const std::string& id) const {
+  if (id == "auto") {
+    for (const core::DeviceDescription& device : devices_) {
+      if (device.is_cuda()) return device.id;
+    }
+    return "cpu";
+  }
+  if (id == "cuda") return "cuda:0";
+  return id;
+}
+
+void TrackerService::set_video(const std::filesystem::path& path, int64_t frame_count) {
+  if (path == video_path_ && frame_count == video_frame_count_) return;
+  if (job_) cancel_job(tr("another video was opened"));
+  pending_track_.reset();
+  video_path_ = path;
+  video_frame_count_ = frame_count;
+  advance();
+}
+
+void TrackerService::clear_video() { set_video({}, 0); }
+
+void TrackerService::set_model(const QString& model) {
+  if (model.isEmpty()) return;
+  TrackerKey key = wanted_;
+  key.model = model.toStdString();
+  switch_selection(key, tr("the model was switched"));
+}
+
+void TrackerService::set_device(const QString& device_id) {
+  TrackerKey key = wanted_;
+  key.device = resolve_device(device_id.toStdString());
+  switch_selection(key, tr("the device was switched to %1").arg(qstring(key.device)));
+}
+
+void TrackerService::set_precision(core::Precision precision) {
+  TrackerKey key = wanted_;
+  key.precision = precision;
+  switch_selection(key, tr("the precision was switched to %1").arg(core::to_string(precision)));
+}
+
+void TrackerService::switch_selection(const TrackerKey& key, const QString& reason) {
+  if (shut_down_ || key == wanted_) return;
+  wanted_ = key;
+  Q_EMIT selection_changed();
+  if (job_) cancel_job(reason);
+  if (!factory_) return;
+  // Switching moves the model at once (off the GUI thread), so the next Track does not wait for it.
+  load_wanted_ = true;
+  if (const auto cached = cache_.find(wanted_); cached != cache_.end()) {
+    Q_EMIT tracker_ready(qstring(cached->second->description().model_name) + tr(" on ") + qstring(wanted_.device) +
+                         tr(" (already loaded)"));
+  }
+  advance();
+}
+
+bool TrackerService::track(const std::vector<core::PointId>& ids) {
+  if (shut_down_ || !editor_) return false;
+  if (video_path_.empty()) {
+    Q_EMIT message(tr("Open a video first"));
+    return false;
+  }
+  const core::Annotation& annotation = editor_->annotation();
+  const bool any = ids.empty() ? !annotation.empty()
+                               : std::any_of(ids.begin(), ids.end(), [&](core::PointId id) { return annotation.find(id); });
+  if (!any) {
+    Q_EMIT message(tr("Nothing to track: click on the video to add query points first"));
+    return false;
+  }
+  if (!factory_) {
+    Q_EMIT error(tr("No tracker"), tr("This build of Trackscope has no point tracker wired in, so points cannot be "
+                                      "tracked. The points are unchanged."));
+    return false;
+  }
+  if (job_ && !cancelling_) {
+    Q_EMIT message(tr("Already tracking: cancel the running job first"));
+    return false;
+  }
+  pending_track_ = ids;
+  load_wanted_ = true;
+  advance();
+  return true;
+}
+
+void TrackerService::cancel() {
+  const bool had_pending = pending_track_.has_value();
+  pending_track_.reset();
+  if (job_) {
+    cancel_job(tr("cancelled by the user"));
+  } else if (had_pending) {
+    Q_EMIT job_finished(false, tr("Tracking cancelled"));
+  }
+  update_state();
+}
+
+void TrackerService::cancel_job(const QString& reason) {
+  if (!job_ || cancelling_) return;
+  core::log::info("cancelling the tracking job: {}", reason.toStdString());
+  cancelling_ = true;
+  job_->cancel();
+  Q_EMIT message(tr("Cancelling tracking: %1 ...").arg(reason));
+  update_state();
+}
+
+void TrackerService::clear_cache() {
+  const TrackerKey* busy = run_ ? &run_->key : nullptr;
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    it = (busy != nullptr && it->first == *busy) ? std::next(it) : cache_.erase(it);
+  }
+}
+
+// The one place that decides what happens next: start a job, load a model, or wait for one of them.
+void TrackerService::advance() {
+  if (shut_down_) return;
+  if (!job_ && factory_) {
+    const auto cached = cache_.find(wanted_);
+    if (pending_track_ && cached != cache_.end()) {
+      const std::vector<core::PointId> ids = std::move(*pending_track_);
+      pending_track_.reset();
+      start_job(cached->second, ids);
+    } else if (load_wanted_ && cached == cache_.end() && !loading_) {
+      start_load(wanted_);
+    } else if (cached != cache_.end()) {
+      load_wanted_ = false;
+    }
+  }
+  update_state();
+}
+
+void TrackerService::start_load(const TrackerKey& key) {
+  if (loader_.joinable()) loader_.join();   // the previous creation has posted its result already
+  loading_ = key;
+  core::TrackerOptions options = options_.tracker;
+  options.model = key.model;
+  options.device = key.device;
+  options.precision = key.precision;
+  Q_EMIT message(tr("Loading %1 ...").arg(describe(key)));
+  core::log::info("creating the tracker: model {}, device {}, precision {}", key.model, key.device, core::to_string(key.precision));
+  core::TrackerFactory* factory = factory_.get();
+  loader_ = std::thread([this, factory, options, key] {
+    auto result = std::make_shared<CreateResult>(core::internal_error("the tracker was not created"));
+    // A factory bug must not take the application down: report it like any failed creation.
+    try {
+      if (core::Status valid = options.check(); !valid) {
+        *result = valid;
+      } else {
+        *result = factory->create(options);
+      }
+    } catch (const std::bad_alloc&) {
+      *result = core::out_of_memory("out of memory while loading the model");
+    } catch (const std::exception& failure) {
+      *result = core::internal_error(std::string("loading the model failed: ") + failure.what());
+    }
+    QMetaObject::invokeMethod(this, [this, key, result] { finish_load(key, result); }, Qt::QueuedConnection);
+  });
+  update_state();
+}
+
+void TrackerService::finish_load(const TrackerKey& key, const std::shared_ptr<CreateResult>& result) {
+  if (loader_.joinable()) loader_.join();
+  loading_.reset();
+  if (shut_down_) return;
+  if (*result && result->value() != nullptr) {
+    std::shared_ptr<core::PointTracker> tracker = std::move(result->value());
+    const QString name = qstring(tracker->description().model_name);
+    cache_[key] = std::move(tracker);
+    if (key == wanted_) {
+      load_wanted_ = false;
+      Q_EMIT tracker_ready(tr("%1 on %2 (%3)").arg(name, qstring(key.device), core::to_string(key.precision)));
+    }
+  } else if (key == wanted_) {
+    const core::Status status = result->has_value() ? core::internal_error("the tracker factory returned no tracker") : result->status();
+    load_wanted_ = false;
+    const bool had_pending = pending_track_.has_value();
+    pending_track_.reset();
+    update_state();
+    QString text = tr("Could not load %1:\n%2").arg(describe(key), qstring(status.message()));
+    if (const QString advice = advice_for(status); !advice.isEmpty()) text += "\n\n" + advice;
+    if (had_pending) text += tr("\n\nNothing was tracked; the points are unchanged.");
+    Q_EMIT error(tr("Could not load the tracker"), text);
+    if (had_pending) Q_EMIT job_finished(false, tr("Tracking failed: the model could not be loaded"));
+  }
+  // A load of a selection the user has since left is kept in the cache (or dropped if it failed); the current
+  // selection may still need its own.
+  advance();
+}
+
+void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracker, const std::vector<core::PointId>& ids) {
+  const core::Annotation& annotation = editor_->annotation();
+  auto run = std::make_unique<RunContext>();
+  for (const core::QueryPoint& point : annotation) {
+    if (ids.empty() || std::find(ids.begin(), ids.end(), point.id) != ids.end()) {
+      run->ids.push_back(point.id);
+      run->queries.push_back(point.query);
+    }
+  }
+  if (run->ids.empty()) {
+    Q_EMIT job_finished(false, tr("Nothing to track: the points were removed"));
+    return;
+  }
+  run->generation = ++generation_;
+  run->key = wanted_;
+  run->tracker = tracker->description();
+  run->started = std::chrono::steady_clock::now();
+  last_tracker_ = run->tracker;
+  {
+    std::lock_guard lock(live_->mutex);
+    live_->running = true;
+    live_->samples.clear();
+    live_->progress = {};
+    live_->progress_posted = false;
+  }
+  core::TrackRequest request;
+  request.queries = run->queries;
+  request.first_frame = 0;
+  request.end_frame = -1;
+
+  const uint64_t generation = run->generation;
+  std::shared_ptr<LiveState> live = live_;
+  core::TrackingJob::Callbacks callbacks;
+  callbacks.on_progress = [this, live, generation](const core::TrackProgress& progress) {
+    {
+      std::lock_guard lock(live->mutex);
+      live->progress = progress;
+    }
+    // Coalesced: a tracker may report progress per frame; the GUI needs the latest value, once per turn.
+    if (!live->progress_posted.exchange(true)) {
+      QMetaObject::invokeMethod(this, [this, generation] { on_job_progress(generation); }, Qt::QueuedConnection);
+    }
+  };
+  callbacks.on_stage = [live](const core::StageSample& sample) {
+    std::lock_guard lock(live->mutex);
+    live->samples.push_back(sample);
+  };
+  callbacks.on_partial = [this, generation](const core::TrackSet& partial, size_t first_query) {
+    QMetaObject::invokeMethod(this, [this, generation, partial, first_query] { on_job_partial(generation, partial, first_query); },
+                              Qt::QueuedConnection);
+  };
+  callbacks.on_finished = [this, generation](core::Expected<core::TrackSet> result) {
+    auto shared = std::make_shared<core::Expected<core::TrackSet>>(std::move(result));
+    QMetaObject::invokeMethod(this, [this, generation, shared] { on_job_finished(generation, shared); }, Qt::QueuedConnection);
+  };
+  const int points = static_cast<int>(run->ids.size());
+  run_ = std::move(run);
+  cancelling_ = false;
+  core::log::info("tracking {} points of {} with {}", points, video_path_.string(), run_->tracker.model_name);
+  job_ = core::TrackingJob::start(tracker, options_.video_opener(video_path_), std::move(request), std::move(callbacks));
+  Q_EMIT job_started(points, video_frame_count_);
+  Q_EMIT message(tr("Tracking %n point(s) with %1 ...", nullptr, points).arg(qstring(run_->tracker.model_name)));
+}
+
+void TrackerService::on_job_progress(uint64_t generation) {
+  core::TrackProgress progress;
+  {
+    std::lock_guard lock(live_->mutex);
+    progress = live_->progress;
+    live_->progress_posted = false;
+  }
+  if (generation != generation_ || !job_) return;
+  Q_EMIT progress_changed(progress.fraction, qstring(progress.phase));
+}
+
+void TrackerService::on_job_partial(uint64_t generation, const core::TrackSet& partial, size_t first_query) {
+  if (generation != generation_ || !run_) return;
+  apply_tracks(*run_, partial, first_query);
+}
+
+int TrackerService::apply_tracks(RunContext& run, const core::TrackSet& tracks, size_t first_query) {
+  if (!editor_) return 0;
+  const core::TrackProvenance provenance{run.tracker.model_name, run.tracker.device.id,
+                                         core::to_string(run.tracker.precision)};
+  int applied = 0;
+  for (size_t i = 0; i < tracks.tracks.size(); ++i) {
+    const size_t query = first_query + i;
+    if (query >= run.ids.size()) break;
+    const core::PointId id = run.ids[query];
+    const core::QueryPoint* point = editor_->annotation().find(id);
+    // A point moved or deleted while the job ran keeps what the user did; its old query's track is stale.
+    if (point == nullptr || !(point->query == run.queries[query])) continue;
+    if (editor_->set_track(id, tracks.tracks[i], provenance)) ++applied;
+  }
+  run.tracks_done = std::max(run.tracks_done, static_cast<int>(std::min(first_query + tracks.tracks.size(), run.ids.size())));
+  Q_EMIT tracks_applied(run.tracks_done, static_cast<int>(run.ids.size()));
+  return applied;
+}
+
+void TrackerService::on_job_finished(uint64_t generation, const std::shared_ptr<core::Expected<core::TrackSet>>& result) {
+  if (generation != generation_ || !run_) return;
+  job_.reset();   // the thread has delivered its result; joining returns at once
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_->started).count();
+  std::vector<core::StageSample> samples;
+  {
+    std::lock_guard lock(live_->mutex);
+    live_->running = false;
+    samples = live_->samples;
+  }
+  const bool was_cancelled = cancelling_;
+  cancelling_ = false;
+  std::unique_ptr<RunContext> run = std::move(run_);
+  if (*result) {
+    apply_tracks(*run, **result, 0);
+    CompletedRun completed;
+    completed.tracker = run->tracker;
+    completed.samples = std::move(samples);
+    completed.wall_ms = wall_ms;
+    completed.points = static_cast<int>(run->ids.size());
+    completed.frames = (*result)->frame_count > 0 ? (*result)->frame_count : video_frame_count_;
+    completed.query_chunk = options_.tracker.query_chunk;
+    completed.video = video_path_.string();
+    completed.run_number = ++run_count_;
+    Q_EMIT run_completed(completed);
+    Q_EMIT job_finished(true, tr("Tracked %n point(s) over %1 frames in %2 s", nullptr, completed.points)
+                                  .arg(completed.frames)
+                                  .arg(wall_ms / 1000.0, 0, 'f', 1));
+  } else if (result->status().code() == core::StatusCode::cancelled || was_cancelled) {
+    Q_EMIT job_finished(false, tr("Tracking cancelled (%1 of %2 tracks were finished and kept)")
+                                   .arg(run->tracks_done)
+                                   .arg(run->ids.size()));
+  } else {
+    const core::Status status = result->status();
+    QString text = tr("Tracking %n point(s) with %1 on %2 failed:\n%3", nullptr, static_cast<int>(run->ids.size()))
+                       .arg(qstring(run->tracker.model_name), qstring(run->key.device), qstring(status.message()));
+    if (const QString advice = advice_for(status); !advice.isEmpty()) text += "\n\n" + advice;
+    text += run->tracks_done > 0 ? tr("\n\nThe query points are unchanged; the tracks of %1 points finished before the "
+                                      "failure were kept.").arg(run->tracks_done)
+                                 : tr("\n\nThe points are unchanged.");
+    update_state();
+    Q_EMIT error(tr("Tracking failed"), text);
+    Q_EMIT job_finished(false, tr("Tracking failed"));
+  }
+  advance();
+}
+
+LiveRunSnapshot TrackerService::live_snapshot() const {
+  std::lock_guard lock(live_->mutex);
+  return {live_->running, live_->samples};
+}
+
+void TrackerService::update_state() {
+  TrackingState state = TrackingState::idle;
+  if (job_) {
+    state = cancelling_ ? TrackingState::cancelling : TrackingState::tracking;
+  } else if (loading_ && (pending_track_ || *loading_ == wanted_)) {
+    state = TrackingState::loading_model;
+  }
+  if (state == state_) return;
+  state_ = state;
+  Q_EMIT state_changed();
+}
+
+}  // namespace trackscope::ui

@@ -1,0 +1,186 @@
+#pragma once
+// TrackerService: the GUI's access to the tracker. It owns the injected core::TrackerFactory, a cache of the
+// trackers it created (one per model, device and precision: switching back reuses the loaded model), and at
+// most one core::TrackingJob. Track runs a job for the annotation's query points (all, or some) over the whole
+// clip; finished tracks are attached to the points through the AnnotationEditor, with their provenance.
+//
+//   TrackerService service(std::move(factory), editor, {}, parent);
+//   service.set_video("clip.mp4", 96);
+//   connect(&service, &TrackerService::state_changed, ...);   // idle / loading_model / tracking / cancelling
+//   connect(&service, &TrackerService::error, window, &MainWindow::report_error);
+//   service.track({});                 // every point (or service.track({3, 7}))
+//   service.set_device("cuda:1");      // cancels a running job; loads (or reuses) the model on cuda:1
+//   service.cancel();
+//   LiveRunSnapshot live = service.live_snapshot();           // the dock's 10 Hz timer pulls stage samples
+//
+// Threads and hand-off:
+//  * Every method is called on the GUI thread, and every signal is emitted on it.
+//  * The model is created (factory->create) on a loader thread of the service, one creation at a time; a job
+//    runs on the TrackingJob's thread. Their callbacks are re-posted to this object with queued
+//    QMetaObject::invokeMethod calls (never blocking ones). Progress is coalesced (one queued call in flight);
+//    partial results are delivered chunk by chunk; stage samples go into a mutex-protected snapshot only (no
+//    per-sample signal) that live_snapshot() copies.
+//  * Results are applied only if the point still exists with the query that was tracked (a point moved or
+//    deleted during the job keeps its new state). Errors (no model installed, device missing, out of memory)
+//    are reported through error() and change no point.
+//  * A model, device or precision switch while a job runs cancels the job first, then loads or reuses the
+//    tracker of the new selection.
+// Shutdown: shutdown() (and the destructor) cancels and joins the job and waits for a model creation in
+// progress; the owner calls it before destroying the widgets that show results.
+
+#include <QObject>
+#include <QPointer>
+#include <QString>
+
+#include <compare>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/tracking/annotation.h"
+#include "core/tracking/point_tracker.h"
+#include "core/tracking/tracking_job.h"
+#include "ui/perf/performance_dock.h"
+#include "ui/tracking/run_profile.h"
+
+namespace trackscope::ui {
+
+class AnnotationEditor;
+
+/// Opens the tracking thread's own decoder for a video path (tests inject fakes).
+using VideoOpenerFactory = std::function<core::VideoOpener(const std::filesystem::path& path)>;
+
+/// A cached tracker: which model, on which device, at which precision.
+struct TrackerKey {
+  std::string model;
+  std::string device;    // resolved: "cpu", "cuda:0" (never "auto")
+  core::Precision precision = core::Precision::fp32;
+  auto operator<=>(const TrackerKey&) const = default;
+};
+
+enum class TrackingState {
+  idle,
+  loading_model,   // a model is being created (a Track may be waiting for it)
+  tracking,        // a job runs
+  cancelling,      // a job was cancelled and has not reached its next chunk boundary yet
+};
+const char* to_string(TrackingState state);
+
+struct TrackerServiceOptions {
+  core::TrackerOptions tracker;      // the initial model, device ("auto" allowed), precision, chunk and budget
+  VideoOpenerFactory video_opener;   // empty: core::open_video_file
+};
+
+class TrackerService : public QObject {
+  Q_OBJECT
+ public:
+  /// `factory` may be null (a build without a tracker): Track then reports that. `editor` receives the tracks.
+  TrackerService(std::unique_ptr<core::TrackerFactory> factory, AnnotationEditor* editor,
+                 TrackerServiceOptions options, QObject* parent);
+  ~TrackerService() override;
+
+  /// The factory's devices (read once at construction), the CPU first. Just the CPU without a factory.
+  const std::vector<core::DeviceDescription>& devices() const { return devices_; }
+  /// The selected model, device and precision (device resolved from "auto").
+  const TrackerKey& selection() const { return wanted_; }
+  TrackingState state() const { return state_; }
+  bool has_factory() const { return factory_ != nullptr; }
+
+  /// The video the next job tracks over (the whole clip). Cancels a running job of another video.
+  void set_video(const std::filesystem::path& path, int64_t frame_count);
+  void clear_video();
+
+  /// Selection switches: a running job is cancelled, then the tracker of the new selection is loaded (or
+  /// reused from the cache) off the GUI thread. Unknown precision names are ignored by the caller (the dock).
+  void set_model(const QString& model);
+  void set_device(const QString& device_id);
+  void set_precision(core::Precision precision);
+
+  /// Tracks the points `ids` (empty: every point) over the whole clip. Returns false, with a message(), when
+  /// there is nothing to do (no video, no points, a job already running); errors go to error().
+  bool track(const std::vector<core::PointId>& ids);
+  /// Cancels the running job (it stops at its next chunk boundary) and a Track waiting for a model.
+  void cancel();
+
+  /// Stage samples of the job in progress (or of the last one, with running = false). Thread-safe copy.
+  LiveRunSnapshot live_snapshot() const;
+  /// The description of the tracker that ran (or runs) the last job; nullopt before the first job.
+  std::optional<core::TrackerDescription> last_tracker() const { return last_tracker_; }
+  /// True when the cache holds a tracker for `key`.
+  bool is_cached(const TrackerKey& key) const { return cache_.count(key) > 0; }
+  size_t cached_trackers() const { return cache_.size(); }
+  /// Drops every cached tracker not used by the running job (frees device memory).
+  void clear_cache();
+
+  /// Cancels and joins the job, waits for a model creation in progress, and ignores every request afterwards.
+  void shutdown();
+
+ Q_SIGNALS:
+  void state_changed();
+  /// The selection (model, device or precision) changed.
+  void selection_changed();
+  /// A tracker for the selection is loaded (or was reused): its description for the status bar.
+  void tracker_ready(const QString& description);
+  void job_started(int points, qint64 frames);
+  /// Progress of the running job: fraction 0..1 and the tracker's phase text.
+  void progress_changed(double fraction, const QString& phase);
+  /// Tracks were attached to points (partial or final results): `tracks_done` of `tracks_total` so far.
+  void tracks_applied(int tracks_done, int tracks_total);
+  /// A job succeeded; `run` holds its stage samples and wall time.
+  void run_completed(const ui::CompletedRun& run);
+  /// A job ended: completed, cancelled or failed (then error() came first). `message` is for the status bar.
+  void job_finished(bool completed, const QString& message);
+  void error(const QString& title, const QString& message);
+  /// Information for the status bar ("Loading LocoTrack-S on cuda:0 ...").
+  void message(const QString& text);
+
+ private:
+  struct LiveState;
+  struct RunContext;
+  using CreateResult = core::Expected<std::unique_ptr<core::PointTracker>>;
+
+  std::string resolve_device(const std::string& id) const;
+  void switch_selection(const TrackerKey& key, const QString& reason);
+  void advance();
+  void start_load(const TrackerKey& key);
+  void finish_load(const TrackerKey& key, const std::shared_ptr<CreateResult>& result);
+  void start_job(const std::shared_ptr<core::PointTracker>& tracker, const std::vector<core::PointId>& ids);
+  void on_job_progress(uint64_t generation);
+  void on_job_partial(uint64_t generation, const core::TrackSet& partial, size_t first_query);
+  void on_job_finished(uint64_t generation, const std::shared_ptr<core::Expected<core::TrackSet>>& result);
+  int apply_tracks(RunContext& run, const core::TrackSet& tracks, size_t first_query);
+  void cancel_job(const QString& reason);
+  void update_state();
+
+  std::unique_ptr<core::TrackerFactory> factory_;
+  QPointer<AnnotationEditor> editor_;
+  TrackerServiceOptions options_;
+  std::vector<core::DeviceDescription> devices_;
+  TrackerKey wanted_;
+  std::map<TrackerKey, std::shared_ptr<core::PointTracker>> cache_;
+
+  std::filesystem::path video_path_;
+  int64_t video_frame_count_ = 0;
+
+  std::thread loader_;                       // creates one tracker at a time
+  std::optional<TrackerKey> loading_;        // the key being created
+  bool load_wanted_ = false;                 // the selection should be loaded (a switch or a Track asked)
+  std::optional<std::vector<core::PointId>> pending_track_;   // a Track waiting for a model or a cancel
+
+  std::unique_ptr<core::TrackingJob> job_;
+  std::unique_ptr<RunContext> run_;
+  std::shared_ptr<LiveState> live_;
+  uint64_t generation_ = 0;
+  bool cancelling_ = false;
+  int run_count_ = 0;
+  std::optional<core::TrackerDescription> last_tracker_;
+  TrackingState state_ = TrackingState::idle;
+  bool shut_down_ = false;
+};
+
+}  // namespace trackscope::ui

@@ -1,0 +1,96 @@
+#pragma once
+// TrackingController: everything about tracking in the workbench window, wired in one place so that
+// MainWindow stays a window. It owns the TrackerService (tracker cache, the job), the TelemetryMonitor of the
+// active device, and creates the tracking widgets in the window: the tracking toolbar (Track, Cancel, model
+// chooser, trail lengths, occluded toggle), the status-bar progress with Cancel, View > Tracks, and the
+// performance dock (live stage charts, history, telemetry, device and precision selectors, comparison).
+//
+//   TrackingOptions options;                        // from MainWindowOptions (app/ injects the factories)
+//   options.tracker_factory = gpu-side factory;     // may be null: Track then explains there is no tracker
+//   auto* tracking = new TrackingController(window, std::move(options));   // parented to the window
+//   ...
+//   tracking->shutdown();                           // ~MainWindow: before any widget is destroyed
+//
+// Flow: Track -> service job (worker thread) -> partial and final tracks attached to the points through the
+// AnnotationEditor -> canvas and point list repaint; the dock pulls the live stage samples and the telemetry
+// snapshot with its 10 Hz timer; each finished run becomes a Profile entry of the dock (history, comparison).
+// Device and precision requests of the dock go to the service (which cancels a running job first); errors go
+// to MainWindow::report_error.
+// Threads: GUI thread only.
+
+#include <QObject>
+
+#include <memory>
+
+#include "core/perf/telemetry.h"
+#include "core/tracking/point_tracker.h"
+#include "ui/tracking/telemetry_monitor.h"
+#include "ui/tracking/track_overlay.h"
+#include "ui/tracking/tracker_service.h"
+
+class QWidgetAction;
+
+namespace trackscope::ui {
+
+class MainWindow;
+class PerformanceDock;
+class TrackingStatusWidget;
+class TrackingToolbar;
+class TrailLengthEditor;
+
+struct TrackingOptions {
+  std::unique_ptr<core::TrackerFactory> tracker_factory;   // null: no tracker in this build
+  TelemetrySourceFactory telemetry_factory;                // empty: CPU telemetry only
+  VideoOpenerFactory video_opener;                         // empty: core::open_video_file
+  core::TrackerOptions tracker;                            // initial model / device / precision
+};
+
+class TrackingController : public QObject {
+  Q_OBJECT
+ public:
+  TrackingController(MainWindow* window, TrackingOptions options);
+  ~TrackingController() override;
+
+  /// Cancels and joins the job, stops telemetry and detaches the dock's providers. Idempotent.
+  void shutdown();
+
+  /// Tracks every point / the selected point (the Track actions).
+  void track_all();
+  void track_selected();
+
+  /// Changes how tracks are drawn: canvas, controls and settings follow.
+  void set_track_overlay(const TrackOverlayOptions& options);
+  const TrackOverlayOptions& track_overlay() const { return overlay_; }
+
+  TrackerService* service() const { return service_; }
+  TelemetryMonitor& telemetry() const { return *telemetry_; }
+  PerformanceDock* performance_dock() const { return dock_; }
+  TrackingToolbar* toolbar() const { return toolbar_; }
+  TrackingStatusWidget* status_widget() const { return status_; }
+  /// The trail editor inside View > Tracks.
+  TrailLengthEditor* menu_trail_editor() const { return menu_trail_; }
+
+ private:
+  void build_widgets();
+  void connect_service();
+  void connect_dock();
+  void connect_window();
+  void on_state_changed();
+  void on_selection_changed();
+  void on_run_completed(const CompletedRun& run);
+
+  MainWindow* window_ = nullptr;
+  TrackerService* service_ = nullptr;
+  std::unique_ptr<TelemetryMonitor> telemetry_;
+  PerformanceDock* dock_ = nullptr;
+  TrackingToolbar* toolbar_ = nullptr;
+  TrackingStatusWidget* status_ = nullptr;
+  TrailLengthEditor* menu_trail_ = nullptr;
+  QWidgetAction* menu_trail_action_ = nullptr;
+  TrackOverlayOptions overlay_;
+  core::HostInfo host_;
+  double run_start_s_ = 0.0;   // telemetry clock at the start of the running job
+  bool shut_down_ = false;
+};
+
+}  // namespace trackscope::ui
