@@ -66,8 +66,10 @@ WorkbenchActions create_workbench_actions(QMainWindow* window) {
   actions.track->setToolTip(QObject::tr("Track every point through the whole clip (Ctrl+T)"));
   actions.track_selected = make_action(window, tracking, QObject::tr("Track &Selected Point"),
                                        {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T)}, "action_track_selected");
+  actions.track_selected->setIconText(QObject::tr("Track Selected"));
   actions.cancel_tracking = make_action(window, tracking, QObject::tr("&Cancel Tracking"),
                                         {QKeySequence(Qt::CTRL | Qt::Key_Period)}, "action_cancel_tracking");
+  actions.cancel_tracking->setIconText(QObject::tr("Cancel"));
   actions.cancel_tracking->setEnabled(false);
 
   QMenu* view = bar->addMenu(QObject::tr("&View"));
@@ -87,6 +89,7 @@ WorkbenchActions create_workbench_actions(QMainWindow* window) {
                                       "action_show_occluded");
   actions.show_occluded->setCheckable(true);
   actions.show_occluded->setChecked(true);
+  actions.show_occluded->setIconText(QObject::tr("Occluded"));
   actions.show_occluded->setToolTip(QObject::tr("Draw estimates the model thinks are occluded as hollow rings "
                                                 "(off: hide them)"));
   actions.panels_menu = view->addMenu(QObject::tr("&Panels"));

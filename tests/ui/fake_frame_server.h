@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -208,6 +209,13 @@ class FakeVideoLibrary {
   /// Every open waits this long on the opening thread first (a slow network file).
   void set_open_delay(std::chrono::milliseconds delay) { state_->open_delay_ms = static_cast<int>(delay.count()); }
   int open_calls() const { return state_->open_calls.load(); }
+  /// The video registered at `path` (for fakes that read it another way, e.g. the tracking thread's decoder).
+  std::optional<FakeVideo> find_video(const std::filesystem::path& path) const {
+    std::lock_guard lock(state_->mutex);
+    auto it = state_->videos.find(path);
+    if (it == state_->videos.end()) return std::nullopt;
+    return it->second;
+  }
 
   ui::FrameServerFactory factory() const {
     return [state = state_](const std::filesystem::path& path, const core::FrameServerOptions& /*options*/)

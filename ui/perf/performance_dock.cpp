@@ -67,7 +67,11 @@ PerformanceDock::PerformanceDock(QWidget* parent) : QDockWidget(tr("Performance"
   });
   timer_ = new QTimer(this);
   timer_->setInterval(kPollIntervalMs);
-  connect(timer_, &QTimer::timeout, this, &PerformanceDock::pollProviders);
+  // A hidden dock draws nothing: the timer skips it (the snapshots stay in their owners and are pulled once the
+  // dock is shown again).
+  connect(timer_, &QTimer::timeout, this, [this] {
+    if (isVisible()) pollProviders();
+  });
   run_warnings_->hide();
 }
 

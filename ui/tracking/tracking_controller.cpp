@@ -74,11 +74,9 @@ void TrackingController::build_widgets() {
 
   dock_ = new PerformanceDock(window_);
   window_->addDockWidget(Qt::BottomDockWidgetArea, dock_);
-  // Hidden until asked for (View > Panels > Performance, F9; the window remembers it): its charts need height
-  // the video canvas would lose. It collects runs and telemetry while hidden.
+  // Hidden until asked for (View > Panels > Performance; the window remembers it): its charts need height the
+  // video canvas would lose. It collects runs and telemetry while hidden.
   dock_->hide();
-  dock_->toggleViewAction()->setShortcut(QKeySequence(Qt::Key_F9));
-  window_->addAction(dock_->toggleViewAction());
   actions.panels_menu->addAction(toolbar_->toggleViewAction());
   actions.panels_menu->addAction(dock_->toggleViewAction());
 }
