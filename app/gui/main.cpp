@@ -1,14 +1,19 @@
-// trackscope: the GUI.   trackscope [VIDEO]
+// trackscope: the GUI.   trackscope [--model M] [--device D] [--precision P] [VIDEO]
 // Wiring only: command line, log sinks (stderr; Qt's own messages are routed into the log), and the real
-// frame server factory handed to the main window.
+// frame server factory, tracker factory and device telemetry handed to the main window. Without a VIDEO it
+// opens the bundled sample clip, with the "default" model selected.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
 
 #include <cstdio>
 #include <string>
 
+#include "app/gui/tracker_wiring.h"
 #include "core/log.h"
+#include "core/tracking/tracking_job.h"
 #include "core/video/frame_server.h"
 #include "ui/main_window.h"
 
@@ -32,6 +37,20 @@ void route_qt_message(QtMsgType type, const QMessageLogContext& /*context*/, con
   }
 }
 
+// The bundled sample clip: the installed copy (share/trackscope/ beside the binary's bin/), else the one the
+// build rendered (resources/CMakeLists.txt). Empty when neither exists.
+QString bundled_sample_clip() {
+  const QString candidates[] = {
+      QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral(TRACKSCOPE_SAMPLE_CLIP_FROM_BINDIR)),
+      QStringLiteral(TRACKSCOPE_SAMPLE_CLIP_IN_BUILD_TREE)};
+  for (const QString& candidate : candidates) {
+    if (QFileInfo(candidate).isFile()) return QFileInfo(candidate).absoluteFilePath();
+  }
+  log::warn("the bundled sample clip is missing (looked at {} and {}); open a video with File > Open",
+            candidates[0].toStdString(), candidates[1].toStdString());
+  return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -51,18 +70,47 @@ int main(int argc, char** argv) {
   parser.addPositionalArgument(QStringLiteral("video"),
                                QStringLiteral("Video file or image-sequence folder to open (optional)."),
                                QStringLiteral("[VIDEO]"));
+  const QCommandLineOption model_option(
+      QStringLiteral("model"), QStringLiteral("Tracker model: default (bundled), small, base, or a weights file."),
+      QStringLiteral("model"), QStringLiteral("default"));
+  const QCommandLineOption device_option(QStringLiteral("device"),
+                                         QStringLiteral("Tracker device: auto, cpu, cuda or cuda:N."),
+                                         QStringLiteral("device"), QStringLiteral("auto"));
+  const QCommandLineOption precision_option(QStringLiteral("precision"),
+                                            QStringLiteral("Tracker precision: fp32, tf32, bf16 or fp16."),
+                                            QStringLiteral("precision"), QStringLiteral("fp32"));
+  parser.addOptions({model_option, device_option, precision_option});
   parser.process(application);
 
+  namespace core = trackscope::core;
+  core::TrackerOptions tracker;
+  tracker.model = parser.value(model_option).toStdString();
+  tracker.device = parser.value(device_option).toStdString();
+  core::Expected<core::Precision> precision = core::parse_precision(parser.value(precision_option).toStdString());
+  core::Status valid = precision ? core::Status() : precision.status();
+  if (precision) {
+    tracker.precision = *precision;
+    valid = tracker.check();
+  }
+  if (!valid) {
+    std::fprintf(stderr, "trackscope: %s\n", valid.message().c_str());
+    return 2;
+  }
+
   trackscope::ui::MainWindowOptions options;
-  options.frame_server_factory = [](const std::filesystem::path& path, const trackscope::core::FrameServerOptions& server_options) {
-    return trackscope::core::FrameServer::open(path, server_options);
+  options.frame_server_factory = [](const std::filesystem::path& path, const core::FrameServerOptions& server_options) {
+    return core::FrameServer::open(path, server_options);
   };
+  options.tracker_factory = trackscope::app::make_gui_tracker_factory();
+  options.telemetry_factory = trackscope::app::make_gui_telemetry_factory();
+  options.video_opener = [](const std::filesystem::path& path) { return core::open_video_file(path); };
+  options.tracker_options = tracker;
   trackscope::ui::MainWindow window(std::move(options));
   window.show();
-  if (const QStringList videos = parser.positionalArguments(); !videos.isEmpty()) {
-    if (videos.size() > 1) log::warn("opening only the first of {} videos given", videos.size());
-    window.open_video(videos.front());
-  }
+  QStringList videos = parser.positionalArguments();
+  if (videos.size() > 1) log::warn("opening only the first of {} videos given", videos.size());
+  const QString video = videos.isEmpty() ? bundled_sample_clip() : videos.front();
+  if (!video.isEmpty()) window.open_video(video);
   const int result = QApplication::exec();
   qInstallMessageHandler(nullptr);
   return result;
