@@ -74,6 +74,34 @@ class SettingsTest : public QObject {
     QCOMPARE(read.prefetch_ahead, defaults.prefetch_ahead);
     QCOMPARE(read.prefetch_behind, 8);
   }
+
+  void track_overlay_options_round_trip_and_fall_back_per_value() {
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("settings.ini"));
+    const trackscope::ui::TrackOverlayOptions defaults;
+    {
+      Settings settings(file);
+      QVERIFY(settings.track_overlay_options() == defaults);
+      trackscope::ui::TrackOverlayOptions changed;
+      changed.show_tracks = false;
+      changed.show_occluded = false;
+      changed.trail_before_frames = 40;
+      changed.trail_after_frames = 7;
+      settings.set_track_overlay_options(changed);
+      QVERIFY(settings.track_overlay_options() == changed);
+      settings.sync();
+    }
+    {
+      QSettings raw(file, QSettings::IniFormat);
+      raw.setValue(QStringLiteral("tracks/trail_before_frames"), 1000000);
+      raw.sync();
+    }
+    Settings settings(file);
+    const trackscope::ui::TrackOverlayOptions read = settings.track_overlay_options();
+    QCOMPARE(read.trail_before_frames, defaults.trail_before_frames);
+    QCOMPARE(read.trail_after_frames, 7);
+    QCOMPARE(read.show_occluded, false);
+  }
 };
 
 QTEST_MAIN(SettingsTest)

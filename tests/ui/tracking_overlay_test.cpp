@@ -7,6 +7,8 @@
 #include <QSpinBox>
 #include <QTableView>
 
+#include "core/video/frame_server.h"
+#include "core/video/sample_clip.h"
 #include "tracking_bench.h"
 #include "ui/point_colours.h"
 #include "ui/point_list_panel.h"
@@ -177,6 +179,58 @@ class TrackingOverlayTest : public QObject {
     QCOMPARE(cell(3, ui::PointTableModel::p_occluded_column), QString());
   }
 
+  void tracks_on_the_bundled_sample_clip_with_the_real_decoders() {
+    // The real path of the app: FrameServer for display, core::open_video_file on the tracking thread (the
+    // default opener), the sample clip rendered by the build; only the tracker is the fake.
+    QTemporaryDir settings_dir;
+    auto log = std::make_shared<testing::FakeTrackerLog>();
+    FakeTrackerConfig config;
+    config.chunk_delay = 0ms;
+    QStringList errors;
+    ui::MainWindowOptions options;
+    options.frame_server_factory = [](const std::filesystem::path& path, const core::FrameServerOptions& server) {
+      return core::FrameServer::open(path, server);
+    };
+    options.error_presenter = [&errors](QWidget*, const QString& title, const QString& message) { errors << title + ": " + message; };
+    options.settings_file = settings_dir.filePath(QStringLiteral("trackscope.ini"));
+    options.tracker_factory = std::make_unique<testing::FakeTrackerFactory>(config, log);
+    options.tracker_options.device = "cpu";
+    ui::MainWindow window(std::move(options));
+    window.resize(1000, 700);
+    window.show();
+    QSignalSpy opened(&window, &ui::MainWindow::video_opened);
+    window.open_video(QStringLiteral(TRACKSCOPE_SAMPLE_CLIP));
+    QVERIFY(opened.wait(10000));
+    QTRY_COMPARE_WITH_TIMEOUT(window.canvas()->frame_index(), int64_t{0}, 10000);
+    const core::SampleClipOptions clip;
+    for (const core::SampleTrack& truth : core::sample_clip_ground_truth(clip)) {
+      window.editor()->add_point({0, truth.points[0].x_px, truth.points[0].y_px});
+    }
+    window.actions().track->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.tracking()->service()->state() == ui::TrackingState::idle &&
+                                 window.editor()->annotation().track(0) != nullptr, 10000);
+    QVERIFY2(errors.isEmpty(), qPrintable(errors.join('\n')));
+    window.tracking()->set_track_overlay(trails(0, 0));
+    const int64_t frame = 30;
+    window.seek(frame);
+    QTRY_COMPARE_WITH_TIMEOUT(window.canvas()->frame_index(), frame, 10000);
+    const QImage shot = window.canvas()->grab().toImage();
+    int checked = 0;
+    for (const core::QueryPoint& point : window.editor()->annotation()) {
+      const core::PointTrack* attached = window.editor()->annotation().track(point.id);
+      QVERIFY(attached != nullptr);
+      QCOMPARE(attached->track.points.size(), static_cast<size_t>(clip.frame_count));   // read from the real file
+      const core::TrackPoint estimate = fake_estimate(point.query, frame, clip.width, clip.height);
+      QCOMPARE(attached->track.at(frame), estimate);
+      if (!estimate.visible) continue;
+      const QPointF in_widget = window.canvas()->widget_from_image(position(estimate));
+      const QPoint pixel(static_cast<int>(std::floor(in_widget.x())), static_cast<int>(std::floor(in_widget.y())));
+      QCOMPARE(QColor(shot.pixel(pixel)), ui::point_colour(point.colour_index));
+      ++checked;
+    }
+    QVERIFY(checked >= 2);
+  }
+
   void screenshot_shows_tracks_with_trails() {
     FakeTrackerConfig config;
     config.chunk_delay = 0ms;
@@ -196,12 +250,23 @@ class TrackingOverlayTest : public QObject {
     const QString file = testing::test_output_dir() + QStringLiteral("/ui_tracking.png");
     QVERIFY(shot.save(file));
     qInfo("screenshot: %s", qPrintable(file));
+    int hollow = 0;
     for (const core::QueryPoint& point : bench.annotation()) {
       const core::TrackPoint estimate = fake_estimate(point.query, 20, kClipWidth, kClipHeight);
-      if (!estimate.visible) continue;
-      const QPoint in_window = bench.canvas()->mapTo(bench.window.get(), bench.widget_pixel(position(estimate)));
-      QCOMPARE(QColor(shot.pixel(in_window)), ui::point_colour(point.colour_index));
+      const QPoint centre = bench.widget_pixel(position(estimate));
+      const QPoint in_window = bench.canvas()->mapTo(bench.window.get(), centre);
+      if (estimate.visible) {
+        QCOMPARE(QColor(shot.pixel(in_window)), ui::point_colour(point.colour_index));
+      } else {
+        // Hollow: the trail runs through the middle (direction (2, 1)); beside it the video shows through.
+        const QPoint beside = centre + QPoint(1, -2);
+        const QPoint beside_in_window = bench.canvas()->mapTo(bench.window.get(), beside);
+        QVERIFY2(colour_distance(shot.pixel(beside_in_window), bench.video_colour(beside, 20)) <= 2,
+                 qPrintable(QColor(shot.pixel(beside_in_window)).name()));
+        ++hollow;
+      }
     }
+    QCOMPARE(hollow, 1);   // point 4 is occluded on frame 20
   }
 };
 
