@@ -58,7 +58,7 @@ class TrackingServiceTest : public QObject {
   void track_runs_on_a_worker_and_the_event_loop_keeps_serving_events() {
     FakeTrackerConfig config;
     config.query_chunk = 2;
-    config.chunk_delay = 250ms;
+    config.chunk_delay = 400ms;
     TrackingBench bench(config, "cpu");
     QVERIFY(QTest::qWaitForWindowActive(bench.window.get()));
     QVERIFY(bench.open());
@@ -88,10 +88,11 @@ class TrackingServiceTest : public QObject {
     QVERIFY(bench.wait_idle());
     probe.stop();
     const qint64 job_ms = clock.elapsed();
-    qInfo("job of 3 chunks x 250 ms took %lld ms; the GUI thread ran %d timer ticks, the longest gap %lld ms", job_ms, ticks,
+    qInfo("job of 3 chunks x 400 ms took %lld ms; the GUI thread ran %d timer ticks, the longest gap %lld ms", job_ms, ticks,
           longest_gap_ms);
-    QVERIFY(job_ms >= 750);
-    QVERIFY2(longest_gap_ms < 150, qPrintable(QString::number(longest_gap_ms)));   // a chunk blocks for 250 ms
+    QVERIFY(job_ms >= 1200);
+    // Tracking on the GUI thread would stall it for a whole chunk (400 ms); the margin absorbs a loaded CI machine.
+    QVERIFY2(longest_gap_ms < 250, qPrintable(QString::number(longest_gap_ms)));
     QVERIFY(ticks >= job_ms / 50);
 
     const auto gui_thread = std::this_thread::get_id();
