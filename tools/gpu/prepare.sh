@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-DATA=(--data testdata/pips2_camel.mp4 --data testdata/horsejump-high_480p/video
+DATA=(--data fixtures/locotrack/state_dict_shapes.json --data testdata/pips2_camel.mp4 --data testdata/horsejump-high_480p/video
       --data testdata/derived_badja_horsejump-high_854x480.csv)
 case "$FIXTURES" in
   small|all) DATA+=(--data fixtures/locotrack/parity_inputs.safetensors --data fixtures/locotrack/parity_small.safetensors
