@@ -21,19 +21,19 @@ Expected<Precision> parse_precision(std::string_view text) {
   return invalid_argument(fmt::format("unknown precision '{}': use fp32, tf32, bf16 or fp16", text));
 }
 
-const char* to_string(ResizeFilter filter) {
-  switch (filter) {
-    case ResizeFilter::bilinear: return "bilinear";
-    case ResizeFilter::lanczos: return "lanczos";
+const char* to_string(InputResize resize) {
+  switch (resize) {
+    case InputResize::bilinear: return "bilinear";
+    case InputResize::lanczos: return "lanczos";
   }
   return "?";
 }
 
-Expected<ResizeFilter> parse_resize_filter(std::string_view text) {
-  for (ResizeFilter f : {ResizeFilter::bilinear, ResizeFilter::lanczos}) {
+Expected<InputResize> parse_input_resize(std::string_view text) {
+  for (InputResize f : {InputResize::bilinear, InputResize::lanczos}) {
     if (text == to_string(f)) return f;
   }
-  return invalid_argument(fmt::format("unknown resize filter '{}': use bilinear or lanczos", text));
+  return invalid_argument(fmt::format("unknown input resize '{}': use bilinear or lanczos", text));
 }
 
 Status TrackerOptions::check() const {

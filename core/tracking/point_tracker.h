@@ -33,18 +33,20 @@ enum class Precision {
 const char* to_string(Precision precision);
 Expected<Precision> parse_precision(std::string_view text);
 
-enum class ResizeFilter {
+/// How the tracker resizes frames to the model's 256x256 input. (Not core::ResizeFilter of image_resize.h,
+/// which names Pillow's filters: the tracker's "bilinear" is the un-antialiased one of the official inference().)
+enum class InputResize {
   bilinear,   // as the official inference(): bilinear, align_corners=false, no antialias, on float frames
   lanczos,    // as the official evaluation and demo: PIL Lanczos on uint8 before normalisation
 };
-const char* to_string(ResizeFilter filter);
-Expected<ResizeFilter> parse_resize_filter(std::string_view text);
+const char* to_string(InputResize resize);
+Expected<InputResize> parse_input_resize(std::string_view text);
 
 struct TrackerOptions {
   std::string model = "default";    // "default" (the bundled model), "small"/"base" (official checkpoints in the model folder), or a weights file path
   std::string device = "auto";      // "auto" (first CUDA device, else CPU), "cpu", "cuda", "cuda:N"
   Precision precision = Precision::fp32;
-  ResizeFilter resize = ResizeFilter::bilinear;
+  InputResize resize = InputResize::bilinear;
   int query_chunk = 0;              // queries per chunk; 0 = chosen from the memory budget
   int64_t memory_budget_mb = 0;     // upper bound for the tracker's working memory; 0 = automatic
 
