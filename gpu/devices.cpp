@@ -6,10 +6,12 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <mutex>
 
 #include "core/log.h"
 #include "gpu/cuda_runtime_probe.h"
+#include "gpu/engine/cuda_support.h"
 
 namespace trackscope::gpu {
 
@@ -58,6 +60,23 @@ core::Expected<core::DeviceDescription> resolve_device(const std::string& id) {
   std::string known;
   for (const auto& d : devices) known += (known.empty() ? "" : ", ") + d.id;
   return core::not_found(fmt::format("device '{}' does not exist here (available: {})", id, known));
+}
+
+namespace {
+int cuda_index_of(const std::string& device_id) {
+  if (device_id.rfind("cuda:", 0) != 0) return -1;
+  return std::atoi(device_id.c_str() + 5);
+}
+}  // namespace
+
+int64_t peak_device_memory_bytes(const std::string& device_id) {
+  const int index = cuda_index_of(device_id);
+  return index < 0 ? 0 : cuda_support::peak_allocated_bytes(index);
+}
+
+void reset_peak_device_memory(const std::string& device_id) {
+  const int index = cuda_index_of(device_id);
+  if (index >= 0) cuda_support::reset_peak_memory(index);
 }
 
 RuntimeVersions runtime_versions() {

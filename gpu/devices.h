@@ -7,6 +7,7 @@
 // Threads: safe from any thread. The CUDA runtime is initialised on first use; a machine without a driver
 // (any CUDA error) simply has no CUDA devices.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ std::vector<core::DeviceDescription> list_devices();
 /// "auto" -> the first CUDA device, or the CPU with one clear log line; "cuda" -> "cuda:0"; "cpu"; "cuda:N".
 /// not_found when the device does not exist (with the list of those that do).
 core::Expected<core::DeviceDescription> resolve_device(const std::string& id);
+
+/// Peak bytes LibTorch's caching allocator held on CUDA device "cuda:N" since the last reset (0 for the CPU or
+/// without CUDA support in this build), and the reset. For the CPU, a process's peak RSS is what there is.
+int64_t peak_device_memory_bytes(const std::string& device_id);
+void reset_peak_device_memory(const std::string& device_id);
 
 /// Versions of the runtime pieces, for bench reports: "libtorch", "cuda_runtime", "cudnn", "driver".
 struct RuntimeVersions {

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace trackscope::app {
 
 struct CliContext {
@@ -17,5 +19,8 @@ void add_gpus_command(CLI::App& app, CliContext& context);      // cmd_compare.c
 void add_info_command(CLI::App& app, CliContext& context);
 void add_frames_command(CLI::App& app, CliContext& context);
 void add_bench_video_command(CLI::App& app, CliContext& context);
+void add_track_command(CLI::App& app, CliContext& context);
+/// `command_line` is recorded in the bench JSON.
+void add_bench_command(CLI::App& app, CliContext& context, std::string command_line);
 
 }  // namespace trackscope::app

@@ -1,5 +1,6 @@
 // trackscope-cli: the headless tool (video info, frame export, tracking, benchmarks, conversion).
 #include <cstdio>
+#include <string>
 #include <string_view>
 
 #include "cli/commands.h"
@@ -19,6 +20,10 @@ int main(int argc, char** argv) {
   app::add_info_command(app, context);
   app::add_frames_command(app, context);
   app::add_bench_video_command(app, context);
+  app::add_track_command(app, context);
+  std::string command_line = "trackscope-cli";
+  for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+  app::add_bench_command(app, context, command_line);
 
   core::log::SinkHandle sink;
   app.parse_complete_callback([&] {

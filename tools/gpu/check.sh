@@ -1,63 +1,124 @@
 #!/usr/bin/env bash
-# The one-command GPU check: builds gpu/ + the CLI + the tests against the GPU machine's CUDA LibTorch, runs
-# the unit and GPU tests and the benchmarks, and writes logs, JSON and a summary under OUT_DIR.
+# The one-command GPU check: builds gpu/ + the CLI + the tests against the GPU machine's CUDA LibTorch, runs the
+# GPU tests and the benchmarks, optionally trains, and writes logs, JSON and a summary under OUT_DIR.
 #
 # On the GPU machine (through the device tool), from the project root, after tools/gpu/prepare.sh here:
-#   source .gpu-carry/gpu_env.sh || exit 1; bash tools/gpu/check.sh "$OUT" [--quick] [--no-bench] [--bench-args "..."]
-# At most 8 files come back from $OUT: configure+build log, ctest log, JUnit XML, devices JSON, bench JSON,
-# bench table, summary.
+#   source .gpu-carry/gpu_env.sh || exit 1; bash tools/gpu/check.sh "$OUT" [options]
+# Options:
+#   --tests REGEX       ctest -R REGEX instead of the GPU label (-L gpu); --no-tests skips the tests
+#   --all-tests         every test except benchmarks (CPU suites too)
+#   --bench "ARGS"      run `trackscope-cli bench ARGS --json OUT/bench.json` (repeatable: bench-1.json, ...)
+#   --train "ARGS"      build trackscope-train first and train in the background (ARGS are trackscope-train's,
+#                       e.g. "--out runs/s --continue --minutes 5"); tests run beside it, benches after it
+#   --run "COMMAND"     an extra shell command after everything (output in the logs)
+# At most 8 files come back from $OUT, so every log goes into OUT/logs.tar.gz; summary.txt, the bench JSON
+# files and the files named by --keep (e.g. weights) are returned next to it.
+#   --keep "GLOBS"      files to bring back: .safetensors files go into OUT, others into logs.tar.gz
+#                       (e.g. "runs/s/weights*.safetensors runs/s/*.json runs/s/*.jsonl")
 set -uo pipefail
-OUT=${1:?usage: check.sh OUT_DIR [--quick] [--no-bench] [--bench-args ARGS]}
+OUT=${1:?usage: check.sh OUT_DIR [options]}
 shift
-QUICK=0; BENCH=1; BENCH_ARGS=""; TEST_REGEX=""
+TEST_MODE=gpu; TEST_REGEX=""; BENCHES=(); TRAIN_ARGS=""; EXTRA_RUNS=(); KEEP=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) QUICK=1 ;;
-    --no-bench) BENCH=0 ;;
-    --bench-args) BENCH_ARGS=$2; shift ;;
-    --tests) TEST_REGEX=$2; shift ;;
+    --tests) TEST_MODE=regex; TEST_REGEX=$2; shift ;;
+    --no-tests) TEST_MODE=none ;;
+    --all-tests) TEST_MODE=all ;;
+    --quick) TEST_MODE=gpu ;;
+    --bench) BENCHES+=("$2"); shift ;;
+    --train) TRAIN_ARGS=$2; shift ;;
+    --run) EXTRA_RUNS+=("$2"); shift ;;
+    --keep) KEEP=$2; shift ;;
     *) echo "check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
 mkdir -p "$OUT"
+LOGS=$(mktemp -d)
 BUILD=${BUILD_DIR:-build-gpu}
 SUMMARY=$OUT/summary.txt
 : > "$SUMMARY"
 say() { echo "$*" | tee -a "$SUMMARY"; }
+pack() { tar -C "$LOGS" -czf "$OUT/logs.tar.gz" . 2>/dev/null; }
 T0=$SECONDS
 
 say "== trackscope GPU check $(date -u +%FT%TZ) on $(hostname)"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv,noheader 2>&1 | tee -a "$SUMMARY"
 
-{
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRACKSCOPE_WITH_UI=OFF -DTRACKSCOPE_WITH_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DTRACKSCOPE_BUILD_TESTS=ON &&
-  ninja -C "$BUILD" -j"$(nproc)"
-} > "$OUT/build.log" 2>&1
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRACKSCOPE_WITH_UI=OFF -DTRACKSCOPE_WITH_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DTRACKSCOPE_BUILD_TESTS=ON > "$LOGS/configure.log" 2>&1
 rc=$?
-say "build: rc=$rc in $((SECONDS - T0)) s"
-if [ $rc -ne 0 ]; then
-  grep -m10 -B2 -A8 -E 'error|FAILED' "$OUT/build.log" | tail -60
-  exit 1
+say "configure: rc=$rc in $((SECONDS - T0)) s"
+if [ $rc -ne 0 ]; then tail -40 "$LOGS/configure.log"; pack; exit 1; fi
+
+TRAIN_PID=""
+if [ -n "$TRAIN_ARGS" ]; then
+  ninja -C "$BUILD" -j"$(nproc)" trackscope-train > "$LOGS/build-train.log" 2>&1
+  rc=$?
+  say "build trackscope-train: rc=$rc at $((SECONDS - T0)) s"
+  if [ $rc -ne 0 ]; then grep -m10 -B2 -A8 -E 'error|FAILED' "$LOGS/build-train.log" | tail -60; pack; exit 1; fi
+  # shellcheck disable=SC2086
+  setsid "$BUILD/app/trackscope-train" $TRAIN_ARGS > "$LOGS/train.log" 2>&1 &
+  TRAIN_PID=$!
+  say "training started (pid $TRAIN_PID): trackscope-train $TRAIN_ARGS"
 fi
-CLI=$BUILD/app/trackscope-cli
-"$CLI" devices > "$OUT/devices.json" 2>&1
-say "devices: $(tr -d '\n ' < "$OUT/devices.json" | head -c 400)"
 
 T1=$SECONDS
-CTEST_ARGS=(--test-dir "$BUILD" --output-on-failure --output-junit "$OUT/ctest.xml" -j4)
-if [ -n "$TEST_REGEX" ]; then CTEST_ARGS+=(-R "$TEST_REGEX"); elif [ $QUICK -eq 1 ]; then CTEST_ARGS+=(-L gpu); else CTEST_ARGS+=(-LE bench); fi
-ctest "${CTEST_ARGS[@]}" > "$OUT/ctest.log" 2>&1
-say "tests: rc=$? in $((SECONDS - T1)) s: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
-grep -E '^\s*[0-9]+/[0-9]+ Test' "$OUT/ctest.log" | tee -a "$SUMMARY"
-grep -E 'PARITY|parity\]' "$OUT/ctest.log" | head -80 >> "$SUMMARY"
+ninja -C "$BUILD" -k 0 -j"$(nproc)" > "$LOGS/build.log" 2>&1
+rc=$?
+say "build: rc=$rc in $((SECONDS - T1)) s"
+if [ $rc -ne 0 ]; then
+  grep -m10 -B2 -A8 -E 'error|FAILED' "$LOGS/build.log" | tail -60 | tee -a "$SUMMARY"
+fi
+CLI=$BUILD/app/trackscope-cli
+[ -x "$CLI" ] && "$CLI" devices > "$LOGS/devices.json" 2>&1
 
-if [ $BENCH -eq 1 ] && "$CLI" bench --help > /dev/null 2>&1; then
+if [ "$TEST_MODE" != none ]; then
   T2=$SECONDS
+  CTEST_ARGS=(--test-dir "$BUILD" --output-on-failure --output-junit "$LOGS/ctest.xml" -j2 --timeout 540)
+  case "$TEST_MODE" in
+    regex) CTEST_ARGS+=(-R "$TEST_REGEX") ;;
+    gpu) CTEST_ARGS+=(-L gpu) ;;
+    all) CTEST_ARGS+=(-LE bench) ;;
+  esac
+  ctest "${CTEST_ARGS[@]}" > "$LOGS/ctest.log" 2>&1
+  say "tests: rc=$? in $((SECONDS - T2)) s: $(grep -E 'tests passed|tests failed' "$LOGS/ctest.log")"
+  grep -E '^\s*[0-9]+/[0-9]+ Test' "$LOGS/ctest.log" | tee -a "$SUMMARY"
+  grep -E '^\[(engine|small|base|ops)|max \|d\||rel L2|PARITY' "$LOGS/ctest.log" | head -150 >> "$SUMMARY"
+fi
+
+if [ -n "$TRAIN_PID" ]; then
+  wait "$TRAIN_PID"
+  say "training: rc=$? at $((SECONDS - T0)) s"
+  tail -25 "$LOGS/train.log" | tee -a "$SUMMARY"
+fi
+
+i=0
+for args in "${BENCHES[@]}"; do
+  [ -x "$CLI" ] || break
+  T3=$SECONDS
+  name=bench; [ $i -gt 0 ] && name=bench-$i
   # shellcheck disable=SC2086
-  "$CLI" bench --device cuda:0 --json "$OUT/bench.json" $BENCH_ARGS > "$OUT/bench.txt" 2>&1
-  say "bench: rc=$? in $((SECONDS - T2)) s"
-  tail -60 "$OUT/bench.txt"
+  "$CLI" bench $args --json "$OUT/$name.json" > "$LOGS/$name.txt" 2>&1
+  say "bench $i ($args): rc=$? in $((SECONDS - T3)) s"
+  cat "$LOGS/$name.txt" >> "$SUMMARY"
+  i=$((i + 1))
+done
+
+for command in "${EXTRA_RUNS[@]}"; do
+  say "run: $command"
+  bash -c "$command" >> "$LOGS/run.log" 2>&1
+  say "run: rc=$?"
+  tail -30 "$LOGS/run.log" >> "$SUMMARY"
+done
+
+if [ -n "$KEEP" ]; then
+  # shellcheck disable=SC2086
+  for f in $KEEP; do
+    [ -f "$f" ] || continue
+    case "$f" in *.safetensors) cp "$f" "$OUT/" ;; *) cp "$f" "$LOGS/" ;; esac
+  done
 fi
 say "total: $((SECONDS - T0)) s"
+pack
+ls -l "$OUT"

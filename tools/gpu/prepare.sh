@@ -2,15 +2,18 @@
 # Builds the carry folder (.gpu-carry) that the GPU machine needs: a minimal FFmpeg, GoogleTest, the header
 # libraries, and the shared fixtures/test clips the GPU tests and benchmarks read. Run here (Debian 12) from
 # anywhere; the first run takes ~3 minutes (FFmpeg build), later ones seconds.
-#   tools/gpu/prepare.sh [--fixtures small|base|all|none] [--with-qt]
+#   tools/gpu/prepare.sh [--fixtures small|base|all|none] [--with-qt] [--out FOLDER]
+# --out .gpu-carry-lite --fixtures none makes a small carry (~8 MiB) for calls that also carry training weights.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 FIXTURES=small
+CARRY=.gpu-carry
 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --fixtures) FIXTURES=$2; shift ;;
     --with-qt) EXTRA+=(--with-qt) ;;
+    --out) CARRY=$2; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -30,4 +33,4 @@ esac
 cd "$ROOT"
 "$ROOT/../shared/device/prepare_carry.sh" "${EXTRA[@]}" \
   --deb nlohmann-json3-dev --deb libcli11-dev --deb libfmt-dev --deb libfmt9 \
-  "${DATA[@]}" .gpu-carry
+  "${DATA[@]}" "$CARRY"

@@ -1,0 +1,205 @@
+// trackscope-cli track VIDEO --queries Q.csv --out tracks.csv|tracks.json: tracks the queries through the video
+// with a progress bar on stderr, and writes one row (CSV) / entry (JSON) per track and frame.
+#include <sys/resource.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/io/queries_csv.h"
+#include "core/log.h"
+#include "core/tracking/point_tracker.h"
+#include "gpu/cpu_runtime.h"
+#include "gpu/devices.h"
+#include "gpu/tracker_factory.h"
+
+namespace trackscope::app {
+namespace {
+
+struct TrackArguments {
+  std::string video;
+  std::string queries;
+  std::string out;
+  std::string model = "default";
+  std::string device = "auto";
+  std::string precision = "fp32";
+  std::string resize = "bilinear";
+  int chunk = 0;
+  int64_t memory_budget_mb = 0;
+  int64_t first_frame = 0;
+  int64_t end_frame = -1;
+  int threads = 0;
+  bool quiet = false;
+};
+
+class ProgressBar final : public core::TrackObserver {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled) {}
+  void on_progress(const core::TrackProgress& p) override {
+    if (!enabled_) return;
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(p.fraction * kWidth + 0.5);
+    std::fprintf(stderr, "\r[%s%s] %3d%% %-28s", std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(kWidth - filled), '.').c_str(), static_cast<int>(p.fraction * 100 + 0.5),
+                 p.phase.c_str());
+    if (p.fraction >= 1.0) std::fputc('\n', stderr);
+  }
+
+ private:
+  bool enabled_;
+};
+
+// CSV: one row per track and frame. Coordinates in raster pixels of the original video.
+core::Status write_csv(const core::TrackSet& tracks, double fps, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) return core::io_error(fmt::format("cannot write {}", path));
+  out << "# trackscope tracks: x, y in raster pixels of the original video (pixel (i, j) covers [j, j+1) x [i, i+1), "
+         "its centre is (j + 0.5, i + 0.5)); time_s = frame / frame rate; visible = (1 - p_occluded)(1 - p_far) >= 0.5\n";
+  out << "track_id,frame,time_s,x,y,visible,p_occluded,p_far\n";
+  for (size_t id = 0; id < tracks.tracks.size(); ++id) {
+    const core::Track& track = tracks.tracks[id];
+    for (size_t i = 0; i < track.points.size(); ++i) {
+      const core::TrackPoint& p = track.points[i];
+      const int64_t frame = track.first_frame + static_cast<int64_t>(i);
+      out << fmt::format("{},{},{:.6f},{:.4f},{:.4f},{},{:.6f},{:.6f}\n", id, frame, fps > 0 ? frame / fps : 0.0, p.x_px,
+                         p.y_px, p.visible ? 1 : 0, p.p_occluded, p.p_far);
+    }
+  }
+  out.flush();
+  return out ? core::Status() : core::io_error(fmt::format("writing {} failed", path));
+}
+
+core::Status write_json(const core::TrackSet& tracks, const core::TrackerDescription& tracker, double fps,
+                        const std::string& path) {
+  nlohmann::json doc;
+  doc["format"] = "trackscope.tracks";
+  doc["version"] = "1.0";
+  doc["coordinates"] = "raster pixels of the original video: pixel (i, j) covers [j, j+1) x [i, i+1)";
+  doc["model"] = tracker.model_name;
+  doc["device"] = tracker.device.id;
+  doc["precision"] = core::to_string(tracker.precision);
+  doc["frame_rate"] = fps;
+  doc["first_frame"] = tracks.first_frame;
+  doc["frame_count"] = tracks.frame_count;
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t id = 0; id < tracks.tracks.size(); ++id) {
+    const core::Track& track = tracks.tracks[id];
+    nlohmann::json x = nlohmann::json::array(), y = nlohmann::json::array(), visible = nlohmann::json::array(),
+                   occluded = nlohmann::json::array(), far = nlohmann::json::array();
+    for (const core::TrackPoint& p : track.points) {
+      x.push_back(p.x_px);
+      y.push_back(p.y_px);
+      visible.push_back(p.visible);
+      occluded.push_back(p.p_occluded);
+      far.push_back(p.p_far);
+    }
+    list.push_back({{"track_id", id},
+                    {"query", {{"frame", track.query.frame}, {"x", track.query.x_px}, {"y", track.query.y_px}}},
+                    {"first_frame", track.first_frame},
+                    {"x", x},
+                    {"y", y},
+                    {"visible", visible},
+                    {"p_occluded", occluded},
+                    {"p_far", far}});
+  }
+  doc["tracks"] = list;
+  std::ofstream out(path);
+  if (!out) return core::io_error(fmt::format("cannot write {}", path));
+  out << doc.dump(1) << "\n";
+  out.flush();
+  return out ? core::Status() : core::io_error(fmt::format("writing {} failed", path));
+}
+
+int run_track(const TrackArguments& args) {
+  auto fail = [](const core::Status& status) {
+    std::fprintf(stderr, "trackscope-cli track: %s\n", status.message().c_str());
+    return status.code() == core::StatusCode::invalid_argument ? 2 : 1;
+  };
+  const bool json = args.out.size() > 5 && args.out.substr(args.out.size() - 5) == ".json";
+  if (!json && !(args.out.size() > 4 && args.out.substr(args.out.size() - 4) == ".csv")) {
+    return fail(core::invalid_argument(fmt::format("--out {}: use a .csv or .json file name", args.out)));
+  }
+  core::Expected<std::vector<core::Query>> queries = core::read_queries_csv(args.queries);
+  if (!queries) return fail(queries.status());
+  core::Expected<std::unique_ptr<core::VideoSource>> video = core::VideoSource::open(args.video);
+  if (!video) return fail(video.status());
+
+  core::TrackerOptions options;
+  options.model = args.model;
+  options.device = args.device;
+  core::Expected<core::Precision> precision = core::parse_precision(args.precision);
+  if (!precision) return fail(precision.status());
+  options.precision = *precision;
+  core::Expected<core::InputResize> resize = core::parse_input_resize(args.resize);
+  if (!resize) return fail(resize.status());
+  options.resize = *resize;
+  options.query_chunk = args.chunk;
+  options.memory_budget_mb = args.memory_budget_mb;
+  if (core::Status s = options.check(); !s) return fail(s);
+
+  gpu::keep_freed_host_memory();
+  if (args.threads > 0) gpu::set_cpu_threads(args.threads);
+  std::unique_ptr<core::TrackerFactory> factory = gpu::make_tracker_factory({});
+  core::Expected<std::unique_ptr<core::PointTracker>> tracker = factory->create(options);
+  if (!tracker) return fail(tracker.status());
+  const core::TrackerDescription& description = (*tracker)->description();
+  gpu::reset_peak_device_memory(description.device.id);
+
+  core::TrackRequest request;
+  request.queries = std::move(*queries);
+  request.first_frame = args.first_frame;
+  request.end_frame = args.end_frame;
+  ProgressBar progress(!args.quiet);
+  const auto start = std::chrono::steady_clock::now();
+  core::Expected<core::TrackSet> tracks = (*tracker)->track(**video, request, progress, {});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!tracks) return fail(tracks.status());
+
+  const double fps = (*video)->info().frame_rate.to_double();
+  const core::Status written = json ? write_json(*tracks, description, fps, args.out) : write_csv(*tracks, fps, args.out);
+  if (!written) return fail(written);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double device_peak_mib = static_cast<double>(gpu::peak_device_memory_bytes(description.device.id)) / (1 << 20);
+  std::fprintf(stderr,
+               "tracked %zu points over %lld frames in %.2f s on %s (%s, %s); peak host RSS %.0f MiB%s; wrote %s\n",
+               tracks->tracks.size(), static_cast<long long>(tracks->frame_count), seconds, description.device.id.c_str(),
+               description.model_name.c_str(), core::to_string(description.precision),
+               static_cast<double>(usage.ru_maxrss) / 1024.0,
+               description.device.is_cuda() ? fmt::format(", peak device memory {:.0f} MiB", device_peak_mib).c_str() : "",
+               args.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_track_command(CLI::App& app, CliContext& context) {
+  CLI::App* command = app.add_subcommand("track", "track query points through a video (progress on stderr)");
+  auto args = std::make_shared<TrackArguments>();
+  command->add_option("video", args->video, "video file, image folder or image pattern")->required();
+  command->add_option("--queries", args->queries, "CSV with a 'frame,x,y' header (original-video pixels)")->required();
+  command->add_option("--out", args->out, "tracks.csv (one row per track and frame) or tracks.json")->required();
+  command->add_option("--model", args->model, "default, small, base (official checkpoints) or a weights file")
+      ->capture_default_str();
+  command->add_option("--device", args->device, "auto, cpu, cuda, cuda:N")->capture_default_str();
+  command->add_option("--precision", args->precision, "fp32 (exact), tf32, bf16, fp16")->capture_default_str();
+  command->add_option("--resize", args->resize, "bilinear (as the official inference()) or lanczos (as its evaluation)")
+      ->capture_default_str();
+  command->add_option("--chunk", args->chunk, "queries per chunk (0 = from the memory budget)")->capture_default_str();
+  command->add_option("--memory-budget-mb", args->memory_budget_mb, "working-memory budget (0 = automatic)")
+      ->capture_default_str();
+  command->add_option("--first", args->first_frame, "first frame to track")->capture_default_str();
+  command->add_option("--end", args->end_frame, "one past the last frame (-1 = to the end)")->capture_default_str();
+  command->add_option("--threads", args->threads, "CPU threads for LibTorch (0 = leave the default)")->capture_default_str();
+  command->add_flag("-q,--quiet", args->quiet, "no progress bar");
+  command->callback([&context, args] { context.exit_code = run_track(*args); });
+}
+
+}  // namespace trackscope::app

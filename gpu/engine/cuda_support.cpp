@@ -1,0 +1,85 @@
+// CUDA side of the engine's runtime support (see cuda_support.h). The only engine TU with CUDA headers;
+// compiled only when LibTorch has CUDA (TRACKSCOPE_WITH_CUDA_OPS).
+#include "gpu/engine/cuda_support.h"
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/util/Exception.h>
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+namespace trackscope::gpu::cuda_support {
+namespace {
+
+void check(cudaError_t error, const char* what) {
+  TORCH_CHECK(error == cudaSuccess, what, " failed: ", cudaGetErrorName(error), " (", cudaGetErrorString(error), ")");
+}
+
+cudaEvent_t as_event(Event e) { return static_cast<cudaEvent_t>(e); }
+
+}  // namespace
+
+bool available() { return true; }
+
+EventPool::~EventPool() {
+  for (Event e : events_) cudaEventDestroy(as_event(e));
+}
+
+Event EventPool::next() {
+  if (used_ == events_.size()) {
+    cudaEvent_t event = nullptr;
+    check(cudaEventCreate(&event), "cudaEventCreate");
+    events_.push_back(event);
+  }
+  return events_[used_++];
+}
+
+void record(Event event, int device) {
+  check(cudaEventRecord(as_event(event), at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream()),
+        "cudaEventRecord");
+}
+
+void synchronize_event(Event event) { check(cudaEventSynchronize(as_event(event)), "cudaEventSynchronize"); }
+
+double elapsed_ms(Event start, Event end) {
+  float ms = 0.0f;
+  check(cudaEventElapsedTime(&ms, as_event(start), as_event(end)), "cudaEventElapsedTime");
+  return static_cast<double>(ms);
+}
+
+void synchronize_device(int device) {
+  const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+MemoryInfo memory_info(int device) {
+  const c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  return {static_cast<int64_t>(free_bytes), static_cast<int64_t>(total_bytes)};
+}
+
+namespace {
+// The allocator's counters over all pools (large and small blocks).
+// (auto: the stats types moved from CUDACachingAllocator to c10::CachingDeviceAllocator in LibTorch 2.x;
+// index 0 is the AGGREGATE entry in every version.)
+auto allocated_stat(int device) {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  return stats.allocated_bytes[0];
+}
+}  // namespace
+
+int64_t peak_allocated_bytes(int device) { return allocated_stat(device).peak; }
+int64_t allocated_bytes(int device) { return allocated_stat(device).current; }
+
+void reset_peak_memory(int device) {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device));
+}
+
+void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
+
+void nvtx_push(const char* name) { nvtxRangePushA(name); }
+void nvtx_pop() { nvtxRangePop(); }
+
+}  // namespace trackscope::gpu::cuda_support

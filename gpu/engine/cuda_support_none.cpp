@@ -1,0 +1,21 @@
+// cuda_support.h for builds without Trackscope's CUDA support: nothing is available, nothing is recorded.
+#include "gpu/engine/cuda_support.h"
+
+namespace trackscope::gpu::cuda_support {
+
+bool available() { return false; }
+EventPool::~EventPool() = default;
+Event EventPool::next() { return nullptr; }
+void record(Event /*event*/, int /*device*/) {}
+void synchronize_event(Event /*event*/) {}
+double elapsed_ms(Event /*start*/, Event /*end*/) { return 0.0; }
+void synchronize_device(int /*device*/) {}
+MemoryInfo memory_info(int /*device*/) { return {}; }
+int64_t peak_allocated_bytes(int /*device*/) { return 0; }
+int64_t allocated_bytes(int /*device*/) { return 0; }
+void reset_peak_memory(int /*device*/) {}
+void empty_cache() {}
+void nvtx_push(const char* /*name*/) {}
+void nvtx_pop() {}
+
+}  // namespace trackscope::gpu::cuda_support

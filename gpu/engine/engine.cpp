@@ -1,0 +1,281 @@
+// The tracker's forward pass: the canonical stages with their timings, on the fused kernels or on the
+// reference stage functions (engine.h has the contract).
+#include "gpu/engine/engine.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/version.h>
+
+#include <cmath>
+
+#include "gpu/torch_compat.h"
+
+namespace trackscope::gpu::engine {
+namespace {
+
+using core::Stage;
+
+bool is_reduced(at::ScalarType dtype) { return dtype == at::kBFloat16 || dtype == at::kHalf; }
+
+// A LocoTrack whose parameters are `source`'s converted to `dtype` on `device`.
+std::shared_ptr<const model::LocoTrack> converted_copy(const model::LocoTrack& source, c10::Device device,
+                                                        at::ScalarType dtype) {
+  auto copy = std::make_shared<model::LocoTrack>(source.config());
+  const auto from = source.named_parameters(/*recurse=*/true);
+  {
+    at::NoGradGuard no_grad;
+    for (auto& item : copy->named_parameters(/*recurse=*/true)) {
+      const at::Tensor* value = from.find(item.key());
+      TORCH_CHECK(value != nullptr, "Engine: parameter ", item.key(), " missing in the source model");
+      item.value().set_data(value->to(device, dtype).clone());
+    }
+  }
+  return copy;
+}
+
+// Bilinear samples with border padding (grid_sample, align_corners=false) of grid [1, T, H, W, C] around
+// queries [N, 3] (t, y, x) in 256 space at the 7x7 support offsets, evaluated in float32 whatever the grid's
+// dtype: [1, N, 7, 7, C] float32. The query frame t is an integer, so trilinear sampling at t + 0.5 (the
+// reference) is bilinear sampling of frame t.
+at::Tensor sample_supports_border(const at::Tensor& grid, const at::Tensor& queries_tyx) {
+  const int64_t frames = grid.size(1), height = grid.size(2), width = grid.size(3), channels = grid.size(4);
+  const int64_t count = queries_tyx.size(0);
+  const auto float_options = queries_tyx.options().dtype(at::kFloat);
+  const at::Tensor steps = at::arange(-model::kSupportRadius, model::kSupportRadius + 1, float_options);
+  const at::Tensor offset_y = steps.repeat_interleave(model::kSupportSize), offset_x = steps.repeat({model::kSupportSize});
+  const at::Tensor t = queries_tyx.select(1, 0).round().clamp(0, static_cast<double>(frames - 1)).to(at::kLong);
+  const double to_cells_y = static_cast<double>(height) / model::kModelResolution;
+  const double to_cells_x = static_cast<double>(width) / model::kModelResolution;
+  // Continuous coordinate v is array index v - 0.5; border padding clips the index into the grid first.
+  const at::Tensor iy = (queries_tyx.select(1, 1).mul(to_cells_y).unsqueeze(1) + offset_y - 0.5)
+                            .clamp(0, static_cast<double>(height - 1));
+  const at::Tensor ix = (queries_tyx.select(1, 2).mul(to_cells_x).unsqueeze(1) + offset_x - 0.5)
+                            .clamp(0, static_cast<double>(width - 1));
+  const at::Tensor y0 = iy.floor(), x0 = ix.floor();
+  const at::Tensor wy = (iy - y0).unsqueeze(-1), wx = (ix - x0).unsqueeze(-1);
+  const at::Tensor y0i = y0.to(at::kLong), x0i = x0.to(at::kLong);
+  const at::Tensor y1i = (y0i + 1).clamp_max(height - 1), x1i = (x0i + 1).clamp_max(width - 1);
+  const at::Tensor frame_base = (t * (height * width)).unsqueeze(1);
+  const at::Tensor flat = grid.reshape({frames * height * width, channels});
+  auto corner = [&](const at::Tensor& y, const at::Tensor& x) {
+    return flat.index_select(0, (frame_base + y * width + x).reshape({-1})).to(at::kFloat).view({count, -1, channels});
+  };
+  const at::Tensor out = corner(y0i, x0i) * ((1 - wy) * (1 - wx)) + corner(y0i, x1i) * ((1 - wy) * wx) +
+                         corner(y1i, x0i) * (wy * (1 - wx)) + corner(y1i, x1i) * (wy * wx);
+  return out.view({1, count, model::kSupportSize, model::kSupportSize, channels});
+}
+
+}  // namespace
+
+at::ScalarType compute_dtype_of(core::Precision precision) {
+  switch (precision) {
+    case core::Precision::bf16: return at::kBFloat16;
+    case core::Precision::fp16: return at::kHalf;
+    case core::Precision::fp32:
+    case core::Precision::tf32: break;
+  }
+  return at::kFloat;
+}
+
+Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device, EngineOptions options)
+    : model_(std::move(model)), device_(device), options_(options), compute_dtype_(compute_dtype_of(options.precision)) {
+  TORCH_CHECK(model_ != nullptr, "Engine: no model");
+  TORCH_CHECK(model_->cost_conv->weight.device() == device_, "Engine: the model is on ",
+              model_->cost_conv->weight.device(), ", the engine on ", device_);
+  TORCH_CHECK(model_->cost_conv->weight.scalar_type() == at::kFloat, "Engine: the model must hold float32 weights, got ",
+              model_->cost_conv->weight.scalar_type());
+  TORCH_CHECK(options_.init_queries_per_pass > 0 && options_.cmdtop_samples_per_pass > 0,
+              "Engine: passes must be positive, got init ", options_.init_queries_per_pass, ", CMDTop ",
+              options_.cmdtop_samples_per_pass);
+  fused_ = options_.path != EnginePath::eager;
+  TORCH_CHECK(fused_ || !is_reduced(compute_dtype_), "Engine: ", core::to_string(options_.precision),
+              " needs the fused path (the eager stage functions would round sampling coordinates)");
+#if !TRACKSCOPE_TORCH_AT_LEAST(2, 0)
+  TORCH_CHECK(!(device_.is_cpu() && compute_dtype_ == at::kHalf),
+              "fp16 is not available on the CPU with LibTorch ", TORCH_VERSION, " (no half-precision GEMM): use fp32 or bf16");
+#endif
+  TORCH_CHECK(device_.is_cuda() || options_.precision != core::Precision::tf32,
+              "tf32 is a CUDA tensor-core mode: on the CPU use fp32 (or bf16)");
+  compute_model_ = is_reduced(compute_dtype_) ? converted_copy(*model_, device_, compute_dtype_) : model_;
+
+  const auto parameters = model_->named_parameters(/*recurse=*/true);
+  const ops::CmdTopWeights::Lookup lookup = [&parameters](const std::string& key) -> std::optional<at::Tensor> {
+    const at::Tensor* t = parameters.find(key);
+    return t == nullptr ? std::nullopt : std::optional<at::Tensor>(*t);
+  };
+  if (fused_) {
+    ops::CmdTopFast::Options cmdtop_options;
+    cmdtop_options.compute_dtype = compute_dtype_;
+    cmdtop_options.max_samples_per_pass = options_.cmdtop_samples_per_pass;
+    for (size_t level = 0; level < cmdtop_.size(); ++level) {
+      cmdtop_[level].emplace(ops::CmdTopWeights::from_named(lookup, "cmdtop." + std::to_string(level) + "."), device_,
+                             cmdtop_options);
+    }
+  }
+  cost_conv_weight_ = model_->cost_conv->weight.contiguous();
+  cost_conv_bias_ = model_->cost_conv->bias.contiguous();
+  occ_weight_ = model_->occ_linear->weight.contiguous();
+  occ_bias_ = model_->occ_linear->bias.contiguous();
+  cost_.model_size = model_->config().size == model::ModelSize::small ? core::ModelSize::small : core::ModelSize::base;
+}
+
+void Engine::apply_precision_flags() const { compat::set_tf32_allowed(options_.precision != core::Precision::fp32); }
+
+core::WorkCost Engine::cost_of(Stage stage, int64_t chunk_points) const {
+  core::CostModelConfig config = cost_;
+  config.dtype_bytes = static_cast<int>(c10::elementSize(compute_dtype_));
+  config.fused_correlation = fused_;
+  if (config.check().ok()) return core::chunk_stage_cost(stage, config, static_cast<int>(chunk_points));
+  return {};
+}
+
+at::Tensor Engine::prepare_frames(const at::Tensor& frames_u8) const {
+  TORCH_CHECK(frames_u8.dim() == 4 && frames_u8.size(3) == 3 && frames_u8.scalar_type() == at::kByte,
+              "prepare_frames: expected uint8 frames [F, H, W, 3], got ", frames_u8.scalar_type(), " ", frames_u8.sizes());
+  at::Tensor video = model::normalize_video_u8(frames_u8.to(device_).unsqueeze(0));
+  video = model::resize_video_bilinear(video, model::kModelResolution, model::kModelResolution);
+  const at::ScalarType storage = is_reduced(compute_dtype_) ? compute_dtype_ : at::kFloat;
+  return video.squeeze(0).to(storage).contiguous();
+}
+
+model::FeatureGrids Engine::allocate_grids(int64_t frames) const {
+  const auto options = at::TensorOptions().device(device_).dtype(compute_dtype_);
+  model::FeatureGrids grids;
+  grids.lowres = at::empty({1, frames, 32, 32, 256}, options);
+  grids.hires = at::empty({1, frames, 64, 64, 128}, options);
+  grids.highest = at::empty({1, frames, 128, 128, 64}, options);
+  return grids;
+}
+
+void Engine::compute_features(const at::Tensor& frames, model::FeatureGrids& grids, int64_t first,
+                              StageRecorder& recorder) const {
+  const int64_t count = frames.size(0);
+  TORCH_CHECK(first >= 0 && first + count <= grids.frames(), "compute_features: frames [", first, ", ", first + count,
+              ") outside the grids' ", grids.frames());
+  const int64_t total = std::max<int64_t>(1, cost_.frames);
+  const auto scope = recorder.time(Stage::backbone, 0, 0,
+                                   cost_of(Stage::backbone, 0) * (static_cast<double>(count) / static_cast<double>(total)));
+  const auto features = model::compute_frame_features(*compute_model_, frames.to(compute_dtype_));
+  grids.lowres.select(0, 0).narrow(0, first, count).copy_(features[0]);
+  grids.hires.select(0, 0).narrow(0, first, count).copy_(features[1]);
+  grids.highest.select(0, 0).narrow(0, first, count).copy_(features[2]);
+}
+
+model::QueryFeatures Engine::query_features(const model::FeatureGrids& grids, const at::Tensor& queries_tyx,
+                                            StageRecorder& recorder) const {
+  const auto scope = recorder.time(Stage::query_features, 0, 0, cost_of(Stage::query_features, 0));
+  const at::Tensor queries = queries_tyx.to(device_, at::kFloat);
+  if (!is_reduced(compute_dtype_)) return model::compute_query_features(grids, queries);
+  // Reduced-precision grids: sample in float32 (grid_sample would take bf16 coordinates), a block of queries at
+  // a time to bound the corner gathers, then store the supports in the compute dtype.
+  constexpr int64_t kBlock = 1024;
+  const int64_t count = queries.size(1);
+  model::QueryFeatures out;
+  const std::array<const at::Tensor*, 3> levels = {&grids.lowres, &grids.hires, &grids.highest};
+  const std::array<at::Tensor*, 3> supports = {&out.lowres_support, &out.hires_support, &out.highest_support};
+  const std::array<at::Tensor*, 3> centres = {&out.lowres, &out.hires, &out.highest};
+  for (size_t level = 0; level < levels.size(); ++level) {
+    const at::Tensor& grid = *levels[level];
+    at::Tensor support = at::empty({1, count, model::kSupportSize, model::kSupportSize, grid.size(4)}, grid.options());
+    for (int64_t begin = 0; begin < count; begin += kBlock) {
+      const int64_t length = std::min(kBlock, count - begin);
+      support.narrow(1, begin, length).copy_(sample_supports_border(grid, queries[0].narrow(0, begin, length)));
+    }
+    *supports[level] = support;
+    *centres[level] = support.select(2, model::kSupportRadius).select(2, model::kSupportRadius);
+  }
+  return out;
+}
+
+model::TrackState Engine::initialise(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
+                                     const at::Tensor& chunk_queries_tyx, int chunk_index, StageRecorder& recorder) const {
+  const int64_t count = chunk.queries();
+  const auto scope = recorder.time(Stage::init, chunk_index, 0, cost_of(Stage::init, count));
+  if (!fused_) return model::initialise_tracks(*model_, grids, chunk, chunk_queries_tyx);
+  const at::Tensor q = chunk_queries_tyx.select(0, 0);                      // [n, 3] (t, y, x)
+  const at::Tensor query_xy = at::stack({q.select(1, 2), q.select(1, 1)}, 1);  // [n, 2] (x, y)
+  const ops::InitResult init = ops::init_from_cost_volume(
+      chunk.lowres.select(0, 0), chunk.hires.select(0, 0), grids.lowres.select(0, 0), grids.hires.select(0, 0),
+      cost_conv_weight_, cost_conv_bias_, q.select(1, 0), query_xy.contiguous(), options_.init_queries_per_pass);
+  const at::Tensor logits = at::linear(init.stats, occ_weight_, occ_bias_);  // [n, T, 2]
+  return {init.points.unsqueeze(0), logits.select(-1, 0).unsqueeze(0), logits.select(-1, 1).unsqueeze(0)};
+}
+
+model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
+                                 const model::TrackState& previous, int chunk_index, int iteration,
+                                 StageRecorder& recorder) const {
+  const int64_t count = previous.tracks.size(1), frames = previous.tracks.size(2);
+  if (!fused_) {
+    std::array<at::Tensor, 3> correlations;
+    at::Tensor encoded;
+    {
+      const auto scope = recorder.time(Stage::refine_correlation, chunk_index, iteration,
+                                       cost_of(Stage::refine_correlation, count));
+      correlations = model::local_correlations(grids, chunk, previous.tracks);
+    }
+    {
+      const auto scope = recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
+      encoded = model::encode_correlations(*model_, correlations, 1, count);
+    }
+    const auto scope = recorder.time(Stage::refine_transformer, chunk_index, iteration,
+                                     cost_of(Stage::refine_transformer, count));
+    return model::apply_mixer(*model_, encoded, previous);
+  }
+
+  // Level order of the reference: hires, lowres, highest (cmdtop.0 .. cmdtop.2).
+  const std::array<const at::Tensor*, 3> levels = {&grids.hires, &grids.lowres, &grids.highest};
+  const std::array<const at::Tensor*, 3> supports = {&chunk.hires_support, &chunk.lowres_support,
+                                                     &chunk.highest_support};
+  const at::Tensor tracks = previous.tracks.select(0, 0);  // [n, T, 2] float32, 256 space
+  const at::ScalarType corr_dtype = is_reduced(compute_dtype_) ? compute_dtype_ : at::kFloat;
+  std::array<at::Tensor, 3> correlations;
+  {
+    const auto scope = recorder.time(Stage::refine_correlation, chunk_index, iteration,
+                                     cost_of(Stage::refine_correlation, count));
+    for (size_t level = 0; level < levels.size(); ++level) {
+      const at::Tensor grid = levels[level]->select(0, 0);
+      // Grid cells from 256 space, multiplying first as the reference does (the grids are square).
+      const at::Tensor points = tracks.mul(static_cast<double>(grid.size(2))).div(static_cast<double>(model::kModelResolution));
+      correlations[level] = at::empty({count, frames, 7, 7, 7, 7}, tracks.options().dtype(corr_dtype));
+      ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level]);
+    }
+  }
+  std::vector<at::Tensor> pieces(6);
+  {
+    const auto scope = recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
+    for (size_t level = 0; level < levels.size(); ++level) {
+      pieces[2 + level] = cmdtop_[level]->forward(correlations[level]).view({count, frames, -1});
+      correlations[level] = at::Tensor();
+    }
+  }
+  const auto scope = recorder.time(Stage::refine_transformer, chunk_index, iteration,
+                                   cost_of(Stage::refine_transformer, count));
+  const at::Tensor occlusion = previous.occlusion.select(0, 0), expected = previous.expected_dist.select(0, 0);
+  pieces[0] = occlusion.unsqueeze(-1).to(compute_dtype_);
+  pieces[1] = expected.unsqueeze(-1).to(compute_dtype_);
+  pieces[5] = model::relative_motion_encoding(tracks).to(compute_dtype_);
+  const at::Tensor update = compute_model_->torch_pips_mixer->forward(at::cat(pieces, -1)).to(at::kFloat);  // [n, T, 4]
+  model::TrackState next;
+  next.tracks = (update.narrow(-1, 0, 2) + tracks).unsqueeze(0);
+  next.occlusion = (update.select(-1, 2) + occlusion).unsqueeze(0);
+  next.expected_dist = (update.select(-1, 3) + expected).unsqueeze(0);
+  return next;
+}
+
+model::TrackState Engine::track_chunk(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
+                                      const at::Tensor& chunk_queries_tyx, int chunk_index, StageRecorder& recorder,
+                                      std::vector<model::TrackState>* every_iteration) const {
+  TORCH_CHECK(chunk_queries_tyx.dim() == 3 && chunk_queries_tyx.size(0) == 1 &&
+                  chunk_queries_tyx.size(1) == chunk.queries() && chunk_queries_tyx.size(2) == 3,
+              "track_chunk: expected queries [1, ", chunk.queries(), ", 3], got ", chunk_queries_tyx.sizes());
+  const at::Tensor queries = chunk_queries_tyx.to(device_, at::kFloat);
+  model::TrackState state = initialise(grids, chunk, queries, chunk_index, recorder);
+  if (every_iteration != nullptr) every_iteration->push_back(state);
+  for (int iteration = 1; iteration <= model_->config().refinement_iterations; ++iteration) {
+    state = refine(grids, chunk, state, chunk_index, iteration, recorder);
+    if (every_iteration != nullptr) every_iteration->push_back(state);
+  }
+  return state;
+}
+
+}  // namespace trackscope::gpu::engine

@@ -1,0 +1,122 @@
+#pragma once
+// Engine: LocoTrack's forward pass as the tracker runs it (torch-side header: include only from gpu/ .cpp
+// files). It owns what a model needs on one device at one precision (a copy of the weights in the compute
+// dtype, the prepared CMDTop encoders, fp32 copies of the small heads) and runs the pipeline in the
+// canonical stages of core/perf/stage_timing.h, timing each one through a StageRecorder and attaching the
+// stage's FLOP and byte counts (core/perf/cost_model.h).
+//
+//   Engine engine(model, at::Device("cuda:0"), {.precision = core::Precision::bf16});
+//   engine.set_cost_config(cost);                       // N, T, chunk of this run, for the stage costs
+//   engine.apply_precision_flags();                     // TF32 switches (process-global in LibTorch)
+//   model::FeatureGrids grids = engine.allocate_grids(T);
+//   engine.compute_features(frames, grids, 0, recorder);              // per frame chunk, frames [F,256,256,3]
+//   model::QueryFeatures q = engine.query_features(grids, queries_tyx, recorder);   // [1, N, 3] in 256 space
+//   model::TrackState state = engine.track_chunk(grids, q.slice(b, e), queries_tyx.narrow(1, b, e - b), c, recorder);
+//
+// Paths. `fused` runs Trackscope's kernels (gpu/ops: local_corr4d, init_from_cost_volume, CmdTopFast); `eager`
+// runs the reference stage functions of gpu/model (the official op sequence). Precision:
+//   fp32  float32 everywhere, TF32 off (exact mode: parity with the official implementation);
+//   tf32  float32 storage, TF32 tensor cores allowed for convolutions and matrix products;
+//   bf16 / fp16  backbone, feature grids, correlations, CMDTop and transformer in that dtype (fp32
+//         accumulation in the kernels); track positions, logits, soft-argmax and sampling coordinates stay fp32.
+// Reduced precisions need the fused path (the eager functions would round sampling coordinates).
+//
+// Coordinates: queries (t, y, x) and tracks (x, y) in 256-space raster pixels (pixel i covers [i, i+1)).
+// Threads: an Engine is used by one thread at a time (the tracking thread); it holds no thread affinity.
+// Errors: c10::Error from LibTorch / the ops propagate; the tracker converts them at the gpu/ boundary.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <array>
+#include <memory>
+#include <optional>
+
+#include "core/perf/cost_model.h"
+#include "core/tracking/point_tracker.h"
+#include "gpu/engine/stage_recorder.h"
+#include "gpu/model/locotrack.h"
+#include "gpu/ops/ops.h"
+
+namespace trackscope::gpu::engine {
+
+enum class EnginePath {
+  automatic,   // fused (the only path for bf16/fp16, and the faster one for fp32 on CUDA and the CPU)
+  fused,
+  eager,
+};
+
+struct EngineOptions {
+  core::Precision precision = core::Precision::fp32;
+  EnginePath path = EnginePath::automatic;
+  int64_t init_queries_per_pass = 256;     // bounds init's cost-volume temporaries (ops::init_from_cost_volume)
+  int64_t cmdtop_samples_per_pass = 4096;  // bounds CMDTop's temporaries (ops::CmdTopFast)
+};
+
+/// Compute dtype of a precision: float32 for fp32/tf32, bfloat16, float16.
+at::ScalarType compute_dtype_of(core::Precision precision);
+
+class Engine {
+ public:
+  /// `model` holds float32 weights on `device`. Throws c10::Error when the precision needs what the device
+  /// lacks (fp16 on the CPU with LibTorch < 2: no half GEMM) or for eager + reduced precision.
+  Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device, EngineOptions options);
+
+  c10::Device device() const { return device_; }
+  const EngineOptions& options() const { return options_; }
+  bool fused() const { return fused_; }
+  at::ScalarType compute_dtype() const { return compute_dtype_; }
+  const model::LocoTrack& model() const { return *model_; }
+  /// -1 for the CPU, else the CUDA device index (for StageRecorder and cuda_support).
+  int cuda_index() const { return device_.is_cuda() ? device_.index() : -1; }
+
+  /// Sets LibTorch's TF32 switches for this precision (fp32: off; otherwise on). They are process-global:
+  /// call it on the tracking thread before each run.
+  void apply_precision_flags() const;
+
+  /// The run's shape, for the stage costs attached to every sample (frames, points, chunk, dtype bytes).
+  void set_cost_config(const core::CostModelConfig& config) { cost_ = config; }
+  const core::CostModelConfig& cost_config() const { return cost_; }
+
+  /// Normalised video frames in the engine's storage dtype (float32 for fp32/tf32, else the compute dtype):
+  /// uint8 [F, H, W, 3] (any size, on any device) -> [F, 256, 256, 3] in [-1, 1] on the device, resized
+  /// bilinearly as the official inference() does (align_corners=false, no antialias) when not 256x256.
+  at::Tensor prepare_frames(const at::Tensor& frames_u8) const;
+
+  /// Uninitialised feature grids for `frames` frames ([1, T, ...], compute dtype, on the device).
+  model::FeatureGrids allocate_grids(int64_t frames) const;
+  /// Backbone of frames [F, 256, 256, 3] (prepare_frames' output) into grids frames [first, first + F).
+  void compute_features(const at::Tensor& frames, model::FeatureGrids& grids, int64_t first,
+                        StageRecorder& recorder) const;
+
+  /// Query features and supports of queries [1, N, 3] (t, y, x) in 256 space (integer t) from the grids.
+  model::QueryFeatures query_features(const model::FeatureGrids& grids, const at::Tensor& queries_tyx,
+                                      StageRecorder& recorder) const;
+
+  /// Initialisation and every refinement iteration of one query chunk: the final estimate, [1, n, T, ...]
+  /// float32 in 256 space. `every_iteration`, if given, receives iteration 0 (init) .. 4.
+  model::TrackState track_chunk(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
+                                const at::Tensor& chunk_queries_tyx, int chunk_index, StageRecorder& recorder,
+                                std::vector<model::TrackState>* every_iteration = nullptr) const;
+
+ private:
+  model::TrackState initialise(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
+                               const at::Tensor& chunk_queries_tyx, int chunk_index, StageRecorder& recorder) const;
+  model::TrackState refine(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
+                           const model::TrackState& previous, int chunk_index, int iteration,
+                           StageRecorder& recorder) const;
+  core::WorkCost cost_of(core::Stage stage, int64_t chunk_points) const;
+
+  std::shared_ptr<const model::LocoTrack> model_;          // float32 weights
+  std::shared_ptr<const model::LocoTrack> compute_model_;  // weights in the compute dtype (== model_ for fp32)
+  c10::Device device_;
+  EngineOptions options_;
+  at::ScalarType compute_dtype_;
+  bool fused_ = true;
+  std::array<std::optional<ops::CmdTopFast>, 3> cmdtop_;  // level order: hires, lowres, highest
+  at::Tensor cost_conv_weight_, cost_conv_bias_;           // float32 (the fused init's operands)
+  at::Tensor occ_weight_, occ_bias_;                       // float32
+  core::CostModelConfig cost_;
+};
+
+}  // namespace trackscope::gpu::engine

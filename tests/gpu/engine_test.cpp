@@ -1,0 +1,473 @@
+// The tracker's engine and LocoTrackTracker against the official implementation's fixtures
+// (../shared/fixtures/locotrack): the fused path and the eager path in exact mode, the stage samples, reduced
+// precision against exact mode, and the whole PointTracker (frames from a VideoSource, chunking, memory plan,
+// cancellation, bad requests) against the reference inference() on the 320x180 clip.
+//
+// The same binary runs on the CPU (ctest gpu/engine, label unit) and on CUDA (gpu/engine_cuda, label gpu:
+// TRACKSCOPE_TEST_DEVICE=cuda; skipped without CUDA). Tolerances are those of the tracker issue: tracks
+// <= 1e-3 px, logits <= 1e-4 relative L2; every comparison prints its figures.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/cuda.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "core/tracking/point_tracker.h"
+#include "gpu/cpu_runtime.h"
+#include "gpu/engine/engine.h"
+#include "gpu/torch_compat.h"
+#include "gpu/tracker/locotrack_tracker.h"
+#include "gpu/tracker_factory.h"
+#include "gpu/weights/weights.h"
+
+namespace trackscope::gpu {
+namespace {
+
+namespace fs = std::filesystem;
+using model::ModelSize;
+
+const fs::path kFixtures = fs::path(TRACKSCOPE_SHARED_DIR) / "fixtures" / "locotrack";
+constexpr double kTrackTolerancePx = 1e-3;
+constexpr double kLogitRelativeL2 = 1e-4;
+constexpr double kVisibilityMargin = 1e-4;
+
+std::string device_name() {
+  const char* env = std::getenv("TRACKSCOPE_TEST_DEVICE");
+  return env != nullptr && std::string(env) == "cuda" ? "cuda:0" : "cpu";
+}
+bool wants_cuda() { return device_name() != "cpu"; }
+
+struct Figures {
+  double max_abs = 0.0;
+  double relative_l2 = 0.0;
+};
+
+Figures compare(const at::Tensor& actual, const at::Tensor& expected) {
+  const at::Tensor a = actual.to(at::kCPU, at::kDouble), e = expected.to(at::kCPU, at::kDouble);
+  EXPECT_EQ(a.sizes(), e.sizes());
+  if (a.sizes() != e.sizes()) return {1e30, 1e30};
+  const at::Tensor d = a - e;
+  return {d.abs().max().item<double>(), d.norm().item<double>() / std::max(e.norm().item<double>(), 1e-30)};
+}
+
+std::map<std::string, at::Tensor> read_fixture(const std::string& name) {
+  core::Expected<weights::StateDict> state = weights::read_state_dict(kFixtures / name);
+  if (!state) throw std::runtime_error(state.status().message());
+  std::map<std::string, at::Tensor> out;
+  for (auto& [key, tensor] : state->tensors) out.emplace(key, tensor);
+  return out;
+}
+
+const std::map<std::string, at::Tensor>& inputs() {
+  static const std::map<std::string, at::Tensor> cached = read_fixture("parity_inputs.safetensors");
+  return cached;
+}
+
+fs::path weights_path(ModelSize size) {
+  return kFixtures / fmt::format("locotrack_{}_random_bf16.safetensors", model::model_size_name(size));
+}
+
+std::shared_ptr<const model::LocoTrack> load_model(ModelSize size) {
+  static std::map<ModelSize, std::shared_ptr<const model::LocoTrack>> cache;
+  auto& entry = cache[size];
+  if (!entry) {
+    core::Expected<weights::LoadedModel> loaded = weights::load_locotrack(weights_path(size), at::Device(device_name()));
+    if (!loaded) throw std::runtime_error(loaded.status().message());
+    entry = loaded->model;
+  }
+  return entry;
+}
+
+// A VideoSource serving the frames of a uint8 tensor [T, H, W, 3].
+class TensorVideo final : public core::VideoSource {
+ public:
+  explicit TensorVideo(at::Tensor frames) : frames_(frames.contiguous()) {
+    info_.width = static_cast<int>(frames_.size(2));
+    info_.height = static_cast<int>(frames_.size(1));
+    info_.frame_count = frames_.size(0);
+    info_.frame_rate = {25, 1};
+    info_.codec = "tensor";
+  }
+  const core::VideoInfo& info() const override { return info_; }
+  core::Expected<core::FramePtr> read_frame(int64_t index, core::FrameSize size) override {
+    if (index < 0 || index >= info_.frame_count || !size.native()) return core::invalid_argument("bad frame request");
+    auto frame = std::make_shared<core::Frame>();
+    frame->index = index;
+    frame->width = info_.width;
+    frame->height = info_.height;
+    const at::Tensor f = frames_[index];
+    frame->rgb.assign(f.data_ptr<uint8_t>(), f.data_ptr<uint8_t>() + f.numel());
+    ++reads;
+    return core::FramePtr(frame);
+  }
+  double last_decode_ms() const override { return 0.0; }
+  int reads = 0;
+
+ private:
+  at::Tensor frames_;
+  core::VideoInfo info_;
+};
+
+struct RecordingObserver final : core::TrackObserver {
+  void on_progress(const core::TrackProgress& p) override { progress.push_back(p); }
+  void on_stage(const core::StageSample& s) override { stages.push_back(s); }
+  void on_partial(const core::TrackSet& partial, size_t first) override {
+    partials.emplace_back(first, partial.tracks.size());
+    if (stop_after_partials > 0 && static_cast<int>(partials.size()) >= stop_after_partials) stop.request_stop();
+  }
+  std::vector<core::TrackProgress> progress;
+  std::vector<core::StageSample> stages;
+  std::vector<std::pair<size_t, size_t>> partials;
+  int stop_after_partials = 0;
+  std::stop_source stop;
+};
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const char* threads = std::getenv("TRACKSCOPE_TEST_THREADS");
+    set_cpu_threads(threads != nullptr ? std::atoi(threads) : 1);
+    keep_freed_host_memory();
+  }
+  void SetUp() override {
+    if (wants_cuda() && !torch::cuda::is_available()) {
+      GTEST_SKIP() << "TRACKSCOPE_TEST_DEVICE=cuda but LibTorch sees no CUDA device: the CUDA engine run is skipped";
+    }
+  }
+  static std::string label(const char* what) { return fmt::format("[engine {}] {}", device_name(), what); }
+
+  static void expect_tracks(const std::string& what, const at::Tensor& actual, const at::Tensor& expected,
+                            double tolerance = kTrackTolerancePx) {
+    const Figures f = compare(actual, expected);
+    std::printf("%s: max |d| = %.3g px, rel L2 = %.3g (tolerance %.3g px)\n", what.c_str(), f.max_abs, f.relative_l2, tolerance);
+    EXPECT_LE(f.max_abs, tolerance) << what;
+  }
+  static void expect_logits(const std::string& what, const at::Tensor& actual, const at::Tensor& expected,
+                            double tolerance = kLogitRelativeL2) {
+    const Figures f = compare(actual, expected);
+    std::printf("%s: max |d| = %.3g, rel L2 = %.3g (tolerance %.3g)\n", what.c_str(), f.max_abs, f.relative_l2, tolerance);
+    EXPECT_LE(f.relative_l2, tolerance) << what;
+  }
+
+  // Every iteration of the engine on the parity inputs (16 frames, 12 queries, one chunk).
+  static std::vector<model::TrackState> run_engine(ModelSize size, engine::EngineOptions options,
+                                                   std::vector<core::StageSample>* samples = nullptr,
+                                                   int64_t frame_count = 16) {
+    c10::InferenceMode inference;
+    engine::Engine engine(load_model(size), at::Device(device_name()), options);
+    engine.apply_precision_flags();
+    core::CostModelConfig cost;
+    cost.frames = static_cast<int>(frame_count);
+    cost.points = 12;
+    cost.chunk = 12;
+    engine.set_cost_config(cost);
+    engine::StageRecorder recorder(engine.cuda_index());
+    const at::Tensor frames = engine.prepare_frames(inputs().at("video_u8")[0].narrow(0, 0, frame_count));
+    model::FeatureGrids grids = engine.allocate_grids(frame_count);
+    const int64_t first_call = frame_count * 5 / 8;  // two backbone calls
+    engine.compute_features(frames.narrow(0, 0, first_call), grids, 0, recorder);
+    engine.compute_features(frames.narrow(0, first_call, frame_count - first_call), grids, first_call, recorder);
+    at::Tensor queries = inputs().at("query_points_tyx").to(engine.device());
+    queries = at::stack({queries.select(-1, 0).remainder(static_cast<double>(frame_count)), queries.select(-1, 1),
+                         queries.select(-1, 2)}, -1);
+    const model::QueryFeatures features = engine.query_features(grids, queries, recorder);
+    std::vector<model::TrackState> iterations;
+    engine.track_chunk(grids, features, queries, 0, recorder, &iterations);
+    std::vector<core::StageSample> collected = recorder.collect();
+    if (samples != nullptr) *samples = collected;
+    compat::set_tf32_allowed(false);
+    return iterations;
+  }
+
+  void expect_parity(ModelSize size, engine::EnginePath path) {
+    engine::EngineOptions options;
+    options.path = path;
+    const auto reference = read_fixture(fmt::format("parity_{}.safetensors", model::model_size_name(size)));
+    const std::vector<model::TrackState> iterations = run_engine(size, options);
+    ASSERT_EQ(iterations.size(), 5u);
+    const std::string name = fmt::format("[engine {} {} {}]", device_name(), model::model_size_name(size),
+                                         path == engine::EnginePath::eager ? "eager" : "fused");
+    for (int i = 0; i <= 4; ++i) {
+      expect_tracks(fmt::format("{} iter{} tracks", name, i), iterations[i].tracks, reference.at(fmt::format("iter{}_tracks", i)));
+    }
+    expect_tracks(name + " out tracks", iterations.back().tracks, reference.at("out_tracks"));
+    expect_logits(name + " out occlusion", iterations.back().occlusion, reference.at("out_occlusion"));
+    expect_logits(name + " out expected_dist", iterations.back().expected_dist, reference.at("out_expected_dist"));
+  }
+};
+
+TEST_F(EngineTest, FusedExactModeMatchesTheReferenceSmall) { expect_parity(ModelSize::small, engine::EnginePath::fused); }
+TEST_F(EngineTest, FusedExactModeMatchesTheReferenceBase) { expect_parity(ModelSize::base, engine::EnginePath::fused); }
+TEST_F(EngineTest, EagerPathMatchesTheReferenceSmall) { expect_parity(ModelSize::small, engine::EnginePath::eager); }
+
+TEST_F(EngineTest, StageSamplesCoverThePipelineWithCosts) {
+  std::vector<core::StageSample> samples;
+  run_engine(ModelSize::small, {}, &samples);
+  std::map<core::Stage, int> count;
+  std::map<core::Stage, std::set<int>> iterations;
+  for (const core::StageSample& s : samples) {
+    ++count[s.stage];
+    iterations[s.stage].insert(s.iteration);
+    EXPECT_GE(s.elapsed_ms, 0.0) << core::stage_name(s.stage);
+    EXPECT_EQ(s.clock, wants_cuda() ? core::StageClock::device_events : core::StageClock::host_steady);
+    if (s.stage != core::Stage::query_features) {
+      EXPECT_GT(s.flops, 0.0) << core::stage_name(s.stage);
+    }
+    EXPECT_GT(s.bytes, 0.0) << core::stage_name(s.stage);
+  }
+  EXPECT_EQ(count[core::Stage::backbone], 2);
+  EXPECT_EQ(count[core::Stage::query_features], 1);
+  EXPECT_EQ(count[core::Stage::init], 1);
+  for (core::Stage stage : {core::Stage::refine_correlation, core::Stage::refine_encoder, core::Stage::refine_transformer}) {
+    EXPECT_EQ(count[stage], 4) << core::stage_name(stage);
+    EXPECT_EQ(iterations[stage], (std::set<int>{1, 2, 3, 4})) << core::stage_name(stage);
+  }
+  // The two backbone calls carry 10/16 and 6/16 of the video's backbone FLOPs.
+  double backbone_flops = 0.0;
+  for (const core::StageSample& s : samples) {
+    if (s.stage == core::Stage::backbone) backbone_flops += s.flops;
+  }
+  core::CostModelConfig cost;
+  cost.frames = 16;
+  cost.points = 12;
+  cost.chunk = 12;
+  EXPECT_NEAR(backbone_flops, core::stage_cost(core::Stage::backbone, cost).flops, 1e-6 * backbone_flops);
+}
+
+// bf16 against exact mode. With random weights the tracks are meaningless and amplify rounding (the tracker
+// issue says so); the features and the initialisation are where bf16 must stay close. On the CPU, bf16
+// convolutions are emulated by oneDNN (~16 s per frame here), so the CPU run uses 3 frames.
+TEST_F(EngineTest, Bf16StaysCloseToExactModeWhereRandomWeightsAllowIt) {
+  engine::EngineOptions exact;
+  engine::EngineOptions bf16;
+  bf16.precision = core::Precision::bf16;
+  const int64_t frames = wants_cuda() ? 16 : 3;
+  const auto a = run_engine(ModelSize::small, exact, nullptr, frames);
+  const auto b = run_engine(ModelSize::small, bf16, nullptr, frames);
+  ASSERT_EQ(b.size(), 5u);
+  for (const auto& state : b) {
+    EXPECT_TRUE(at::isfinite(state.tracks).all().item<bool>());
+    EXPECT_EQ(state.tracks.scalar_type(), at::kFloat);
+  }
+  const Figures init = compare(b[0].tracks, a[0].tracks);
+  const Figures out = compare(b.back().tracks, a.back().tracks);
+  const Figures occlusion = compare(b.back().occlusion, a.back().occlusion);
+  const double mean_init = (b[0].tracks - a[0].tracks).abs().mean().item<double>();
+  const double mean_out = (b.back().tracks - a.back().tracks).abs().mean().item<double>();
+  std::printf("%s: init tracks mean %.3g / max %.3g px; out tracks mean %.3g / max %.3g px; occlusion rel L2 %.3g\n",
+              label("bf16 vs fp32, random weights").c_str(), mean_init, init.max_abs, mean_out, out.max_abs,
+              occlusion.relative_l2);
+  // Initial tracks come from an argmax over 4096 cells of similar random costs: most points agree within a
+  // cell (4 px), a few jump. The median difference must be sub-cell.
+  const double median_init = (b[0].tracks - a[0].tracks).abs().flatten().median().item<double>();
+  EXPECT_LT(median_init, 4.0);
+  EXPECT_LT(occlusion.relative_l2, 0.1);
+}
+
+// --- the whole tracker ---------------------------------------------------------------------------------------
+
+core::TrackerDescription describe(ModelSize size) {
+  core::TrackerDescription d;
+  d.model_name = std::string(model::model_display_name(size));
+  d.model_size = std::string(model::model_size_name(size));
+  d.device.id = device_name();
+  return d;
+}
+
+std::unique_ptr<LocoTrackTracker> make_tracker(ModelSize size, int chunk = 0, int64_t budget = int64_t{4} << 30) {
+  LocoTrackTrackerOptions options;
+  options.query_chunk = chunk;
+  options.memory_budget_bytes = budget;
+  return std::make_unique<LocoTrackTracker>(load_model(size), describe(size), options);
+}
+
+// The inference() fixture's queries (t, y, x) in the 320x180 clip's pixels.
+core::TrackRequest clip_request() {
+  core::TrackRequest request;
+  const at::Tensor q = inputs().at("inf_query_points_tyx")[0].to(at::kDouble);
+  for (int64_t i = 0; i < q.size(0); ++i) {
+    request.queries.push_back({static_cast<int64_t>(std::llround(q[i][0].item<double>())), q[i][2].item<double>(),
+                               q[i][1].item<double>()});
+  }
+  return request;
+}
+
+at::Tensor tracks_tensor(const core::TrackSet& set) {
+  at::Tensor t = at::empty({1, static_cast<int64_t>(set.tracks.size()), set.frame_count, 2}, at::kDouble);
+  for (size_t q = 0; q < set.tracks.size(); ++q) {
+    for (int64_t f = 0; f < set.frame_count; ++f) {
+      t[0][static_cast<int64_t>(q)][f][0] = set.tracks[q].points[static_cast<size_t>(f)].x_px;
+      t[0][static_cast<int64_t>(q)][f][1] = set.tracks[q].points[static_cast<size_t>(f)].y_px;
+    }
+  }
+  return t;
+}
+
+TEST_F(EngineTest, TrackerReproducesTheOfficialInferenceOnTheClip) {
+  TensorVideo video(inputs().at("inf_video_u8")[0]);
+  RecordingObserver observer;
+  auto tracker = make_tracker(ModelSize::small, 5);  // chunks of 5, 5, 2
+  core::Expected<core::TrackSet> result = tracker->track(video, clip_request(), observer, {});
+  ASSERT_TRUE(result) << result.status().message();
+  const auto reference = read_fixture("parity_small.safetensors");
+  expect_tracks(label("tracker on the 320x180 clip (orig px)"), tracks_tensor(*result), reference.at("inf_tracks"));
+  const at::Tensor occluded = reference.at("inf_occluded");
+  int differing = 0, unexplained = 0;
+  for (size_t q = 0; q < result->tracks.size(); ++q) {
+    for (int64_t f = 0; f < result->frame_count; ++f) {
+      const core::TrackPoint& p = result->tracks[q].points[static_cast<size_t>(f)];
+      const bool theirs = occluded[0][static_cast<int64_t>(q)][f].item<int>() != 0;
+      if (p.visible == !theirs) continue;
+      ++differing;
+      const double p_occ = 1.0 - (1.0 - p.p_occluded) * (1.0 - p.p_far);
+      if (std::abs(p_occ - 0.5) >= kVisibilityMargin) ++unexplained;
+    }
+  }
+  std::printf("%s: %d flags differ, %d beyond the margin\n", label("tracker visibility").c_str(), differing, unexplained);
+  EXPECT_EQ(unexplained, 0);
+  EXPECT_EQ(video.reads, 16);  // every frame decoded once
+  ASSERT_EQ(observer.partials.size(), 3u);
+  EXPECT_EQ(observer.partials[1], (std::pair<size_t, size_t>{5, 5}));
+  EXPECT_EQ(observer.partials[2], (std::pair<size_t, size_t>{10, 2}));
+  ASSERT_FALSE(observer.progress.empty());
+  EXPECT_DOUBLE_EQ(observer.progress.back().fraction, 1.0);
+  std::set<core::Stage> stages;
+  for (const auto& s : observer.stages) stages.insert(s.stage);
+  for (core::Stage stage : {core::Stage::decode, core::Stage::resize_normalize, core::Stage::backbone,
+                            core::Stage::query_features, core::Stage::init, core::Stage::refine_correlation,
+                            core::Stage::refine_encoder, core::Stage::refine_transformer, core::Stage::download,
+                            core::Stage::assembly}) {
+    EXPECT_TRUE(stages.count(stage)) << core::stage_name(stage);
+  }
+  EXPECT_EQ(stages.count(core::Stage::upload), wants_cuda() ? 1u : 0u);
+}
+
+TEST_F(EngineTest, TrackerHonoursTheFrameRangeAndLanczos) {
+  TensorVideo video(inputs().at("inf_video_u8")[0]);
+  RecordingObserver observer;
+  core::TrackRequest request;
+  request.first_frame = 4;
+  request.end_frame = 10;
+  request.queries = {{6, 100.5, 60.5}, {4, 10.0, 170.0}};
+  LocoTrackTrackerOptions options;
+  options.memory_budget_bytes = int64_t{4} << 30;
+  options.resize = core::InputResize::lanczos;
+  LocoTrackTracker tracker(load_model(ModelSize::small), describe(ModelSize::small), options);
+  core::Expected<core::TrackSet> result = tracker.track(video, request, observer, {});
+  ASSERT_TRUE(result) << result.status().message();
+  EXPECT_EQ(result->first_frame, 4);
+  EXPECT_EQ(result->frame_count, 6);
+  EXPECT_EQ(video.reads, 6);
+  ASSERT_EQ(result->tracks.size(), 2u);
+  // On its own frame the initialisation pins the query; the refinement moves it by a bounded amount.
+  for (size_t q = 0; q < 2; ++q) {
+    const core::Track& track = result->tracks[q];
+    EXPECT_EQ(track.points.size(), 6u);
+    EXPECT_EQ(track.query, request.queries[q]);
+    for (const core::TrackPoint& p : track.points) EXPECT_TRUE(std::isfinite(p.x_px) && std::isfinite(p.y_px));
+  }
+}
+
+TEST_F(EngineTest, SmallerChunksGiveTheSameTracks) {
+  TensorVideo video(inputs().at("inf_video_u8")[0]);
+  RecordingObserver a_observer, b_observer;
+  core::Expected<core::TrackSet> a = make_tracker(ModelSize::small, 12)->track(video, clip_request(), a_observer, {});
+  core::Expected<core::TrackSet> b = make_tracker(ModelSize::small, 3)->track(video, clip_request(), b_observer, {});
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a_observer.partials.size(), 1u);
+  EXPECT_EQ(b_observer.partials.size(), 4u);
+  // The reference measured ~1e-4 px between chunkings (LOCOTRACK.md §0).
+  expect_tracks(label("chunk 12 vs chunk 3"), tracks_tensor(*b), tracks_tensor(*a));
+}
+
+TEST_F(EngineTest, TrackerStopsAtAChunkBoundaryWhenCancelled) {
+  TensorVideo video(inputs().at("inf_video_u8")[0]);
+  RecordingObserver observer;
+  observer.stop_after_partials = 1;
+  auto tracker = make_tracker(ModelSize::small, 4);
+  core::Expected<core::TrackSet> result = tracker->track(video, clip_request(), observer, observer.stop.get_token());
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.status().code(), core::StatusCode::cancelled);
+  EXPECT_EQ(observer.partials.size(), 1u);
+}
+
+TEST_F(EngineTest, BadRequestsAndTinyBudgetsAreClearErrors) {
+  TensorVideo video(inputs().at("inf_video_u8")[0].narrow(0, 0, 4));
+  auto tracker = make_tracker(ModelSize::small);
+  RecordingObserver observer;
+  auto expect_code = [&](core::TrackRequest request, core::StatusCode code, const char* fragment) {
+    core::Expected<core::TrackSet> result = tracker->track(video, request, observer, {});
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.status().code(), code) << result.status().message();
+    EXPECT_NE(result.status().message().find(fragment), std::string::npos) << result.status().message();
+  };
+  expect_code({{{0, 10, 10}}, 0, 9}, core::StatusCode::invalid_argument, "outside the video");
+  expect_code({{{5, 10, 10}}, 0, -1}, core::StatusCode::invalid_argument, "frame 5");
+  expect_code({{{1, 400, 10}}, 0, -1}, core::StatusCode::invalid_argument, "outside the 320x180 frame");
+  expect_code({{{1, std::nan(""), 10}}, 0, -1}, core::StatusCode::invalid_argument, "query 0");
+  EXPECT_EQ(video.reads, 0);  // rejected before decoding
+  auto starved = make_tracker(ModelSize::small, 0, int64_t{8} << 20);
+  core::Expected<core::TrackSet> result = starved->track(video, {{{0, 10, 10}}, 0, -1}, observer, {});
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.status().code(), core::StatusCode::out_of_memory);
+  EXPECT_NE(result.status().message().find("memory budget"), std::string::npos) << result.status().message();
+  core::Expected<core::TrackSet> empty = tracker->track(video, {}, observer, {});
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->tracks.empty());
+  EXPECT_EQ(empty->frame_count, 4);
+}
+
+// --- the factory ----------------------------------------------------------------------------------------------
+
+TEST_F(EngineTest, FactoryLoadsWeightsChecksPrecisionAndExplainsMissingModels) {
+  TrackerFactoryOptions options;
+  options.model_dirs = {TRACKSCOPE_TEST_OUTPUT_DIR "/no-models-here"};
+  std::unique_ptr<core::TrackerFactory> factory = make_tracker_factory(options);
+  core::TrackerOptions request;
+  request.device = device_name();
+  request.model = weights_path(ModelSize::base).string();
+  core::Expected<std::unique_ptr<core::PointTracker>> tracker = factory->create(request);
+  ASSERT_TRUE(tracker) << tracker.status().message();
+  EXPECT_EQ((*tracker)->description().model_size, "base");
+  EXPECT_EQ((*tracker)->description().parameter_count, 11'519'717);
+  EXPECT_EQ((*tracker)->description().device.id, device_name());
+
+  request.model = (kFixtures / "does_not_exist.safetensors").string();
+  EXPECT_EQ(factory->create(request).status().code(), core::StatusCode::not_found);
+  request.model = (kFixtures / "state_dict_shapes.json").string();
+  EXPECT_FALSE(factory->create(request));  // not a weights file
+  request.model = "small";
+  if (!resolve_model_path("small", options)) {  // unless the official checkpoint is installed on this machine
+    const core::Status missing = factory->create(request).status();
+    EXPECT_EQ(missing.code(), core::StatusCode::not_found);
+    EXPECT_NE(missing.message().find("locotrack_small.ckpt"), std::string::npos) << missing.message();
+  }
+  request.model = weights_path(ModelSize::small).string();
+  request.device = "cuda:7";
+  EXPECT_EQ(factory->create(request).status().code(), core::StatusCode::not_found);
+
+  core::DeviceDescription cpu;
+  cpu.id = "cpu";
+  core::DeviceDescription t4;
+  t4.id = "cuda:0";
+  t4.name = "Tesla T4";
+  t4.compute_capability_major = 7;
+  t4.compute_capability_minor = 5;
+  EXPECT_EQ(check_precision_supported(core::Precision::tf32, cpu).code(), core::StatusCode::unsupported);
+  EXPECT_EQ(check_precision_supported(core::Precision::tf32, t4).code(), core::StatusCode::unsupported);
+  EXPECT_TRUE(check_precision_supported(core::Precision::fp16, t4).ok());
+  EXPECT_TRUE(check_precision_supported(core::Precision::bf16, t4).ok());  // a trap, warned about, not refused
+  EXPECT_TRUE(check_precision_supported(core::Precision::fp32, cpu).ok());
+}
+
+}  // namespace
+}  // namespace trackscope::gpu
