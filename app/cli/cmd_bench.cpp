@@ -25,6 +25,9 @@ struct BenchArguments {
   std::string precisions = "fp32";
   std::string chunks = "0";
   std::string path = "auto";
+  std::string corr_kernel = "auto";
+  std::string cmdtop = "auto";
+  std::string cudnn_benchmark = "auto";
   std::string video;
   std::string json;
   int repeats = 5;
@@ -96,6 +99,9 @@ int run_bench_command(const BenchArguments& args) {
     options.precisions.push_back(*precision);
   }
   options.path = args.path;
+  options.corr_kernel = args.corr_kernel;
+  options.cmdtop = args.cmdtop;
+  options.cudnn_benchmark = args.cudnn_benchmark;
   options.video = args.video;
   options.repeats = args.repeats;
   options.warmup = args.warmup;
@@ -134,6 +140,11 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
   command->add_option("--precision", args->precisions, "fp32,tf32,bf16,fp16 (comma-separated)")->capture_default_str();
   command->add_option("--chunk", args->chunks, "queries per chunk, comma-separated (0 = all)")->capture_default_str();
   command->add_option("--path", args->path, "auto, fused or eager")->capture_default_str();
+  command->add_option("--corr-kernel", args->corr_kernel, "CUDA 4D-correlation kernel: auto, classic or tensor")
+      ->capture_default_str();
+  command->add_option("--cmdtop", args->cmdtop, "CMDTop convolutions as GEMMs: auto, im2col or dense")->capture_default_str();
+  command->add_option("--cudnn-benchmark", args->cudnn_benchmark, "cuDNN autotuning: auto (off for fp32), on, off")
+      ->capture_default_str();
   command->add_option("--video", args->video, "frames to run on (default: the procedural sample scene)");
   command->add_option("--repeats", args->repeats, "timed repeats per case")->capture_default_str();
   command->add_option("--warmup", args->warmup, "warm-up runs per case")->capture_default_str();

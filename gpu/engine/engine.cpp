@@ -107,6 +107,7 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
     ops::CmdTopFast::Options cmdtop_options;
     cmdtop_options.compute_dtype = compute_dtype_;
     cmdtop_options.max_samples_per_pass = options_.cmdtop_samples_per_pass;
+    cmdtop_options.convolution = options_.cmdtop_convolution;
     for (size_t level = 0; level < cmdtop_.size(); ++level) {
       cmdtop_[level].emplace(ops::CmdTopWeights::from_named(lookup, "cmdtop." + std::to_string(level) + "."), device_,
                              cmdtop_options);
@@ -119,7 +120,12 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
   cost_.model_size = model_->config().size == model::ModelSize::small ? core::ModelSize::small : core::ModelSize::base;
 }
 
-void Engine::apply_precision_flags() const { compat::set_tf32_allowed(options_.precision != core::Precision::fp32); }
+void Engine::apply_precision_flags() const {
+  compat::set_tf32_allowed(options_.precision != core::Precision::fp32);
+  if (device_.is_cuda()) {
+    at::globalContext().setBenchmarkCuDNN(options_.cudnn_benchmark.value_or(options_.precision != core::Precision::fp32));
+  }
+}
 
 core::WorkCost Engine::cost_of(Stage stage, int64_t chunk_points) const {
   core::CostModelConfig config = cost_;
@@ -236,15 +242,17 @@ model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::
       const at::Tensor grid = levels[level]->select(0, 0);
       // Grid cells from 256 space, multiplying first as the reference does (the grids are square).
       const at::Tensor points = tracks.mul(static_cast<double>(grid.size(2))).div(static_cast<double>(model::kModelResolution));
-      correlations[level] = at::empty({count, frames, 7, 7, 7, 7}, tracks.options().dtype(corr_dtype));
-      ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level]);
+      // Padded rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow).
+      correlations[level] = at::empty({count, frames, ops::kCorrPaddedRow}, tracks.options().dtype(corr_dtype));
+      ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level], options_.corr_kernel);
     }
   }
   std::vector<at::Tensor> pieces(6);
   {
     const auto scope = recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
     for (size_t level = 0; level < levels.size(); ++level) {
-      pieces[2 + level] = cmdtop_[level]->forward(correlations[level]).view({count, frames, -1});
+      pieces[2 + level] =
+          cmdtop_[level]->forward(correlations[level].view({count * frames, ops::kCorrPaddedRow})).view({count, frames, -1});
       correlations[level] = at::Tensor();
     }
   }

@@ -51,6 +51,11 @@ struct EngineOptions {
   EnginePath path = EnginePath::automatic;
   int64_t init_queries_per_pass = 256;     // bounds init's cost-volume temporaries (ops::init_from_cost_volume)
   int64_t cmdtop_samples_per_pass = 4096;  // bounds CMDTop's temporaries (ops::CmdTopFast)
+  ops::CorrKernel corr_kernel = ops::CorrKernel::automatic;
+  ops::CmdTopFast::Convolution cmdtop_convolution = ops::CmdTopFast::Convolution::automatic;
+  /// cuDNN autotuning of the backbone's convolutions (CUDA): empty = on except in exact mode (fp32), where the
+  /// heuristic algorithms keep the parity figures reproducible from run to run.
+  std::optional<bool> cudnn_benchmark;
 };
 
 /// Compute dtype of a precision: float32 for fp32/tf32, bfloat16, float16.
@@ -70,8 +75,8 @@ class Engine {
   /// -1 for the CPU, else the CUDA device index (for StageRecorder and cuda_support).
   int cuda_index() const { return device_.is_cuda() ? device_.index() : -1; }
 
-  /// Sets LibTorch's TF32 switches for this precision (fp32: off; otherwise on). They are process-global:
-  /// call it on the tracking thread before each run.
+  /// Sets LibTorch's TF32 switches for this precision (fp32: off; otherwise on) and cuDNN autotuning. They are
+  /// process-global: call it on the tracking thread before each run.
   void apply_precision_flags() const;
 
   /// The run's shape, for the stage costs attached to every sample (frames, points, chunk, dtype bytes).

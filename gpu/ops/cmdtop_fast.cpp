@@ -6,6 +6,7 @@
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mm.h>
+#include <ATen/ops/constant_pad_nd.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -230,6 +231,9 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
     at::Tensor weight_matrix;
     if (dense) {
       weight_matrix = dense_weight(weight_cpu, table, inputs);
+      // Layer 0's matrix gets the padded row length (zero columns): padded correlation rows multiply it
+      // directly, plain 2401-element rows multiply a narrowed view of it.
+      if (i == 0) weight_matrix = at::constant_pad_nd(weight_matrix, {0, kCorrPaddedRow - kCorrPerSample}, 0.0);
     } else {
       weight_matrix = weight_cpu;
       layer.gather_index = int_tensor(table, device);
@@ -244,23 +248,28 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
   last_channels_ = channels;
 }
 
+namespace {
+bool is_padded_rows(const at::Tensor& corr) { return corr.dim() == 2 && corr.size(1) == kCorrPaddedRow; }
+}  // namespace
+
 void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
   TORCH_CHECK(corr.defined() && out.defined(), "cmdtop_fast: undefined tensor argument");
-  TORCH_CHECK(corr.dim() >= 4 && corr.size(-1) == kSide && corr.size(-2) == kSide && corr.size(-3) == kSide &&
-                  corr.size(-4) == kSide,
-              "cmdtop_fast: corr must be [..., 7, 7, 7, 7], got ", corr.sizes());
+  const bool padded = is_padded_rows(corr);
+  TORCH_CHECK(padded || (corr.dim() >= 4 && corr.size(-1) == kSide && corr.size(-2) == kSide &&
+                         corr.size(-3) == kSide && corr.size(-4) == kSide),
+              "cmdtop_fast: corr must be [..., 7, 7, 7, 7] or padded rows [M, ", kCorrPaddedRow, "], got ", corr.sizes());
   TORCH_CHECK(is_compute_dtype(corr.scalar_type()), "cmdtop_fast: corr must be float32, bfloat16 or float16, got ",
               corr.scalar_type());
   TORCH_CHECK(corr.device() == device_ && out.device() == device_, "cmdtop_fast: the encoder lives on ", device_,
               " but corr is on ", corr.device(), " and out on ", out.device());
-  const int64_t samples = corr.numel() / kCorrPerSample;
+  const int64_t samples = padded ? corr.size(0) : corr.numel() / kCorrPerSample;
   TORCH_CHECK(out.dim() == 2 && out.size(0) == samples && out.size(1) == output_channels() && out.is_contiguous() &&
                   out.scalar_type() == options_.compute_dtype,
               "cmdtop_fast: out must be a contiguous ", options_.compute_dtype, " [", samples, ",", output_channels(),
               "] tensor, got ", out.scalar_type(), " ", out.sizes());
   if (samples == 0) return;
 
-  const at::Tensor input = corr.reshape({samples, kCorrPerSample}).contiguous();
+  const at::Tensor input = padded ? corr.contiguous() : corr.reshape({samples, kCorrPerSample}).contiguous();
   const auto compute = input.options().dtype(options_.compute_dtype);
   int64_t samples_per_pass = options_.max_samples_per_pass;
   if (!input.is_cuda()) {
@@ -289,11 +298,12 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
         product = at::matmul(patches.view({rows * layer.positions, layer.patch_length}), layer.weight_matrix.t());
       } else {
         const at::Tensor operand = flat.scalar_type() == options_.compute_dtype ? flat : flat.to(options_.compute_dtype);
+        const at::Tensor weight = i == 0 && !padded ? layer.weight_matrix.narrow(1, 0, kCorrPerSample) : layer.weight_matrix;
         if (i + 1 == layers_.size() && layer.positions == 1) {
-          at::mm_out(out_rows, operand, layer.weight_matrix.t());  // the last layer writes the output directly
+          at::mm_out(out_rows, operand, weight.t());  // the last layer writes the output directly
           product = out_rows;
         } else {
-          product = at::matmul(operand, layer.weight_matrix.t());
+          product = at::matmul(operand, weight.t());
         }
       }
       activation = product.view({rows, layer.positions, layer.channels});
@@ -307,11 +317,13 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
 }
 
 at::Tensor CmdTopFast::forward(const at::Tensor& corr) const {
-  TORCH_CHECK(corr.defined() && corr.dim() >= 4, "cmdtop_fast: corr must be [..., 7, 7, 7, 7], got ",
+  TORCH_CHECK(corr.defined() && (corr.dim() >= 4 || is_padded_rows(corr)),
+              "cmdtop_fast: corr must be [..., 7, 7, 7, 7] or padded rows, got ",
               corr.defined() ? corr.sizes() : at::IntArrayRef{});
-  const int64_t samples = corr.numel() / kCorrPerSample;
+  const int64_t samples = is_padded_rows(corr) ? corr.size(0) : corr.numel() / kCorrPerSample;
   at::Tensor out = at::empty({samples, output_channels()}, corr.options().dtype(options_.compute_dtype));
   forward_out(corr, out);
+  if (is_padded_rows(corr)) return out;
   std::vector<int64_t> shape(corr.sizes().begin(), corr.sizes().end() - 4);
   shape.push_back(output_channels());
   return out.view(shape);

@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "gpu/ops/ops.h"
+
 namespace trackscope::gpu::ops::detail {
 
 // features [T,H,W,C] (channel stride 1), points [n,T,2] fp32 contiguous, supports [n,49,C] contiguous (same
@@ -32,7 +34,7 @@ void bias_group_norm_relu_cpu(at::Tensor& x, const at::Tensor& bias, const at::T
 
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
 void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
-                       at::Tensor& corr);
+                       at::Tensor& corr, CorrKernel kernel);
 void init_planes_cuda(const at::Tensor& cost_lowres, const at::Tensor& cost_hires, const at::Tensor& conv_weight,
                       const at::Tensor& conv_bias, const at::Tensor& query_frames, const at::Tensor& query_xy,
                       at::Tensor& points, at::Tensor& stats);

@@ -13,7 +13,7 @@ bool is_feature_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBF
 }  // namespace
 
 void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
-                      at::Tensor& corr) {
+                      at::Tensor& corr, CorrKernel kernel) {
   TORCH_CHECK(features.defined() && points.defined() && supports.defined() && corr.defined(),
               "local_corr4d: undefined tensor argument");
   TORCH_CHECK(features.dim() == 4, "local_corr4d: features must be [T,H,W,C], got ", features.sizes());
@@ -37,12 +37,14 @@ void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, cons
                   corr.device() == features.device(),
               "local_corr4d: all tensors must be on one device: features ", features.device(), ", points ",
               points.device(), ", supports ", supports.device(), ", corr ", corr.device());
+  const bool padded = corr.dim() == 3 && corr.size(2) == kCorrPaddedRow;
   TORCH_CHECK((corr.scalar_type() == at::kFloat || corr.scalar_type() == features.scalar_type()) &&
-                  corr.is_contiguous() && corr.dim() == 6 && corr.size(0) == queries && corr.size(1) == frames &&
-                  corr.size(2) == 7 && corr.size(3) == 7 && corr.size(4) == 7 && corr.size(5) == 7,
+                  corr.is_contiguous() && corr.size(0) == queries && corr.size(1) == frames &&
+                  (padded || (corr.dim() == 6 && corr.size(2) == 7 && corr.size(3) == 7 && corr.size(4) == 7 &&
+                              corr.size(5) == 7)),
               "local_corr4d: corr must be a contiguous float32 or ", features.scalar_type(), " [", queries, ",", frames,
-              ",7,7,7,7] tensor, got ", corr.scalar_type(), " ", corr.sizes(),
-              corr.is_contiguous() ? "" : " (not contiguous)");
+              ",7,7,7,7] tensor or a padded [", queries, ",", frames, ",", kCorrPaddedRow, "] buffer, got ",
+              corr.scalar_type(), " ", corr.sizes(), corr.is_contiguous() ? "" : " (not contiguous)");
   if (queries == 0 || frames == 0) return;
 
   const at::Tensor features_c = features.stride(3) == 1 ? features : features.contiguous();
@@ -50,19 +52,26 @@ void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, cons
   const at::Tensor supports_c = supports.reshape({queries, 49, channels}).contiguous();
   if (detail::use_cuda(features, "local_corr4d")) {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
-    detail::local_corr4d_cuda(features_c, points_c, supports_c, corr);
+    detail::local_corr4d_cuda(features_c, points_c, supports_c, corr, kernel);  // writes the padding too
 #endif
+  } else if (padded) {
+    // The CPU gains nothing from padded rows: compute the plain layout, then place it.
+    at::Tensor plain = at::empty({queries, frames, 7, 7, 7, 7}, corr.options());
+    detail::local_corr4d_cpu(features_c, points_c, supports_c, plain);
+    corr.narrow(2, 0, 2401).copy_(plain.view({queries, frames, 2401}));
+    corr.narrow(2, 2401, kCorrPaddedRow - 2401).zero_();
   } else {
     detail::local_corr4d_cpu(features_c, points_c, supports_c, corr);
   }
 }
 
-at::Tensor local_corr4d(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports) {
+at::Tensor local_corr4d(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
+                        CorrKernel kernel) {
   TORCH_CHECK(points.defined() && points.dim() == 3, "local_corr4d: points must be [n,T,2], got ",
               points.defined() ? points.sizes() : at::IntArrayRef{});
   at::Tensor corr =
       at::empty({points.size(0), points.size(1), 7, 7, 7, 7}, points.options().dtype(at::kFloat));
-  local_corr4d_out(features, points, supports, corr);
+  local_corr4d_out(features, points, supports, corr, kernel);
   return corr;
 }
 

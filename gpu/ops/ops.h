@@ -50,12 +50,26 @@ std::string cuda_kernels_status();
 //   sample of features[t] at (x + (w-3), y + (h-3)) with zeros padding (corners outside the grid count 0).
 // Points that are not finite give an all-zero correlation (grid_sample would give NaN).
 // The 7x7xC neighbourhoods are never materialised.
-at::Tensor local_corr4d(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports);
-/// Same, writing into corr ([n, T, 7, 7, 7, 7] contiguous, on the inputs' device). corr may also have the
-/// features' reduced dtype (bf16/fp16: fp32 accumulation, one rounding at the store), which halves the
-/// traffic into a reduced-precision CmdTopFast.
+/// Row length of a padded correlation buffer: 2401 rounded up to a multiple of 8 elements, so that every row of
+/// a [M, 2408] matrix starts 16-byte aligned and the CMDTop GEMMs that read it take cuBLAS's tensor-core paths
+/// (with 2401-element rows bf16/fp16 GEMMs ran ~7x slower on an H200).
+inline constexpr int64_t kCorrPaddedRow = 2408;
+
+/// Which CUDA kernel computes it (the CPU has one implementation). classic: the SIMT kernel (interpolate the
+/// neighbourhood, then fp32 FMAs; any dtype). tensor_cores: dot products of the raw 8x8 window cells with the
+/// supports on tensor cores (WMMA, bf16/fp16 features, C % 64 == 0, compute capability >= 8.0 for bf16 and 7.0
+/// for fp16), interpolation applied to the products; falls back to classic where not eligible. automatic:
+/// tensor_cores where eligible.
+enum class CorrKernel { automatic, classic, tensor_cores };
+
+at::Tensor local_corr4d(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
+                        CorrKernel kernel = CorrKernel::automatic);
+/// Same, writing into corr: [n, T, 7, 7, 7, 7] contiguous, or a padded buffer [n, T, kCorrPaddedRow]
+/// contiguous whose columns >= 2401 are written as zeros (what CmdTopFast reads fastest). On the inputs'
+/// device. corr may also have the features' reduced dtype (bf16/fp16: fp32 accumulation, one rounding at the
+/// store), which halves the traffic into a reduced-precision CmdTopFast.
 void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
-                      at::Tensor& corr);
+                      at::Tensor& corr, CorrKernel kernel = CorrKernel::automatic);
 
 // ---------------------------------------------------------------------------------------------------------
 // 2. Fused initialisation from the global cost volumes (stage 4, without the occ_linear head).
@@ -137,10 +151,11 @@ class CmdTopFast {
   CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options options);
 
   /// corr [..., 7, 7, 7, 7] (axes h, w, i, j as written by local_corr4d; float32/bfloat16/float16, on this
-  /// encoder's device) -> [..., 2 * C_last] in the compute dtype: [branch 1 (support offsets as channels),
-  /// branch 2 (target offsets as channels)], i.e. [..., 256] for both official sizes.
+  /// encoder's device), or padded rows [M, kCorrPaddedRow] (columns >= 2401 zero) -> [..., 2 * C_last] ([M,
+  /// 2 * C_last] for padded rows) in the compute dtype: [branch 1 (support offsets as channels), branch 2
+  /// (target offsets as channels)], i.e. [..., 256] for both official sizes.
   at::Tensor forward(const at::Tensor& corr) const;
-  /// Same into out ([M, 2 * C_last] contiguous, compute dtype, M = corr.numel() / 2401).
+  /// Same into out ([M, 2 * C_last] contiguous, compute dtype, M = the number of correlation rows).
   void forward_out(const at::Tensor& corr, at::Tensor& out) const;
 
   int64_t output_channels() const { return 2 * last_channels_; }

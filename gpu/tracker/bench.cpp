@@ -228,6 +228,15 @@ core::Status BenchOptions::check() const {
   if (path != "auto" && path != "fused" && path != "eager") {
     return core::invalid_argument(fmt::format("bench: path '{}' (auto, fused or eager)", path));
   }
+  if (corr_kernel != "auto" && corr_kernel != "classic" && corr_kernel != "tensor") {
+    return core::invalid_argument(fmt::format("bench: corr kernel '{}' (auto, classic or tensor)", corr_kernel));
+  }
+  if (cmdtop != "auto" && cmdtop != "im2col" && cmdtop != "dense") {
+    return core::invalid_argument(fmt::format("bench: CMDTop convolution '{}' (auto, im2col or dense)", cmdtop));
+  }
+  if (cudnn_benchmark != "auto" && cudnn_benchmark != "on" && cudnn_benchmark != "off") {
+    return core::invalid_argument(fmt::format("bench: cuDNN benchmark '{}' (auto, on or off)", cudnn_benchmark));
+  }
   if (cpu_threads < 0) return core::invalid_argument("bench: negative thread count");
   return {};
 }
@@ -297,6 +306,13 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options, const std::
         engine_options.path = options.path == "eager"   ? engine::EnginePath::eager
                               : options.path == "fused" ? engine::EnginePath::fused
                                                         : engine::EnginePath::automatic;
+        engine_options.corr_kernel = options.corr_kernel == "classic"  ? ops::CorrKernel::classic
+                                     : options.corr_kernel == "tensor" ? ops::CorrKernel::tensor_cores
+                                                                       : ops::CorrKernel::automatic;
+        engine_options.cmdtop_convolution = options.cmdtop == "im2col"  ? ops::CmdTopFast::Convolution::im2col
+                                            : options.cmdtop == "dense" ? ops::CmdTopFast::Convolution::dense
+                                                                        : ops::CmdTopFast::Convolution::automatic;
+        if (options.cudnn_benchmark != "auto") engine_options.cudnn_benchmark = options.cudnn_benchmark == "on";
         std::optional<engine::Engine> engine;
         {
           c10::InferenceMode no_inference(false);  // the engine converts weights outside inference mode
@@ -346,7 +362,9 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options, const std::
                                                      : process_peak_rss_bytes();
               core::ProfileCase result =
                   builder.build(peak, core::summarize_telemetry((*sampler)->samples_since(case_start_s)));
-              result.notes = fmt::format("{} path{}", engine->fused() ? "fused" : "eager",
+              result.notes = fmt::format("{} path, corr kernel {}, CMDTop {}, cuDNN benchmark {}{}",
+                                         engine->fused() ? "fused" : "eager", options.corr_kernel, options.cmdtop,
+                                         at::globalContext().benchmarkCuDNN() ? "on" : "off",
                                          device->is_cuda() ? "" : "; peak memory = process peak RSS");
               result.host_syncs_per_run = 1;  // the download at the end of the pass
               log(fmt::format("{}: median {:.2f} ms (p90 {:.2f}), peak {:.0f} MiB, {:.0f} points/s", result.name,

@@ -311,6 +311,40 @@ TEST(CmdTopCpu, FromNamedFollowsTheOfficialKeys) {
 
 // ------------------------------------------------------------------------------------------------------
 // Cost model: the per-query unit costs of LOCOTRACK.md §5.1 (T=47, 256^2).
+const float kPoisonValue = std::numeric_limits<float>::quiet_NaN();
+
+// The padded row layout [n, T, 2408] (what the tracker hands CMDTop): the same 2401 values per row, zeros after
+// them, and CMDTop reads it to the same encoding. `device` is "cpu" or "cuda".
+void expect_padded_rows_match(const at::Device& device, const char* label) {
+  const at::Tensor features = random_features(6, 32, 32, 128).to(device);
+  const at::Tensor supports = at::randn({5, 7, 7, 128}).to(device);
+  const at::Tensor points = random_points(5, 6, 32, 32, 4.0).to(device);
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    const at::Tensor f = features.to(dtype), s = supports.to(dtype);
+    const at::Tensor plain = ops::local_corr4d(f, points, s);
+    at::Tensor padded = at::full({5, 6, ops::kCorrPaddedRow}, kPoisonValue, f.options().dtype(at::kFloat));
+    ops::local_corr4d_out(f, points, s, padded);
+    const Difference d = difference(padded.narrow(2, 0, 2401), plain.view({5, 6, 2401}));
+    report(std::string(label) + " local_corr4d padded rows vs plain " + c10::toString(dtype), d, "rel 1e-6");
+    EXPECT_LE(d.relative(), 1e-6) << label << " " << c10::toString(dtype);
+    EXPECT_EQ(padded.narrow(2, 2401, ops::kCorrPaddedRow - 2401).abs().max().item<float>(), 0.0f) << label;
+  }
+  for (const bool base : {false, true}) {
+    const ops::CmdTopWeights weights = random_cmdtop_weights(base);
+    const at::Tensor corr = at::randn({30, 7, 7, 7, 7}).to(device);
+    at::Tensor padded = at::zeros({30, ops::kCorrPaddedRow}, corr.options());
+    padded.narrow(1, 0, 2401).copy_(corr.view({30, 2401}));
+    for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense}) {
+      const ops::CmdTopFast encoder(weights, device, {at::kFloat, 4096, convolution});
+      const Difference d = difference(encoder.forward(padded), encoder.forward(corr).view({30, 256}));
+      report(std::string(label) + " cmdtop padded rows vs plain " + (base ? "base" : "small"), d, "rel 1e-5");
+      EXPECT_LE(d.relative(), 1e-5) << label << (base ? " base" : " small");
+    }
+  }
+}
+
+TEST(OpsLayoutCpu, PaddedCorrelationRowsGiveTheSameValues) { expect_padded_rows_match(at::kCPU, "cpu"); }
+
 TEST(OpCostsCpu, ReproduceTheSpecUnitCosts) {
   const ops::CorrShape levels[] = {{1, 47, 64, 64, 128}, {1, 47, 32, 32, 256}, {1, 47, 128, 128, 64}};
   double corr_flops = 0.0;
@@ -344,7 +378,9 @@ TEST(LocalCorr4dCuda, MatchesCpuReferenceInEveryPrecision) {
   TRACKSCOPE_REQUIRE_CUDA();
   // The three pyramid levels at T=47 plus an odd small case (C not a multiple of 32, n not a multiple of
   // anything). bf16/fp16: the CPU reference runs on the same stored values, so only fp32 summation order
-  // differs and the tolerance stays 1e-5 relative.
+  // differs: the SIMT kernel stays within 1e-5 relative. The tensor-core kernel (bf16/fp16 with C % 64 == 0;
+  // the odd case falls back to SIMT) sums the same exact products in the tensor cores' fp32 adder, which
+  // truncates below fp32 rounding: 1e-4 relative.
   for (const CorrCase& c : {CorrCase{47, 64, 64, 128, 37}, CorrCase{47, 32, 32, 256, 19}, CorrCase{47, 128, 128, 64, 11},
                             CorrCase{5, 12, 16, 70, 3}}) {
     const at::Tensor features = random_features(c.frames, c.height, c.width, c.channels);
@@ -354,23 +390,28 @@ TEST(LocalCorr4dCuda, MatchesCpuReferenceInEveryPrecision) {
       const at::Tensor f = features.to(dtype);
       const at::Tensor s = supports.to(dtype);
       const at::Tensor expected = ops::local_corr4d(f, points, s);
-      at::Tensor actual = at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
-      ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), actual);
-      Difference d = difference(actual, expected);
-      report(shape_text(std::string("local_corr4d cuda vs cpu ") + c10::toString(dtype), c.frames, c.height, c.width,
-                        c.channels, c.queries),
-             d, "rel 1e-5");
-      EXPECT_LE(d.relative(), 1e-5) << c10::toString(dtype);
-      if (dtype != at::kFloat) {
-        // Output in the reduced dtype: one rounding of the fp32 sum (2^-8 bf16, 2^-11 fp16 relative).
-        at::Tensor reduced = at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(dtype));
-        ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), reduced);
-        d = difference(reduced, expected);
-        const double tolerance = dtype == at::kBFloat16 ? 4e-3 : 5e-4;
-        report(shape_text(std::string("local_corr4d cuda ") + c10::toString(dtype) + " output vs cpu", c.frames,
+      for (const ops::CorrKernel kernel : {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores}) {
+        if (kernel == ops::CorrKernel::tensor_cores && dtype == at::kFloat) continue;
+        const char* name = kernel == ops::CorrKernel::classic ? "simt" : "tensor cores";
+        const double tolerance = kernel == ops::CorrKernel::classic ? 1e-5 : 1e-4;
+        at::Tensor actual = at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
+        ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), actual, kernel);
+        Difference d = difference(actual, expected);
+        report(shape_text(std::string("local_corr4d cuda ") + name + " vs cpu " + c10::toString(dtype), c.frames,
                           c.height, c.width, c.channels, c.queries),
                d, "rel " + std::to_string(tolerance));
-        EXPECT_LE(d.relative(), tolerance) << c10::toString(dtype) << " output";
+        EXPECT_LE(d.relative(), tolerance) << c10::toString(dtype) << " " << name;
+        if (dtype != at::kFloat) {
+          // Output in the reduced dtype: one rounding of the fp32 sum (2^-8 bf16, 2^-11 fp16 relative).
+          at::Tensor reduced = at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(dtype));
+          ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), reduced, kernel);
+          d = difference(reduced, expected);
+          const double reduced_tolerance = dtype == at::kBFloat16 ? 4e-3 : 5e-4;
+          report(shape_text(std::string("local_corr4d cuda ") + name + " " + c10::toString(dtype) + " output vs cpu",
+                            c.frames, c.height, c.width, c.channels, c.queries),
+                 d, "rel " + std::to_string(reduced_tolerance));
+          EXPECT_LE(d.relative(), reduced_tolerance) << c10::toString(dtype) << " output " << name;
+        }
       }
     }
   }
@@ -461,6 +502,11 @@ TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
       }
     }
   }
+}
+
+TEST(OpsLayoutCuda, PaddedCorrelationRowsGiveTheSameValues) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  expect_padded_rows_match(at::Device(at::kCUDA, 0), "cuda");
 }
 
 }  // namespace

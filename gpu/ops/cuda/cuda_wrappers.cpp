@@ -49,7 +49,7 @@ bool cuda_device_present(std::string& status) {
 }
 
 void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
-                       at::Tensor& corr) {
+                       at::Tensor& corr, CorrKernel kernel) {
   const c10::cuda::CUDAGuard guard(features.device());
   cuda::LocalCorr4dShape shape;
   shape.queries = points.size(0);
@@ -60,16 +60,26 @@ void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, con
   shape.stride_frame = features.stride(0);
   shape.stride_row = features.stride(1);
   shape.stride_column = features.stride(2);
+  shape.corr_row_pitch = corr.dim() == 3 ? corr.size(2) : 2401;
   TORCH_CHECK(features.stride(3) == 1 && points.is_contiguous() && supports.is_contiguous() && corr.is_contiguous(),
               "local_corr4d: internal layout error");
   const int64_t frame_span =
       (shape.height - 1) * shape.stride_row + (shape.width - 1) * shape.stride_column + shape.channels;
   TORCH_CHECK(frame_span < std::numeric_limits<int32_t>::max() && shape.stride_row >= 0 && shape.stride_column >= 0,
               "local_corr4d: one frame spans ", frame_span, " elements; the CUDA kernel needs < 2^31");
-  check_launch(cuda::launch_local_corr4d(shape, element_type(features.scalar_type(), "local_corr4d"),
-                                         features.data_ptr(), points.data_ptr<float>(), supports.data_ptr(),
-                                         corr.data_ptr(), element_type(corr.scalar_type(), "local_corr4d"),
-                                         current_stream(features)),
+  const cuda::ElementType type = element_type(features.scalar_type(), "local_corr4d");
+  const cuda::ElementType out_type = element_type(corr.scalar_type(), "local_corr4d");
+  const cudaDeviceProp* properties = at::cuda::getCurrentDeviceProperties();
+  const int capability = properties->major * 10 + properties->minor;
+  if (kernel != CorrKernel::classic &&
+      cuda::local_corr4d_mma_eligible(shape, type, features.data_ptr(), supports.data_ptr(), capability)) {
+    check_launch(cuda::launch_local_corr4d_mma(shape, type, features.data_ptr(), points.data_ptr<float>(),
+                                               supports.data_ptr(), corr.data_ptr(), out_type, current_stream(features)),
+                 "local_corr4d (tensor cores)");
+    return;
+  }
+  check_launch(cuda::launch_local_corr4d(shape, type, features.data_ptr(), points.data_ptr<float>(), supports.data_ptr(),
+                                         corr.data_ptr(), out_type, current_stream(features)),
                "local_corr4d");
 }
 

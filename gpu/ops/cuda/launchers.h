@@ -18,8 +18,9 @@ enum class ElementType : int { float32 = 0, bfloat16 = 1, float16 = 2 };
 // -- local_corr4d ----------------------------------------------------------------------------------------
 // features [frames, height, width, channels] with the given element strides (channel stride 1),
 // points [queries, frames, 2] fp32 contiguous (x, y in grid cells), supports [queries, 49, channels]
-// contiguous, corr [queries, frames, 49, 49] contiguous, float32 or element_type (fp32 accumulation either
-// way). features and supports share element_type.
+// contiguous, corr [queries, frames, corr_row_pitch] contiguous with the 49x49 values first in each row and
+// zeros written to the rest (corr_row_pitch >= 2401), float32 or element_type (fp32 accumulation either way).
+// features and supports share element_type.
 struct LocalCorr4dShape {
   int64_t queries = 0;
   int64_t frames = 0;
@@ -29,10 +30,20 @@ struct LocalCorr4dShape {
   int64_t stride_frame = 0;
   int64_t stride_row = 0;
   int64_t stride_column = 0;
+  int64_t corr_row_pitch = 2401;
 };
 cudaError_t launch_local_corr4d(const LocalCorr4dShape& shape, ElementType element_type, const void* features,
                                 const float* points, const void* supports, void* corr, ElementType corr_type,
                                 cudaStream_t stream);
+
+// The tensor-core variant (local_corr4d_mma_kernel.cu), same contract; eligible for bf16 (compute capability
+// >= 80) or fp16 (>= 70) features with channels % 64 == 0, strides multiples of 8 elements and 16-byte aligned
+// features and supports.
+bool local_corr4d_mma_eligible(const LocalCorr4dShape& shape, ElementType element_type, const void* features,
+                               const void* supports, int compute_capability);
+cudaError_t launch_local_corr4d_mma(const LocalCorr4dShape& shape, ElementType element_type, const void* features,
+                                    const float* points, const void* supports, void* corr, ElementType corr_type,
+                                    cudaStream_t stream);
 
 // -- init_from_cost_volume (fused per-plane part) ----------------------------------------------------------
 // cost_low [queries, frames, low_height, low_width] and cost_high [queries, frames, high_height, high_width],

@@ -180,7 +180,11 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 
   if (active) {
-    Out* out = corr + ((query * s.frames + my_frame) * kTaps + target_row * kSide) * kTaps + support_row * kSide;
+    Out* row = corr + (query * s.frames + my_frame) * s.corr_row_pitch;
+    if (tile == 0) {
+      for (int64_t pad = kTaps * kTaps; pad < s.corr_row_pitch; ++pad) row[pad] = from_float<Out>(0.0f);
+    }
+    Out* out = row + target_row * kSide * kTaps + support_row * kSide;
 #pragma unroll
     for (int w = 0; w < kSide; ++w) {
 #pragma unroll
