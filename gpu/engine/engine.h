@@ -50,7 +50,7 @@ struct EngineOptions {
   core::Precision precision = core::Precision::fp32;
   EnginePath path = EnginePath::automatic;
   int64_t init_queries_per_pass = 256;     // bounds init's cost-volume temporaries (ops::init_from_cost_volume)
-  int64_t cmdtop_samples_per_pass = 4096;  // bounds CMDTop's temporaries (ops::CmdTopFast)
+  int64_t cmdtop_samples_per_pass = 8192;  // bounds CMDTop's temporaries (ops::CmdTopFast; ~0.5 GB fp32 im2col patches)
   ops::CorrKernel corr_kernel = ops::CorrKernel::automatic;
   ops::CmdTopFast::Convolution cmdtop_convolution = ops::CmdTopFast::Convolution::automatic;
   /// cuDNN autotuning of the backbone's convolutions (CUDA): empty = on except in exact mode (fp32), where the

@@ -235,7 +235,21 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
       // directly, plain 2401-element rows multiply a narrowed view of it.
       if (i == 0) weight_matrix = at::constant_pad_nd(weight_matrix, {0, kCorrPaddedRow - kCorrPerSample}, 0.0);
     } else {
-      weight_matrix = weight_cpu;
+      // Patch rows padded to a multiple of 8 elements (zero weights, -1 = zero patch entries): K = 441 (base
+      // layer 0) made every row of the GEMM operand misaligned, which kept cuBLAS off its fast kernels.
+      const int64_t padded_length = (layer.patch_length + 7) / 8 * 8;
+      if (padded_length != layer.patch_length) {
+        std::vector<int32_t> padded;
+        padded.reserve(table.size() / static_cast<size_t>(layer.patch_length) * static_cast<size_t>(padded_length));
+        for (size_t start = 0; start < table.size(); start += static_cast<size_t>(layer.patch_length)) {
+          padded.insert(padded.end(), table.begin() + static_cast<std::ptrdiff_t>(start),
+                        table.begin() + static_cast<std::ptrdiff_t>(start + static_cast<size_t>(layer.patch_length)));
+          padded.insert(padded.end(), static_cast<size_t>(padded_length - layer.patch_length), -1);
+        }
+        table = std::move(padded);
+        layer.patch_length = padded_length;
+      }
+      weight_matrix = at::constant_pad_nd(weight_cpu, {0, layer.patch_length - weight_cpu.size(1)}, 0.0);
       layer.gather_index = int_tensor(table, device);
     }
     weight_matrix = weight_matrix.to(float_options.dtype(options.compute_dtype)).contiguous();

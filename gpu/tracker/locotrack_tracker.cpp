@@ -124,7 +124,8 @@ core::Expected<core::TrackSet> LocoTrackTracker::run(core::VideoSource& video, c
   memory.init_queries_per_pass = static_cast<int>(engine_.options().init_queries_per_pass);
   memory.source_width = info.width;
   memory.source_height = info.height;
-  memory.reserve_bytes = on_cuda ? int64_t{512} << 20 : int64_t{128} << 20;
+  // CMDTop's passes (EngineOptions::cmdtop_samples_per_pass), cuDNN and cuBLAS workspaces, allocator slack.
+  memory.reserve_bytes = on_cuda ? int64_t{1} << 30 : int64_t{128} << 20;
   core::Expected<core::TrackerMemoryPlan> plan = plan_tracker_memory(memory);
   if (!plan) return plan.status();
   core::log::info("tracking {} points over {} frames on {}: {}", points, frames, description_.device.id, plan->summary());
