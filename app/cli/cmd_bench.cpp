@@ -143,7 +143,7 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
   command->add_option("--corr-kernel", args->corr_kernel, "CUDA 4D-correlation kernel: auto, classic or tensor")
       ->capture_default_str();
   command->add_option("--cmdtop", args->cmdtop, "CMDTop convolutions as GEMMs: auto, im2col or dense")->capture_default_str();
-  command->add_option("--cudnn-benchmark", args->cudnn_benchmark, "cuDNN autotuning: auto (off for fp32), on, off")
+  command->add_option("--cudnn-benchmark", args->cudnn_benchmark, "cuDNN autotuning: auto (on), on, off")
       ->capture_default_str();
   command->add_option("--video", args->video, "frames to run on (default: the procedural sample scene)");
   command->add_option("--repeats", args->repeats, "timed repeats per case")->capture_default_str();

@@ -123,7 +123,7 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
 void Engine::apply_precision_flags() const {
   compat::set_tf32_allowed(options_.precision != core::Precision::fp32);
   if (device_.is_cuda()) {
-    at::globalContext().setBenchmarkCuDNN(options_.cudnn_benchmark.value_or(options_.precision != core::Precision::fp32));
+    at::globalContext().setBenchmarkCuDNN(options_.cudnn_benchmark.value_or(true));
   }
 }
 
