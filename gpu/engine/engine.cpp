@@ -117,7 +117,7 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
   cost_conv_bias_ = model_->cost_conv->bias.contiguous();
   occ_weight_ = model_->occ_linear->weight.contiguous();
   occ_bias_ = model_->occ_linear->bias.contiguous();
-  cost_.model_size = model_->config().size == model::ModelSize::small ? core::ModelSize::small : core::ModelSize::base;
+  set_cost_config(cost_);
 }
 
 void Engine::apply_precision_flags() const {
@@ -127,11 +127,15 @@ void Engine::apply_precision_flags() const {
   }
 }
 
+void Engine::set_cost_config(const core::CostModelConfig& config) {
+  cost_ = config;
+  cost_.model_size = model_->config().size == model::ModelSize::small ? core::ModelSize::small : core::ModelSize::base;
+  cost_.dtype_bytes = static_cast<int>(c10::elementSize(compute_dtype_));
+  cost_.fused_correlation = fused_;
+}
+
 core::WorkCost Engine::cost_of(Stage stage, int64_t chunk_points) const {
-  core::CostModelConfig config = cost_;
-  config.dtype_bytes = static_cast<int>(c10::elementSize(compute_dtype_));
-  config.fused_correlation = fused_;
-  if (config.check().ok()) return core::chunk_stage_cost(stage, config, static_cast<int>(chunk_points));
+  if (cost_.check().ok()) return core::chunk_stage_cost(stage, cost_, static_cast<int>(chunk_points));
   return {};
 }
 

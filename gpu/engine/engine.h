@@ -79,8 +79,9 @@ class Engine {
   /// process-global: call it on the tracking thread before each run.
   void apply_precision_flags() const;
 
-  /// The run's shape, for the stage costs attached to every sample (frames, points, chunk, dtype bytes).
-  void set_cost_config(const core::CostModelConfig& config) { cost_ = config; }
+  /// The run's shape, for the stage costs attached to every sample (frames, points, chunk, resolution). The model
+  /// size, element size and fused-correlation flag are the engine's own and override the given ones.
+  void set_cost_config(const core::CostModelConfig& config);
   const core::CostModelConfig& cost_config() const { return cost_; }
 
   /// Normalised video frames in the engine's storage dtype (float32 for fp32/tf32, else the compute dtype):

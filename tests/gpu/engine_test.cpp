@@ -248,6 +248,21 @@ TEST_F(EngineTest, StageSamplesCoverThePipelineWithCosts) {
   EXPECT_NEAR(backbone_flops, core::stage_cost(core::Stage::backbone, cost).flops, 1e-6 * backbone_flops);
 }
 
+TEST_F(EngineTest, StageCostsFollowTheEnginesModelAndPrecision) {
+  c10::InferenceMode inference;
+  engine::EngineOptions options;
+  options.precision = core::Precision::bf16;
+  engine::Engine engine(load_model(ModelSize::base), at::Device(device_name()), options);
+  core::CostModelConfig cost;  // says small, fp32: the engine knows better
+  cost.frames = 47;
+  cost.points = 256;
+  engine.set_cost_config(cost);
+  EXPECT_EQ(engine.cost_config().model_size, core::ModelSize::base);
+  EXPECT_EQ(engine.cost_config().dtype_bytes, 2);
+  EXPECT_TRUE(engine.cost_config().fused_correlation);
+  EXPECT_EQ(engine.cost_config().frames, 47);
+}
+
 // bf16 against exact mode. With random weights the tracks are meaningless and amplify rounding (the tracker
 // issue says so); the features and the initialisation are where bf16 must stay close. On the CPU, bf16
 // convolutions are emulated by oneDNN (~16 s per frame here), so the CPU run uses 3 frames.
