@@ -86,6 +86,8 @@ class AnnotationHistory {
   void clear();
   /// The current state is the saved one.
   void mark_clean();
+  /// The current state is not the saved one although no step leads away from it (recovered edits).
+  void mark_unsaved() { clean_position_.reset(); }
   /// True when the annotation is in the state of the last mark_clean() (or clear()).
   bool is_clean() const { return clean_position_ == position_; }
   /// Counts every change of the annotation's state through the history (apply, undo, redo); autosave
