@@ -85,16 +85,17 @@ Project parse(const json& root, const std::string& source) {
     fail(source, fmt::format("not a Trackscope project (\"format\" is not \"{}\")", kProjectFormat));
   }
   Project project;
-  project.version = static_cast<int>(integer(field(root, "version", source), source + ": version"));
+  const std::string top = "the project";
+  project.version = static_cast<int>(integer(field(root, "version", top), "version"));
   if (project.version > kProjectVersion) {
     throw Status(unsupported(fmt::format("{} is a version {} project, written by a newer Trackscope; this one reads "
                                          "versions up to {}. Open it with a newer Trackscope.",
                                          source, project.version, kProjectVersion)));
   }
   if (project.version < 1) fail(source, fmt::format("version {} is not a valid project version", project.version));
-  project.video = video_from_json(field(root, "video", source), "video");
-  project.next_id = static_cast<PointId>(integer(field(root, "next_id", source), "next_id"));
-  const json& points = field(root, "points", source);
+  project.video = video_from_json(field(root, "video", top), "video");
+  project.next_id = static_cast<PointId>(integer(field(root, "next_id", top), "next_id"));
+  const json& points = field(root, "points", top);
   if (!points.is_array()) fail("points", "expected an array");
   std::set<PointId> ids;
   for (size_t i = 0; i < points.size(); ++i) {
