@@ -227,6 +227,34 @@ class CorrectionTest : public QObject {
     QVERIFY(inconsistent_before >= 10);   // every visible frame before the keyframe
     QCOMPARE(inconsistent_after, 0);
   }
+
+  void help_lists_every_shortcut_of_the_window() {
+    TrackingBench bench({}, "cpu");
+    const std::vector<ui::ShortcutDescription> rows = ui::shortcut_descriptions(bench.window->actions());
+    auto listed = [&](const QString& keys, const QString& words) {
+      return std::any_of(rows.begin(), rows.end(), [&](const ui::ShortcutDescription& row) {
+        return row.keys == keys && row.action.contains(words);
+      });
+    };
+    auto native = [](const QKeySequence& sequence) { return sequence.toString(QKeySequence::NativeText); };
+    QVERIFY(listed(native(QKeySequence(Qt::CTRL | Qt::Key_Z)), QStringLiteral("Undo")));
+    QVERIFY(listed(native(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z)) + ", " + native(QKeySequence(Qt::CTRL | Qt::Key_Y)),
+                   QStringLiteral("Redo")));
+    QVERIFY(listed(native(QKeySequence(Qt::CTRL | Qt::Key_R)), QStringLiteral("Re-track Both Ways")));
+    QVERIFY(listed(QStringLiteral("K"), QStringLiteral("Next Keyframe")));
+    QVERIFY(listed(QStringLiteral("N"), QStringLiteral("Next Suspicious Frame")));
+    QVERIFY(listed(QStringLiteral("O"), QStringLiteral("Occluded")));
+    QVERIFY(listed(native(QKeySequence::Save), QStringLiteral("Save Project")));
+    // Every shortcut of the window appears in Help, so the list cannot drift from the keys.
+    for (const QAction* action : bench.window->QWidget::actions()) {   // every action added to the window
+      for (const QKeySequence& sequence : action->shortcuts()) {
+        const bool found = std::any_of(rows.begin(), rows.end(), [&](const ui::ShortcutDescription& row) {
+          return row.keys.split(QStringLiteral(", ")).contains(native(sequence));
+        });
+        QVERIFY2(found, qPrintable(action->objectName() + ": " + native(sequence)));
+      }
+    }
+  }
 };
 
 QTEST_MAIN(CorrectionTest)
