@@ -42,11 +42,17 @@ bool AnnotationEditor::move_point(core::PointId id, const core::Query& query) {
   const core::QueryPoint* point = annotation_->find(id);
   if (point == nullptr) return false;
   edit(tr("Move point %1").arg(id), id, [&](core::Annotation& a) {
-    const core::PointTrack* track = a.track(id);
-    const std::optional<core::PointTrack> corrected =
-        track != nullptr && query.frame == track->track.query.frame
-            ? std::optional(core::with_correction(*track, query.frame, query.x_px, query.y_px))
-            : std::nullopt;
+    // The query frame is a keyframe of the point's track: its estimate there follows the query (when the track
+    // still covers that frame; a track whose past was deleted only learns the new query).
+    std::optional<core::PointTrack> corrected;
+    if (const core::PointTrack* track = a.track(id); track != nullptr && query.frame == track->track.query.frame) {
+      if (track->track.covers(query.frame)) {
+        corrected = core::with_correction(*track, query.frame, query.x_px, query.y_px);
+      } else {
+        corrected = *track;
+        corrected->track.query = query;
+      }
+    }
     (void)a.move(id, query);
     if (corrected) (void)a.set_track(id, *corrected);
   }, drag_key());

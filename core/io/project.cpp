@@ -94,7 +94,9 @@ Project parse(const json& root, const std::string& source) {
   }
   if (project.version < 1) fail(source, fmt::format("version {} is not a valid project version", project.version));
   project.video = video_from_json(field(root, "video", top), "video");
-  project.next_id = static_cast<PointId>(integer(field(root, "next_id", top), "next_id"));
+  const int64_t next_id = integer(field(root, "next_id", top), "next_id");
+  if (next_id < 0 || next_id >= (int64_t{1} << 30)) fail("next_id", "must be in [0, 2^30)");
+  project.next_id = static_cast<PointId>(next_id);
   const json& points = field(root, "points", top);
   if (!points.is_array()) fail("points", "expected an array");
   std::set<PointId> ids;
@@ -106,6 +108,7 @@ Project parse(const json& root, const std::string& source) {
     point.point.colour_index = static_cast<int>(integer(field(entry, "colour_index", where), where + ".colour_index"));
     point.point.query = query_from_json(field(entry, "query", where), where + ".query");
     if (point.point.id < 0 || point.point.id >= project.next_id) fail(where + ".id", "must be in [0, next_id)");
+    if (point.point.colour_index < 0 || point.point.colour_index >= (1 << 30)) fail(where + ".colour_index", "must be in [0, 2^30)");
     if (!ids.insert(point.point.id).second) fail(where + ".id", fmt::format("id {} appears twice", point.point.id));
     if (auto track = entry.find("track"); track != entry.end() && !track->is_null()) {
       point.track = track_from_json(*track, where + ".track");

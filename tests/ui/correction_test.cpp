@@ -119,6 +119,11 @@ class CorrectionTest : public QObject {
     QVERIFY(bench.show_frame(10));
     bench.key(Qt::Key_Backspace, Qt::ControlModifier);   // delete the track before frame 10
     QCOMPARE(track_of(bench).track.first_frame, int64_t{10});
+    // Moving the query (frame 0, no longer covered) does not grow the track back; the track learns the query.
+    QVERIFY(bench.window->editor()->move_point(0, {0, 41.5, 61.5}));
+    bench.window->editor()->finish_move(0);
+    QCOMPARE(track_of(bench).track.first_frame, int64_t{10});
+    QCOMPARE(track_of(bench).track.query, (core::Query{0, 41.5, 61.5}));
     QVERIFY(bench.show_frame(20));
     drag_estimate(bench, 20, QPoint(0, 24));
     const core::PointTrack corrected = track_of(bench);

@@ -123,17 +123,16 @@ std::optional<QString> ProjectController::resolve_video(const core::io::Project&
 }
 
 void ProjectController::on_video_opened(const QString& path) {
-  if (!pending_) {
-    // Another video replaced the annotation: it no longer belongs to a project file.
-    project_path_.clear();
-    autosaved_revision_ = window_->editor()->revision();
-    Q_EMIT state_changed();
+  std::optional<Pending> pending = std::move(pending_);
+  pending_.reset();
+  if (pending && absolute(path) == pending->video_path) {
+    apply(*pending);
     return;
   }
-  const Pending pending = std::move(*pending_);
-  pending_.reset();
-  if (absolute(path) != pending.video_path) return;
-  apply(pending);
+  // Another video replaced the annotation: it no longer belongs to a project file.
+  project_path_.clear();
+  autosaved_revision_ = window_->editor()->revision();
+  Q_EMIT state_changed();
 }
 
 void ProjectController::apply(const Pending& pending) {
