@@ -16,8 +16,11 @@
 
 #include <cmath>
 
+#include "core/io/project.h"
 #include "core/log.h"
+#include "ui/annotation_controller.h"
 #include "ui/annotation_editor.h"
+#include "ui/project/export_controller.h"
 #include "ui/point_list_panel.h"
 #include "ui/settings.h"
 #include "ui/timeline.h"
@@ -65,6 +68,12 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
   tracking.video_opener = options_.video_opener;
   tracking.tracker = options_.tracker_options;
   tracking_ = new TrackingController(this, std::move(tracking));   // before restoreState: it adds docks and a toolbar
+  annotations_ = new AnnotationController(this, tracking_->service());
+  prompts_ = complete_prompts(options_.project.prompts);
+  options_.project.prompts = prompts_;
+  projects_ = new ProjectController(this, std::move(options_.project));
+  exports_ = new ExportController(this, options_.video_opener);
+  connect(projects_, &ProjectController::state_changed, this, &MainWindow::update_window_title);
   rebuild_recent_menu();
   update_status_fields();
   resize(1280, 800);
@@ -73,8 +82,9 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
 }
 
 MainWindow::~MainWindow() {
-  // Stop and join the tracking job first: its results go to widgets that are about to be destroyed.
+  // Stop and join the tracking job and the video export first: their results go to widgets about to be destroyed.
   tracking_->shutdown();
+  exports_->shutdown();
   timeline_->pause();
   // Children are deleted after this body; none of them may call back into a half-destroyed window.
   for (QObject* sender : std::initializer_list<QObject*>{canvas_, timeline_, point_list_}) disconnect(sender, nullptr, this, nullptr);
@@ -94,6 +104,7 @@ void MainWindow::build_widgets() {
   layout->setSpacing(0);
   layout->addWidget(canvas_, 1);
   layout->addWidget(timeline_);
+  centre_layout_ = layout;
   setCentralWidget(centre);
 
   auto* dock = new QDockWidget(tr("Points"), this);
@@ -120,6 +131,9 @@ void MainWindow::connect_actions() {
   connect(actions_.open, &QAction::triggered, this, &MainWindow::choose_and_open_video);
   connect(actions_.open_image_folder, &QAction::triggered, this, &MainWindow::choose_and_open_image_folder);
   connect(actions_.quit, &QAction::triggered, this, &QWidget::close);
+  connect(actions_.open_project, &QAction::triggered, this, [this] { projects_->choose_and_open(); });
+  connect(actions_.save_project, &QAction::triggered, this, [this] { projects_->save(); });
+  connect(actions_.save_project_as, &QAction::triggered, this, [this] { projects_->choose_and_save_as(); });
   connect(actions_.delete_point, &QAction::triggered, editor_, &AnnotationEditor::remove_selected_point);
   connect(actions_.play_pause, &QAction::triggered, timeline_, &Timeline::toggle_play);
   connect(actions_.previous_frame, &QAction::triggered, this, [this] { step(-1); });
@@ -157,6 +171,23 @@ void MainWindow::connect_session() {
 }
 
 void MainWindow::open_video(const QString& path) {
+  if (path.endsWith(QLatin1String(core::io::kProjectExtension))) {
+    open_project(path);
+    return;
+  }
+  open_video_now(path);
+}
+
+bool MainWindow::open_project(const QString& path) { return projects_->open_project(path); }
+
+void MainWindow::open_interactively(const QString& path) {
+  if (path.isEmpty() || !projects_->confirm_discard(tr("opening %1").arg(QFileInfo(path).fileName()))) return;
+  open_video(path);
+}
+
+void MainWindow::add_below_timeline(QWidget* widget) { centre_layout_->addWidget(widget); }
+
+void MainWindow::open_video_now(const QString& path) {
   if (path.isEmpty()) return;
   const QString absolute = QFileInfo(path).absoluteFilePath();
   statusBar()->showMessage(tr("Opening %1 ...").arg(QDir::toNativeSeparators(absolute)));
@@ -197,11 +228,13 @@ QString MainWindow::status_fields() const {
 }
 
 void MainWindow::choose_and_open_video() {
+  if (!projects_->confirm_discard(tr("opening another video"))) return;
   const QString path = QFileDialog::getOpenFileName(this, tr("Open Video"), settings_->last_open_folder(), tr(kVideoFilter));
   open_video(path);
 }
 
 void MainWindow::choose_and_open_image_folder() {
+  if (!projects_->confirm_discard(tr("opening another video"))) return;
   const QString path = QFileDialog::getExistingDirectory(this, tr("Open Image Sequence Folder"), settings_->last_open_folder());
   open_video(path);
 }
@@ -220,7 +253,7 @@ void MainWindow::rebuild_recent_menu() {
     action->setData(path);
     action->setToolTip(path);
     action->setStatusTip(path);
-    connect(action, &QAction::triggered, this, [this, path] { open_video(path); });
+    connect(action, &QAction::triggered, this, [this, path] { open_interactively(path); });
   }
   if (!files.isEmpty()) {
     menu->addSeparator();
@@ -314,8 +347,14 @@ void MainWindow::update_status_fields() {
 }
 
 void MainWindow::update_window_title() {
-  setWindowTitle(session_->has_video() ? tr("%1 — Trackscope").arg(QFileInfo(session_->path()).fileName())
-                                       : QStringLiteral("Trackscope"));
+  if (!session_->has_video()) {
+    setWindowTitle(QStringLiteral("Trackscope"));
+    return;
+  }
+  const QString project = projects_ != nullptr ? projects_->project_path() : QString();
+  const QString name = project.isEmpty() ? QFileInfo(session_->path()).fileName() : QFileInfo(project).fileName();
+  const bool dirty = projects_ != nullptr && projects_->dirty();
+  setWindowTitle(tr("%1%2 — Trackscope").arg(name, dirty ? QStringLiteral(" *") : QString()));
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
@@ -326,10 +365,14 @@ void MainWindow::dropEvent(QDropEvent* event) {
   const QString path = dropped_path(event->mimeData());
   if (path.isEmpty()) return;
   event->acceptProposedAction();
-  open_video(path);
+  open_interactively(path);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!projects_->confirm_discard(tr("closing"))) {
+    event->ignore();
+    return;
+  }
   timeline_->pause();
   settings_->set_main_window_layout(saveGeometry(), saveState());
   settings_->sync();

@@ -19,6 +19,9 @@ constexpr const char* kShowTracks = "tracks/show";
 constexpr const char* kShowOccluded = "tracks/show_occluded";
 constexpr const char* kTrailBefore = "tracks/trail_before_frames";
 constexpr const char* kTrailAfter = "tracks/trail_after_frames";
+constexpr const char* kColouring = "tracks/colouring";
+constexpr const char* kMergePolicy = "tracks/merge_policy";
+constexpr const char* kShowQualityStrip = "tracks/show_quality_strip";
 constexpr const char* kWindowGeometry = "window/geometry";
 constexpr const char* kWindowState = "window/state";
 
@@ -101,6 +104,8 @@ TrackOverlayOptions Settings::track_overlay_options() const {
   };
   options.trail_before_frames = read_trail(kTrailBefore, defaults.trail_before_frames);
   options.trail_after_frames = read_trail(kTrailAfter, defaults.trail_after_frames);
+  options.colouring = parse_track_colouring(settings_->value(kColouring, to_string(defaults.colouring)).toString())
+                          .value_or(defaults.colouring);
   return options;
 }
 
@@ -109,7 +114,19 @@ void Settings::set_track_overlay_options(const TrackOverlayOptions& options) {
   settings_->setValue(kShowOccluded, options.show_occluded);
   settings_->setValue(kTrailBefore, options.trail_before_frames);
   settings_->setValue(kTrailAfter, options.trail_after_frames);
+  settings_->setValue(kColouring, QString(to_string(options.colouring)));
 }
+
+core::MergePolicy Settings::merge_policy() const {
+  return settings_->value(kMergePolicy).toString() == QLatin1String("fill_missing") ? core::MergePolicy::fill_missing
+                                                                                    : core::MergePolicy::overwrite;
+}
+
+void Settings::set_merge_policy(core::MergePolicy policy) { settings_->setValue(kMergePolicy, QString(core::to_string(policy))); }
+
+bool Settings::show_quality_strip() const { return settings_->value(kShowQualityStrip, true).toBool(); }
+
+void Settings::set_show_quality_strip(bool show) { settings_->setValue(kShowQualityStrip, show); }
 
 QByteArray Settings::main_window_geometry() const { return settings_->value(kWindowGeometry).toByteArray(); }
 

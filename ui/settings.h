@@ -15,6 +15,7 @@
 
 #include <memory>
 
+#include "core/tracking/track_edit.h"
 #include "core/video/frame_server.h"
 #include "ui/tracking/track_overlay.h"
 
@@ -50,6 +51,13 @@ class Settings {
   /// How tracks are drawn ([tracks] keys); out-of-range trail lengths fall back to their defaults.
   TrackOverlayOptions track_overlay_options() const;
   void set_track_overlay_options(const TrackOverlayOptions& options);
+
+  /// How a re-track merges into the existing track ([tracks] merge_policy: overwrite or fill_missing).
+  core::MergePolicy merge_policy() const;
+  void set_merge_policy(core::MergePolicy policy);
+  /// Whether the quality strip under the timeline is shown.
+  bool show_quality_strip() const;
+  void set_show_quality_strip(bool show);
 
   QByteArray main_window_geometry() const;
   QByteArray main_window_state() const;

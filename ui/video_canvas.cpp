@@ -109,7 +109,7 @@ void VideoCanvas::set_track_overlay(const TrackOverlayOptions& options) {
 }
 
 void VideoCanvas::on_annotation_changed(const core::Annotation& /*annotation*/, const core::AnnotationChange& change) {
-  if (drag_ == Drag::move_point &&
+  if ((drag_ == Drag::move_point || drag_ == Drag::move_estimate) &&
       (change.kind == core::AnnotationChangeKind::cleared ||
        (change.kind == core::AnnotationChangeKind::removed && change.before.id == drag_point_))) {
     drag_ = Drag::none;  // the dragged point vanished (Delete during a drag, new video)
@@ -213,14 +213,24 @@ void VideoCanvas::mousePressEvent(QMouseEvent* event) {
   const QPointF pointer_in_image = image_from_widget(pointer);
   const std::optional<core::PointId> hit = annotation_->find_nearest(
       frame_index(), pointer_in_image.x(), pointer_in_image.y(), grab_radius_widget_px / zoom_);
+  const std::optional<core::PointId> estimate = hit ? std::nullopt : estimate_at(pointer_in_image);
   if (hit) {
     const core::QueryPoint* point = annotation_->find(*hit);
     drag_grab_offset_in_image_ = QPointF(point->query.x_px, point->query.y_px) - pointer_in_image;
     drag_point_ = *hit;
     editor_->select_point(*hit);
+  } else if (estimate) {
+    const core::TrackPoint& at = annotation_->track(*estimate)->track.at(frame_index());
+    drag_grab_offset_in_image_ = QPointF(at.x_px, at.y_px) - pointer_in_image;
+    drag_point_ = *estimate;
+    editor_->select_point(*estimate);
+    drag_ = Drag::move_estimate;
+    update_cursor();
+    event->accept();
+    return;
   } else if (inside_image(pointer_in_image)) {
     drag_grab_offset_in_image_ = QPointF(0, 0);
-    drag_point_ = editor_->add_point({frame_index(), pointer_in_image.x(), pointer_in_image.y()});
+    drag_point_ = editor_->add_point({frame_index(), pointer_in_image.x(), pointer_in_image.y()}, true);
   } else {
     editor_->select_point(std::nullopt);
     event->accept();
@@ -244,6 +254,12 @@ void VideoCanvas::mouseMoveEvent(QMouseEvent* event) {
         editor_->move_point(drag_point_, {frame_index(), target.x(), target.y()});
       }
       break;
+    case Drag::move_estimate:
+      if (editor_) {
+        const QPointF target = clamped_to_image(image_from_widget(pointer) + drag_grab_offset_in_image_);
+        editor_->move_estimate(drag_point_, frame_index(), target.x(), target.y());
+      }
+      break;
     case Drag::none:
       event->ignore();
       return;
@@ -259,7 +275,7 @@ void VideoCanvas::mouseReleaseEvent(QMouseEvent* event) {
   const bool pan_button = event->button() == Qt::MiddleButton || event->button() == Qt::LeftButton;
   if (drag_ == Drag::pan && pan_button) {
     drag_ = Drag::none;
-  } else if (drag_ == Drag::move_point && event->button() == Qt::LeftButton) {
+  } else if ((drag_ == Drag::move_point || drag_ == Drag::move_estimate) && event->button() == Qt::LeftButton) {
     drag_ = Drag::none;
     if (editor_) editor_->finish_move(drag_point_);
   }
@@ -297,6 +313,25 @@ void VideoCanvas::focusOutEvent(QFocusEvent* event) {
   QWidget::focusOutEvent(event);
 }
 
+std::optional<core::PointId> VideoCanvas::estimate_at(QPointF pointer_in_image) const {
+  if (!track_overlay_.show_tracks) return std::nullopt;
+  const int64_t frame = frame_index();
+  std::optional<core::PointId> best;
+  double best_distance = grab_radius_widget_px / zoom_;
+  for (const core::QueryPoint& point : *annotation_) {
+    const core::PointTrack* attached = annotation_->track(point.id);
+    if (attached == nullptr || point.query.frame == frame || !attached->track.covers(frame)) continue;
+    const core::TrackPoint& estimate = attached->track.at(frame);
+    if (!estimate.visible && !track_overlay_.show_occluded) continue;   // hidden: not grabbable
+    const double distance = std::hypot(estimate.x_px - pointer_in_image.x(), estimate.y_px - pointer_in_image.y());
+    if (distance < best_distance || (!best && distance <= best_distance)) {
+      best = point.id;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
 QPointF VideoCanvas::pointer_in_widget(const QPointF& event_position) const {
   return event_position + QPointF(0.5, 0.5) / devicePixelRatioF();
 }
@@ -320,7 +355,7 @@ void VideoCanvas::update_cursor() {
     setCursor(Qt::ClosedHandCursor);
   } else if (space_held_) {
     setCursor(Qt::OpenHandCursor);
-  } else if (drag_ == Drag::move_point) {
+  } else if (drag_ == Drag::move_point || drag_ == Drag::move_estimate) {
     setCursor(Qt::SizeAllCursor);
   } else {
     setCursor(Qt::CrossCursor);

@@ -12,7 +12,8 @@
 //   wheel                          zoom about the pointer (the image point under it stays put)
 //   middle drag, Shift+left drag,
 //   or left drag while Space held  pan
-//   left press on a point          select it and drag to move it
+//   left press on a point          select it and drag to move it (its query on its query frame; on any other
+//                                  frame its track's estimate: a correction, which makes the frame a keyframe)
 //   left press elsewhere on image  add a query point on the shown frame there (and drag to adjust it)
 //   Space tapped (canvas focused)  play_pause_requested()
 // Edits go through the AnnotationEditor; the canvas repaints when the annotation or selection changes.
@@ -105,7 +106,9 @@ class VideoCanvas : public QWidget, public core::AnnotationObserver {
   void focusOutEvent(QFocusEvent* event) override;
 
  private:
-  enum class Drag { none, pan, move_point };
+  enum class Drag { none, pan, move_point, move_estimate };
+  /// The point whose track estimate on the shown frame lies within the grab radius (nearest first).
+  std::optional<core::PointId> estimate_at(QPointF pointer_in_image) const;
 
   QPointF pointer_in_widget(const QPointF& event_position) const;
   bool inside_image(QPointF point_in_image) const;

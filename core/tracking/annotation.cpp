@@ -68,11 +68,23 @@ void Annotation::clear() {
   notify({AnnotationChangeKind::cleared, {}, {}});
 }
 
+bool PointTrack::is_keyframe(int64_t frame) const {
+  return frame == track.query.frame || std::binary_search(keyframes.begin(), keyframes.end(), frame);
+}
+
 bool Annotation::set_track(PointId id, Track track, TrackProvenance provenance) {
+  return set_track(id, PointTrack{std::move(track), std::move(provenance), {}});
+}
+
+bool Annotation::set_track(PointId id, PointTrack track) {
   check_not_notifying();
+  for (size_t i = 0; i < track.keyframes.size(); ++i) {
+    TRACKSCOPE_CHECK(track.track.covers(track.keyframes[i]), "a keyframe must be covered by its track");
+    TRACKSCOPE_CHECK(i == 0 || track.keyframes[i - 1] < track.keyframes[i], "keyframes must be sorted and unique");
+  }
   const QueryPoint* point = find(id);
   if (point == nullptr) return false;
-  tracks_[id] = PointTrack{std::move(track), std::move(provenance)};
+  tracks_[id] = std::move(track);
   notify({AnnotationChangeKind::track_changed, *point, *point});
   return true;
 }
@@ -111,6 +123,11 @@ std::optional<PointId> Annotation::find_nearest(int64_t frame, double x_px, doub
     }
   }
   return best;
+}
+
+void Annotation::reserve_ids_below(PointId next_id) {
+  check_not_notifying();
+  next_id_ = std::max(next_id_, next_id);
 }
 
 std::vector<Query> Annotation::queries() const {

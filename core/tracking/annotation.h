@@ -2,7 +2,9 @@
 // Annotation: the query points a user places in the workbench. Each point has a stable integer id (never
 // reused while the Annotation lives), a Query (frame index, x, y in raster pixels of the ORIGINAL upright
 // video, see tracks.h) and a stable colour index that the UI maps to a palette entry. Points are kept in id
-// order. Tracks, keyframes and undo are built on top of this model (issue 6); it stays a small value model.
+// order. A point may carry a track (PointTrack: the per-frame estimates, the frames the user fixed by hand
+// (keyframes) and the tracker that produced it). Edits of tracks are in track_edit.h, undo in
+// annotation_history.h; this stays a small value model.
 //
 //   Annotation annotation;
 //   PointId id = annotation.add({.frame = 12, .x_px = 100.5, .y_px = 40.5});
@@ -45,9 +47,17 @@ struct TrackProvenance {
 };
 
 /// The track attached to a query point.
+/// Keyframes are the frames whose estimate the user set by hand (a dragged correction, a point marked occluded
+/// or visible): sorted, unique, each covered by `track`. Re-tracking and merging keep them exactly. The query
+/// frame is a keyframe by nature and is not listed (see is_keyframe()).
 struct PointTrack {
   Track track;
   TrackProvenance provenance;
+  std::vector<int64_t> keyframes;
+
+  /// True for a listed keyframe or the track's query frame.
+  bool is_keyframe(int64_t frame) const;
+  bool operator==(const PointTrack&) const = default;
 };
 
 enum class AnnotationChangeKind {
@@ -99,6 +109,8 @@ class Annotation {
   /// Attaches `track` to point `id`, replacing any previous one. Returns false if there is no such point.
   /// move() keeps a point's track: callers that want a moved query to invalidate it call clear_track().
   [[nodiscard]] bool set_track(PointId id, Track track, TrackProvenance provenance = {});
+  /// The same with keyframes (undo, projects). Keyframes must be sorted, unique and covered (InvariantError).
+  [[nodiscard]] bool set_track(PointId id, PointTrack track);
   /// Detaches the track of point `id`. Returns false if the point has no track.
   [[nodiscard]] bool clear_track(PointId id);
   /// The track of point `id`, or null. The pointer is valid until the next modification.
@@ -123,6 +135,9 @@ class Annotation {
 
   /// The id the next add() will return.
   PointId next_id() const { return next_id_; }
+  /// Makes later add() calls return ids >= `next_id` (a project restores its id counter, so the ids of
+  /// removed points stay unused). Never lowers the counter.
+  void reserve_ids_below(PointId next_id);
 
   void add_observer(AnnotationObserver* observer);
   void remove_observer(AnnotationObserver* observer);

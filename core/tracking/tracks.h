@@ -38,6 +38,10 @@ struct Track {
 
   bool covers(int64_t frame) const { return frame >= first_frame && frame < first_frame + static_cast<int64_t>(points.size()); }
   const TrackPoint& at(int64_t frame) const { return points.at(static_cast<size_t>(frame - first_frame)); }
+  TrackPoint& at(int64_t frame) { return points.at(static_cast<size_t>(frame - first_frame)); }
+  /// One past the last covered frame.
+  int64_t end_frame() const { return first_frame + static_cast<int64_t>(points.size()); }
+  bool operator==(const Track&) const = default;
 };
 
 /// The result of one tracking run: one Track per query, in query order.

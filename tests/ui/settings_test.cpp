@@ -87,6 +87,7 @@ class SettingsTest : public QObject {
       changed.show_occluded = false;
       changed.trail_before_frames = 40;
       changed.trail_after_frames = 7;
+      changed.colouring = trackscope::ui::TrackColouring::motion_direction;
       settings.set_track_overlay_options(changed);
       QVERIFY(settings.track_overlay_options() == changed);
       settings.sync();
@@ -101,6 +102,29 @@ class SettingsTest : public QObject {
     QCOMPARE(read.trail_before_frames, defaults.trail_before_frames);
     QCOMPARE(read.trail_after_frames, 7);
     QCOMPARE(read.show_occluded, false);
+    QCOMPARE(read.colouring, trackscope::ui::TrackColouring::motion_direction);
+  }
+
+  void annotation_settings_round_trip() {
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("settings.ini"));
+    {
+      Settings settings(file);
+      QCOMPARE(settings.merge_policy(), trackscope::core::MergePolicy::overwrite);
+      QVERIFY(settings.show_quality_strip());
+      settings.set_merge_policy(trackscope::core::MergePolicy::fill_missing);
+      settings.set_show_quality_strip(false);
+      settings.sync();
+    }
+    Settings settings(file);
+    QCOMPARE(settings.merge_policy(), trackscope::core::MergePolicy::fill_missing);
+    QVERIFY(!settings.show_quality_strip());
+    {
+      QSettings raw(file, QSettings::IniFormat);
+      raw.setValue(QStringLiteral("tracks/colouring"), QStringLiteral("rainbow"));
+      raw.sync();
+    }
+    QCOMPARE(Settings(file).track_overlay_options().colouring, trackscope::ui::TrackColouring::per_track);
   }
 };
 

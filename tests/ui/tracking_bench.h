@@ -9,6 +9,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 
 #include "fake_frame_server.h"
@@ -42,7 +43,9 @@ struct TrackingBench {
   QStringList errors;   // "title: message" of every reported error
   std::unique_ptr<ui::MainWindow> window;
 
-  explicit TrackingBench(FakeTrackerConfig config = {}, std::string device = "auto") {
+  /// `customise` may change the window's options last (project options, extra videos in `library`).
+  explicit TrackingBench(FakeTrackerConfig config = {}, std::string device = "auto",
+                         const std::function<void(TrackingBench&, ui::MainWindowOptions&)>& customise = {}) {
     FakeVideo video;
     video.width = kClipWidth;
     video.height = kClipHeight;
@@ -58,6 +61,12 @@ struct TrackingBench {
     options.telemetry_factory = fake_telemetry_factory();
     options.video_opener = fake_video_opener(library);
     options.tracker_options.device = std::move(device);
+    // No modal dialog may block a test: questions are answered here (tests that care set their own).
+    options.project.prompts.unsaved_changes = [](QWidget*, const QString&) { return ui::UnsavedChoice::discard; };
+    options.project.prompts.offer_recovery = [](QWidget*, const QString&) { return ui::RecoveryChoice::later; };
+    options.project.prompts.locate_video = [](QWidget*, const QString&) { return QString(); };
+    options.project.prompts.confirm = [](QWidget*, const QString&, const QString&) { return false; };
+    if (customise) customise(*this, options);
     window = std::make_unique<ui::MainWindow>(std::move(options));
     window->resize(1000, 700);
     window->show();
@@ -69,10 +78,10 @@ struct TrackingBench {
   ui::PerformanceDock* dock() const { return window->tracking()->performance_dock(); }
   const core::Annotation& annotation() const { return window->editor()->annotation(); }
 
-  /// Opens the clip and waits for its first frame.
-  bool open() {
+  /// Opens the clip (or another video of `library`) and waits for its first frame.
+  bool open(const QString& path = kTrackingClip) {
     QSignalSpy opened(window.get(), &ui::MainWindow::video_opened);
-    window->open_video(kTrackingClip);
+    window->open_video(path);
     if (!opened.wait(5000)) return false;
     return QTest::qWaitFor([&] { return canvas()->frame_index() == 0 && !window->session()->frame_pending(); }, 5000);
   }

@@ -66,6 +66,7 @@ struct Workbench {
   QTemporaryDir settings_dir;
   FakeVideoLibrary library;
   QStringList errors;   // "title: message" of every reported error
+  int unsaved_questions = 0;
   std::unique_ptr<MainWindow> window;
 
   Workbench() {
@@ -93,6 +94,11 @@ struct Workbench {
       };
     }
     options.settings_file = settings_dir.filePath(QStringLiteral("trackscope.ini"));
+    // Opening by drop or recent file asks about unsaved points first: these tests discard them (and count).
+    options.project.prompts.unsaved_changes = [this](QWidget*, const QString&) {
+      ++unsaved_questions;
+      return trackscope::ui::UnsavedChoice::discard;
+    };
     auto result = std::make_unique<MainWindow>(std::move(options));
     result->resize(1000, 700);
     result->show();
@@ -448,6 +454,7 @@ class WorkbenchTest : public QObject {
     QDropEvent drop(QPointF(100, 100), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
     QApplication::sendEvent(w.window.get(), &drop);
     QVERIFY(opened.wait(5000));
+    QCOMPARE(w.unsaved_questions, 1);   // the unsaved point was asked about before it was replaced
     QCOMPARE(w.window->session()->path(), kClipB);
     QTRY_VERIFY(w.shows_frame(0));
     QCOMPARE(w.canvas()->frame()->width, 640);

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/log.h"
+#include "core/tracking/track_quality.h"
 #include "ui/annotation_editor.h"
 
 namespace trackscope::ui {
@@ -34,6 +35,9 @@ struct TrackerService::LiveState {
 
 // The job in flight: what was asked, so results can be matched to points that still hold that query.
 struct TrackerService::RunContext {
+  JobKind kind = JobKind::track;
+  RetrackRequest retrack;       // kind retrack: what was asked
+  core::FrameRange range;       // the frames tracked
   uint64_t generation = 0;
   TrackerKey key;
   core::TrackerDescription tracker;
@@ -152,15 +156,53 @@ void TrackerService::switch_selection(const TrackerKey& key, const QString& reas
 
 bool TrackerService::track(const std::vector<core::PointId>& ids) {
   if (shut_down_ || !editor_) return false;
-  if (video_path_.empty()) {
-    Q_EMIT message(tr("Open a video first"));
-    return false;
-  }
   const core::Annotation& annotation = editor_->annotation();
   const bool any = ids.empty() ? !annotation.empty()
                                : std::any_of(ids.begin(), ids.end(), [&](core::PointId id) { return annotation.find(id); });
-  if (!any) {
+  if (!video_path_.empty() && !any) {
     Q_EMIT message(tr("Nothing to track: click on the video to add query points first"));
+    return false;
+  }
+  return request_job({JobKind::track, ids, {}});
+}
+
+bool TrackerService::retrack(const RetrackRequest& request) {
+  if (shut_down_ || !editor_) return false;
+  const core::PointTrack* track = editor_->annotation().track(request.id);
+  const core::QueryPoint* point = editor_->annotation().find(request.id);
+  if (point == nullptr) {
+    Q_EMIT message(tr("Select a point to re-track first"));
+    return false;
+  }
+  const bool is_keyframe = request.keyframe == point->query.frame || (track != nullptr && track->is_keyframe(request.keyframe));
+  if (!is_keyframe) {
+    Q_EMIT message(tr("Frame %1 is not a keyframe of point %2: drag the point on this frame to correct it, or go to "
+                      "a keyframe (K)").arg(request.keyframe).arg(request.id));
+    return false;
+  }
+  if (video_frame_count_ > 0 && (request.keyframe < 0 || request.keyframe >= video_frame_count_)) return false;
+  return request_job({JobKind::retrack, {request.id}, request});
+}
+
+bool TrackerService::check_consistency(const std::vector<core::PointId>& ids) {
+  if (shut_down_ || !editor_) return false;
+  const core::Annotation& annotation = editor_->annotation();
+  std::vector<core::PointId> checkable;
+  for (const core::QueryPoint& point : annotation) {
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), point.id) == ids.end()) continue;
+    const core::PointTrack* track = annotation.track(point.id);
+    if (track != nullptr && core::consistency_anchor(track->track)) checkable.push_back(point.id);
+  }
+  if (checkable.empty()) {
+    Q_EMIT message(tr("Nothing to check: track the points first (the check re-tracks each track from its far end)"));
+    return false;
+  }
+  return request_job({JobKind::consistency, checkable, {}});
+}
+
+bool TrackerService::request_job(PendingJob job) {
+  if (video_path_.empty()) {
+    Q_EMIT message(tr("Open a video first"));
     return false;
   }
   if (!factory_) {
@@ -172,7 +214,7 @@ bool TrackerService::track(const std::vector<core::PointId>& ids) {
     Q_EMIT message(tr("Already tracking: cancel the running job first"));
     return false;
   }
-  pending_track_ = ids;
+  pending_track_ = std::move(job);
   load_wanted_ = true;
   advance();
   return true;
@@ -211,9 +253,9 @@ void TrackerService::advance() {
   if (!job_ && factory_) {
     const auto cached = cache_.find(wanted_);
     if (pending_track_ && cached != cache_.end()) {
-      const std::vector<core::PointId> ids = std::move(*pending_track_);
+      const PendingJob job = std::move(*pending_track_);
       pending_track_.reset();
-      start_job(cached->second, ids);
+      start_job(cached->second, job);
     } else if (load_wanted_ && cached == cache_.end() && !loading_) {
       start_load(wanted_);
     } else if (cached != cache_.end()) {
@@ -281,17 +323,55 @@ void TrackerService::finish_load(const TrackerKey& key, const std::shared_ptr<Cr
   advance();
 }
 
-void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracker, const std::vector<core::PointId>& ids) {
+bool TrackerService::prepare_run(RunContext& run, const PendingJob& job, core::TrackRequest& request) {
   const core::Annotation& annotation = editor_->annotation();
-  auto run = std::make_unique<RunContext>();
-  for (const core::QueryPoint& point : annotation) {
-    if (ids.empty() || std::find(ids.begin(), ids.end(), point.id) != ids.end()) {
-      run->ids.push_back(point.id);
-      run->queries.push_back(point.query);
+  run.kind = job.kind;
+  request.first_frame = 0;
+  request.end_frame = -1;
+  run.range = {0, video_frame_count_};
+  switch (job.kind) {
+    case JobKind::track:
+      for (const core::QueryPoint& point : annotation) {
+        if (job.ids.empty() || std::find(job.ids.begin(), job.ids.end(), point.id) != job.ids.end()) {
+          run.ids.push_back(point.id);
+          run.queries.push_back(point.query);
+        }
+      }
+      break;
+    case JobKind::retrack: {
+      const core::QueryPoint* point = annotation.find(job.retrack.id);
+      if (point == nullptr) break;
+      const core::PointTrack* track = annotation.track(job.retrack.id);
+      std::optional<core::Query> query = track ? core::keyframe_query(*track, job.retrack.keyframe) : std::nullopt;
+      if (job.retrack.keyframe == point->query.frame) query = point->query;
+      if (!query) break;
+      run.retrack = job.retrack;
+      run.range = core::retrack_range(job.retrack.direction, job.retrack.keyframe, video_frame_count_);
+      request.first_frame = run.range.first_frame;
+      request.end_frame = run.range.end_frame;
+      run.ids.push_back(point->id);
+      run.queries.push_back(*query);
+      break;
     }
+    case JobKind::consistency:
+      for (core::PointId id : job.ids) {
+        const core::PointTrack* track = annotation.track(id);
+        const std::optional<core::Query> anchor = track ? core::consistency_anchor(track->track) : std::nullopt;
+        if (!anchor) continue;
+        run.ids.push_back(id);
+        run.queries.push_back(*anchor);
+      }
+      break;
   }
-  if (run->ids.empty()) {
-    Q_EMIT job_finished(false, tr("Nothing to track: the points were removed"));
+  request.queries = run.queries;
+  return !run.ids.empty();
+}
+
+void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracker, const PendingJob& job) {
+  auto run = std::make_unique<RunContext>();
+  core::TrackRequest request;
+  if (!prepare_run(*run, job, request)) {
+    Q_EMIT job_finished(false, tr("Nothing to track: the points were removed or changed"));
     return;
   }
   run->generation = ++generation_;
@@ -306,11 +386,6 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
     live_->progress = {};
     live_->progress_posted = false;
   }
-  core::TrackRequest request;
-  request.queries = run->queries;
-  request.first_frame = 0;
-  request.end_frame = -1;
-
   const uint64_t generation = run->generation;
   std::shared_ptr<LiveState> live = live_;
   core::TrackingJob::Callbacks callbacks;
@@ -341,8 +416,21 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
   cancelling_ = false;
   core::log::info("tracking {} points of {} with {}", points, video_path_.string(), run_->tracker.model_name);
   job_ = core::TrackingJob::start(tracker, options_.video_opener(video_path_), std::move(request), std::move(callbacks));
-  Q_EMIT job_started(points, video_frame_count_);
-  Q_EMIT message(tr("Tracking %n point(s) with %1 ...", nullptr, points).arg(qstring(run_->tracker.model_name)));
+  Q_EMIT job_started(points, run_->range.end_frame - run_->range.first_frame);
+  switch (run_->kind) {
+    case JobKind::track:
+      Q_EMIT message(tr("Tracking %n point(s) with %1 ...", nullptr, points).arg(qstring(run_->tracker.model_name)));
+      break;
+    case JobKind::retrack:
+      Q_EMIT message(tr("Re-tracking point %1 %2 from frame %3 ...")
+                         .arg(run_->retrack.id)
+                         .arg(core::to_string(run_->retrack.direction))
+                         .arg(run_->retrack.keyframe));
+      break;
+    case JobKind::consistency:
+      Q_EMIT message(tr("Forward-backward check of %n track(s) ...", nullptr, points));
+      break;
+  }
 }
 
 void TrackerService::on_job_progress(uint64_t generation) {
@@ -357,7 +445,8 @@ void TrackerService::on_job_progress(uint64_t generation) {
 }
 
 void TrackerService::on_job_partial(uint64_t generation, const core::TrackSet& partial, size_t first_query) {
-  if (generation != generation_ || !run_) return;
+  // Re-tracks and checks are applied whole when they finish (one undo step, one comparison).
+  if (generation != generation_ || !run_ || run_->kind != JobKind::track) return;
   apply_tracks(*run_, partial, first_query);
 }
 
@@ -373,7 +462,11 @@ int TrackerService::apply_tracks(RunContext& run, const core::TrackSet& tracks, 
     const core::QueryPoint* point = editor_->annotation().find(id);
     // A point moved or deleted while the job ran keeps what the user did; its old query's track is stale.
     if (point == nullptr || !(point->query == run.queries[query])) continue;
-    if (editor_->set_track(id, tracks.tracks[i], provenance)) ++applied;
+    if (editor_->set_track(id, tracks.tracks[i], provenance,
+                           tr("Track %n point(s)", nullptr, static_cast<int>(run.ids.size())),
+                           QStringLiteral("job-%1").arg(run.generation))) {
+      ++applied;
+    }
   }
   run.tracks_done = std::max(run.tracks_done, static_cast<int>(std::min(first_query + tracks.tracks.size(), run.ids.size())));
   Q_EMIT tracks_applied(run.tracks_done, static_cast<int>(run.ids.size()));
@@ -394,7 +487,11 @@ void TrackerService::on_job_finished(uint64_t generation, const std::shared_ptr<
   cancelling_ = false;
   std::unique_ptr<RunContext> run = std::move(run_);
   if (*result) {
-    apply_tracks(*run, **result, 0);
+    if (run->kind == JobKind::track) {
+      apply_tracks(*run, **result, 0);
+    } else {
+      finish_special_run(*run, **result);
+    }
     CompletedRun completed;
     completed.tracker = run->tracker;
     completed.samples = std::move(samples);
@@ -405,9 +502,24 @@ void TrackerService::on_job_finished(uint64_t generation, const std::shared_ptr<
     completed.video = video_path_.string();
     completed.run_number = ++run_count_;
     Q_EMIT run_completed(completed);
-    Q_EMIT job_finished(true, tr("Tracked %n point(s) over %1 frames in %2 s", nullptr, completed.points)
-                                  .arg(completed.frames)
-                                  .arg(wall_ms / 1000.0, 0, 'f', 1));
+    const QString seconds = QString::number(wall_ms / 1000.0, 'f', 1);
+    switch (run->kind) {
+      case JobKind::track:
+        Q_EMIT job_finished(true, tr("Tracked %n point(s) over %1 frames in %2 s", nullptr, completed.points)
+                                      .arg(completed.frames)
+                                      .arg(seconds));
+        break;
+      case JobKind::retrack:
+        Q_EMIT job_finished(true, tr("Re-tracked point %1 %2 from frame %3 in %4 s")
+                                      .arg(run->retrack.id)
+                                      .arg(core::to_string(run->retrack.direction))
+                                      .arg(run->retrack.keyframe)
+                                      .arg(seconds));
+        break;
+      case JobKind::consistency:
+        Q_EMIT job_finished(true, tr("Forward-backward check of %n track(s) done in %1 s", nullptr, completed.points).arg(seconds));
+        break;
+    }
   } else if (result->status().code() == core::StatusCode::cancelled || was_cancelled) {
     Q_EMIT job_finished(false, tr("Tracking cancelled (%1 of %2 tracks were finished and kept)")
                                    .arg(run->tracks_done)
@@ -425,6 +537,36 @@ void TrackerService::on_job_finished(uint64_t generation, const std::shared_ptr<
     Q_EMIT job_finished(false, tr("Tracking failed"));
   }
   advance();
+}
+
+void TrackerService::finish_special_run(RunContext& run, const core::TrackSet& result) {
+  if (!editor_) return;
+  const core::TrackProvenance provenance{run.tracker.model_name, run.tracker.device.id, core::to_string(run.tracker.precision)};
+  const core::Annotation& annotation = editor_->annotation();
+  for (size_t i = 0; i < run.ids.size() && i < result.tracks.size(); ++i) {
+    const core::PointId id = run.ids[i];
+    const core::QueryPoint* point = annotation.find(id);
+    const core::PointTrack* track = annotation.track(id);
+    if (point == nullptr) continue;
+    if (run.kind == JobKind::retrack) {
+      // The keyframe must still be where it was when the job started, or the result answers an old question.
+      std::optional<core::Query> now = track ? core::keyframe_query(*track, run.retrack.keyframe) : std::nullopt;
+      if (run.retrack.keyframe == point->query.frame) now = point->query;
+      if (!now || !(*now == run.queries[i])) {
+        Q_EMIT message(tr("Point %1 changed during re-tracking; the result was dropped").arg(id));
+        continue;
+      }
+      editor_->apply_retracked(id, result.tracks[i], run.retrack.policy, provenance,
+                               tr("Re-track point %1 %2 from frame %3 (%4)")
+                                   .arg(id)
+                                   .arg(core::to_string(run.retrack.direction))
+                                   .arg(run.retrack.keyframe)
+                                   .arg(core::to_string(run.retrack.policy)));
+    } else if (track != nullptr) {
+      const std::vector<float> distance = core::consistency_error(track->track, result.tracks[i]);
+      Q_EMIT consistency_checked(id, QList<float>(distance.begin(), distance.end()));
+    }
+  }
 }
 
 LiveRunSnapshot TrackerService::live_snapshot() const {

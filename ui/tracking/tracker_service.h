@@ -1,14 +1,23 @@
 #pragma once
 // TrackerService: the GUI's access to the tracker. It owns the injected core::TrackerFactory, a cache of the
 // trackers it created (one per model, device and precision: switching back reuses the loaded model), and at
-// most one core::TrackingJob. Track runs a job for the annotation's query points (all, or some) over the whole
-// clip; finished tracks are attached to the points through the AnnotationEditor, with their provenance.
+// most one core::TrackingJob, of one of three kinds:
+//  * track: the annotation's query points (all, or some) over the whole clip; finished tracks are attached to
+//    the points through the AnnotationEditor (one undo step per job), with their provenance;
+//  * retrack: one point from one of its keyframes, forward ([keyframe, end)), backward ([0, keyframe + 1)) or
+//    both: a TrackRequest whose only query is the keyframe's position; the result is merged into the point's
+//    track by a MergePolicy (core/tracking/track_edit.h), keyframes kept, as one undo step;
+//  * consistency: the forward-backward check of some tracks: each is tracked again from its own estimate at the
+//    frame farthest from its query (core/tracking/track_quality.h); consistency_checked() reports the distance
+//    per frame. The tracks themselves are not changed.
 //
 //   TrackerService service(std::move(factory), editor, {}, parent);
 //   service.set_video("clip.mp4", 96);
 //   connect(&service, &TrackerService::state_changed, ...);   // idle / loading_model / tracking / cancelling
 //   connect(&service, &TrackerService::error, window, &MainWindow::report_error);
 //   service.track({});                 // every point (or service.track({3, 7}))
+//   service.retrack({.id = 3, .keyframe = 20, .direction = core::RetrackDirection::forward});
+//   service.check_consistency({3});    // -> consistency_checked(3, distances)
 //   service.set_device("cuda:1");      // cancels a running job; loads (or reuses) the model on cuda:1
 //   service.cancel();
 //   LiveRunSnapshot live = service.live_snapshot();           // the dock's 10 Hz timer pulls stage samples
@@ -21,13 +30,14 @@
 //    partial results are delivered chunk by chunk; stage samples go into a mutex-protected snapshot only (no
 //    per-sample signal) that live_snapshot() copies.
 //  * Results are applied only if the point still exists with the query that was tracked (a point moved or
-//    deleted during the job keeps its new state). Errors (no model installed, device missing, out of memory)
-//    are reported through error() and change no point.
+//    deleted during the job keeps its new state; a re-track is dropped when its keyframe moved). Errors (no
+//    model installed, device missing, out of memory) are reported through error() and change no point.
 //  * A model, device or precision switch while a job runs cancels the job first, then loads or reuses the
 //    tracker of the new selection.
 // Shutdown: shutdown() (and the destructor) cancels and joins the job and waits for a model creation in
 // progress; the owner calls it before destroying the widgets that show results.
 
+#include <QList>
 #include <QObject>
 #include <QPointer>
 #include <QString>
@@ -44,6 +54,7 @@
 
 #include "core/tracking/annotation.h"
 #include "core/tracking/point_tracker.h"
+#include "core/tracking/track_edit.h"
 #include "core/tracking/tracking_job.h"
 #include "ui/perf/performance_dock.h"
 #include "ui/tracking/run_profile.h"
@@ -70,6 +81,16 @@ enum class TrackingState {
   cancelling,      // a job was cancelled and has not reached its next chunk boundary yet
 };
 const char* to_string(TrackingState state);
+
+/// A re-track of one point from one of its keyframes (its query frame, or a frame the user corrected).
+struct RetrackRequest {
+  core::PointId id = 0;
+  int64_t keyframe = 0;
+  core::RetrackDirection direction = core::RetrackDirection::both;
+  core::MergePolicy policy = core::MergePolicy::overwrite;
+};
+
+enum class JobKind { track, retrack, consistency };
 
 struct TrackerServiceOptions {
   core::TrackerOptions tracker;      // the initial model, device ("auto" allowed), precision, chunk and budget
@@ -104,6 +125,12 @@ class TrackerService : public QObject {
   /// Tracks the points `ids` (empty: every point) over the whole clip. Returns false, with a message(), when
   /// there is nothing to do (no video, no points, a job already running); errors go to error().
   bool track(const std::vector<core::PointId>& ids);
+  /// Re-tracks one point from a keyframe (see the header comment). Returns false, with a message(), when the
+  /// point has no keyframe there, no video is open or a job runs.
+  bool retrack(const RetrackRequest& request);
+  /// Runs the forward-backward check of the tracks of `ids` (empty: every tracked point). Returns false, with a
+  /// message(), when none of them has a track with a visible frame away from its query.
+  bool check_consistency(const std::vector<core::PointId>& ids);
   /// Cancels the running job (it stops at its next chunk boundary) and a Track waiting for a model.
   void cancel();
 
@@ -136,12 +163,20 @@ class TrackerService : public QObject {
   /// A job ended: completed, cancelled or failed (then error() came first). `message` is for the status bar.
   void job_finished(bool completed, const QString& message);
   void error(const QString& title, const QString& message);
+  /// The forward-backward check of point `id`'s track: the distance in pixels per frame of the track (from its
+  /// first_frame; NaN where unknown), computed against the track as it is now.
+  void consistency_checked(int id, const QList<float>& distance_px);
   /// Information for the status bar ("Loading LocoTrack-S on cuda:0 ...").
   void message(const QString& text);
 
  private:
   struct LiveState;
   struct RunContext;
+  struct PendingJob {
+    JobKind kind = JobKind::track;
+    std::vector<core::PointId> ids;
+    RetrackRequest retrack;
+  };
   using CreateResult = core::Expected<std::unique_ptr<core::PointTracker>>;
 
   std::string resolve_device(const std::string& id) const;
@@ -149,7 +184,10 @@ class TrackerService : public QObject {
   void advance();
   void start_load(const TrackerKey& key);
   void finish_load(const TrackerKey& key, const std::shared_ptr<CreateResult>& result);
-  void start_job(const std::shared_ptr<core::PointTracker>& tracker, const std::vector<core::PointId>& ids);
+  bool request_job(PendingJob job);
+  void start_job(const std::shared_ptr<core::PointTracker>& tracker, const PendingJob& job);
+  bool prepare_run(RunContext& run, const PendingJob& job, core::TrackRequest& request);
+  void finish_special_run(RunContext& run, const core::TrackSet& result);
   void on_job_progress(uint64_t generation);
   void on_job_partial(uint64_t generation, const core::TrackSet& partial, size_t first_query);
   void on_job_finished(uint64_t generation, const std::shared_ptr<core::Expected<core::TrackSet>>& result);
@@ -170,7 +208,7 @@ class TrackerService : public QObject {
   std::thread loader_;                       // creates one tracker at a time
   std::optional<TrackerKey> loading_;        // the key being created
   bool load_wanted_ = false;                 // the selection should be loaded (a switch or a Track asked)
-  std::optional<std::vector<core::PointId>> pending_track_;   // a Track waiting for a model or a cancel
+  std::optional<PendingJob> pending_track_;  // a job waiting for a model or a cancel
 
   std::unique_ptr<core::TrackingJob> job_;
   std::unique_ptr<RunContext> run_;

@@ -139,6 +139,11 @@ void TrackingController::connect_window() {
     options.show_occluded = on;
     set_track_overlay(options);
   });
+  connect(actions.colour_by_direction, &QAction::toggled, this, [this](bool on) {
+    TrackOverlayOptions options = overlay_;
+    options.colouring = on ? TrackColouring::motion_direction : TrackColouring::per_track;
+    set_track_overlay(options);
+  });
   auto trail_changed = [this](int before_frames, int after_frames) {
     TrackOverlayOptions options = overlay_;
     options.trail_before_frames = before_frames;
@@ -175,8 +180,10 @@ void TrackingController::set_track_overlay(const TrackOverlayOptions& options) {
   {
     const QSignalBlocker block_tracks(actions.show_tracks);
     const QSignalBlocker block_occluded(actions.show_occluded);
+    const QSignalBlocker block_colouring(actions.colour_by_direction);
     actions.show_tracks->setChecked(overlay_.show_tracks);
     actions.show_occluded->setChecked(overlay_.show_occluded);
+    actions.colour_by_direction->setChecked(overlay_.colouring == TrackColouring::motion_direction);
   }
   toolbar_->trail_editor()->set_lengths(overlay_.trail_before_frames, overlay_.trail_after_frames);
   menu_trail_->set_lengths(overlay_.trail_before_frames, overlay_.trail_after_frames);

@@ -1,0 +1,186 @@
+#include "ui/project/export_controller.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QMetaObject>
+#include <QStatusBar>
+
+#include "core/log.h"
+#include "ui/annotation_editor.h"
+#include "ui/frame_server_factory.h"
+#include "ui/main_window.h"
+#include "ui/project/annotated_video.h"
+#include "ui/project/project_controller.h"
+#include "ui/settings.h"
+#include "ui/tracking/tracking_controller.h"
+#include "ui/video_session.h"
+
+namespace trackscope::ui {
+namespace {
+
+constexpr int kMessageMs = 8000;
+
+QString filter_for(core::io::TrackFormat format) {
+  switch (format) {
+    case core::io::TrackFormat::csv: return QObject::tr("CSV tracks (*.csv)");
+    case core::io::TrackFormat::json: return QObject::tr("JSON tracks (*.json)");
+    case core::io::TrackFormat::tapvid_npz: return QObject::tr("TAP-Vid NumPy archive (*.npz)");
+    case core::io::TrackFormat::deeplabcut_csv: return QObject::tr("DeepLabCut CSV (*.csv)");
+    case core::io::TrackFormat::coco_json: return QObject::tr("COCO keypoints (*.json)");
+  }
+  return {};
+}
+
+}  // namespace
+
+ExportController::ExportController(MainWindow* window, VideoOpenerFactory video_opener)
+    : QObject(window), window_(window), video_opener_(std::move(video_opener)) {
+  if (!video_opener_) video_opener_ = [](const std::filesystem::path& path) { return core::open_video_file(path); };
+  const WorkbenchActions& actions = window->actions();
+  connect(actions.export_csv, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::csv); });
+  connect(actions.export_json, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::json); });
+  connect(actions.export_npz, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::tapvid_npz); });
+  connect(actions.export_deeplabcut, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::deeplabcut_csv); });
+  connect(actions.export_coco, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::coco_json); });
+  connect(actions.export_video, &QAction::triggered, this, &ExportController::choose_and_export_video);
+  connect(actions.import_tracks, &QAction::triggered, this, &ExportController::choose_and_import);
+}
+
+ExportController::~ExportController() { shutdown(); }
+
+void ExportController::shutdown() {
+  if (worker_.joinable()) {
+    worker_.request_stop();
+    worker_.join();
+  }
+}
+
+core::io::TrackVideo ExportController::track_video() const {
+  const VideoSession* session = window_->session();
+  const core::VideoInfo& info = session->info();
+  return {path_from_qstring(session->path()).string(), info.width, info.height, info.frame_count, info.frame_rate.to_double()};
+}
+
+bool ExportController::export_tracks(core::io::TrackFormat format, const QString& path) {
+  if (!window_->session()->has_video()) {
+    window_->statusBar()->showMessage(tr("Open a video first"), kMessageMs);
+    return false;
+  }
+  const core::io::TrackTable table = core::io::track_table(window_->editor()->annotation(), track_video());
+  if (table.tracks.empty()) {
+    window_->statusBar()->showMessage(tr("Nothing to export: track some points first"), kMessageMs);
+    return false;
+  }
+  const core::Status written = core::io::write_tracks(path_from_qstring(path), table, format);
+  if (!written) {
+    window_->report_error(tr("Could not export tracks"), QString::fromStdString(written.message()));
+    return false;
+  }
+  window_->statusBar()->showMessage(tr("Exported %n track(s) to %1", nullptr, static_cast<int>(table.tracks.size()))
+                                        .arg(QDir::toNativeSeparators(path)),
+                                    kMessageMs);
+  return true;
+}
+
+int ExportController::import_tracks(const QString& path) {
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  const std::optional<core::io::TrackFormat> format =
+      suffix == "csv" ? std::optional(core::io::TrackFormat::csv)
+      : suffix == "json" ? std::optional(core::io::TrackFormat::json)
+      : suffix == "npz" ? std::optional(core::io::TrackFormat::tapvid_npz) : std::nullopt;
+  if (!format) {
+    window_->report_error(tr("Could not import tracks"), tr("%1: import reads .csv, .json and .npz (TAP-Vid) files").arg(path));
+    return 0;
+  }
+  if (!window_->session()->has_video()) {
+    window_->statusBar()->showMessage(tr("Open the tracks' video first"), kMessageMs);
+    return 0;
+  }
+  core::io::TrackImportOptions options;
+  options.width = window_->session()->info().width;
+  options.height = window_->session()->info().height;
+  core::Expected<core::io::TrackTable> table = core::io::read_tracks(path_from_qstring(path), *format, options);
+  if (!table) {
+    window_->report_error(tr("Could not import tracks"),
+                          tr("%1\n\nNothing was changed.").arg(QString::fromStdString(table.status().message())));
+    return 0;
+  }
+  const int added = window_->editor()->import_tracks(*table, tr("Import %n track(s)", nullptr, static_cast<int>(table->tracks.size())));
+  window_->statusBar()->showMessage(tr("Imported %n track(s) from %1", nullptr, added).arg(QFileInfo(path).fileName()), kMessageMs);
+  return added;
+}
+
+bool ExportController::export_video(const QString& path) {
+  if (worker_.joinable() || !window_->session()->has_video()) return false;
+  const std::optional<core::io::Project> snapshot = window_->projects()->current_project();
+  if (!snapshot) return false;
+  AnnotatedVideoOptions options;
+  options.overlay = window_->tracking()->track_overlay();
+  const core::VideoOpener open = video_opener_(path_from_qstring(window_->session()->path()));
+  const std::filesystem::path target = path_from_qstring(path);
+  progress_posted_->store(false);
+  auto progress = std::make_shared<std::pair<std::atomic<int64_t>, std::atomic<int64_t>>>();
+  worker_ = std::jthread([this, open, snapshot = *snapshot, target, options, progress, posted = progress_posted_,
+                          path](std::stop_token stop) {
+    core::Status status;
+    if (core::Expected<std::unique_ptr<core::VideoSource>> video = open(); !video) {
+      status = video.status();
+    } else {
+      status = render_annotated_video(**video, snapshot, target, options, [&](int64_t done, int64_t total) {
+        progress->first = done;
+        progress->second = total;
+        if (!posted->exchange(true)) {
+          QMetaObject::invokeMethod(this, [this, progress, posted] {
+            posted->store(false);
+            on_video_progress(progress->first, progress->second);
+          }, Qt::QueuedConnection);
+        }
+      }, stop);
+    }
+    QMetaObject::invokeMethod(this, [this, status, path] { on_video_finished(status, path); }, Qt::QueuedConnection);
+  });
+  window_->statusBar()->showMessage(tr("Exporting the annotated video to %1 ...").arg(QDir::toNativeSeparators(path)));
+  return true;
+}
+
+void ExportController::on_video_progress(int64_t done, int64_t total) {
+  window_->statusBar()->showMessage(tr("Exporting the annotated video: frame %1 of %2").arg(done).arg(total));
+}
+
+void ExportController::on_video_finished(const core::Status& status, const QString& path) {
+  if (worker_.joinable()) worker_.join();
+  if (!status) {
+    if (status.code() != core::StatusCode::cancelled) {
+      window_->report_error(tr("Could not export the annotated video"), QString::fromStdString(status.message()));
+    }
+    Q_EMIT video_export_finished(false, QString::fromStdString(status.message()));
+    return;
+  }
+  const QString message = tr("Exported the annotated video to %1").arg(QDir::toNativeSeparators(path));
+  window_->statusBar()->showMessage(message, kMessageMs);
+  Q_EMIT video_export_finished(true, message);
+}
+
+void ExportController::choose_and_export(core::io::TrackFormat format) {
+  if (!window_->session()->has_video()) return;
+  const QString base = QFileInfo(window_->session()->path()).completeBaseName() + QString::fromLatin1(core::io::default_suffix(format));
+  const QString start = QDir(window_->settings().last_open_folder()).filePath(base);
+  const QString path = window_->project_prompts().save_path(window_, tr("Export Tracks"), start, filter_for(format));
+  if (!path.isEmpty()) export_tracks(format, path);
+}
+
+void ExportController::choose_and_export_video() {
+  if (!window_->session()->has_video()) return;
+  const QString start = QDir(window_->settings().last_open_folder())
+                            .filePath(QFileInfo(window_->session()->path()).completeBaseName() + "_tracks.mp4");
+  const QString path = window_->project_prompts().save_path(window_, tr("Export Annotated Video"), start, tr("MP4 video (*.mp4)"));
+  if (!path.isEmpty()) export_video(path);
+}
+
+void ExportController::choose_and_import() {
+  const QString path = window_->project_prompts().open_path(window_, tr("Import Tracks"), window_->settings().last_open_folder(),
+                                                            tr("Tracks (*.csv *.json *.npz);;All files (*)"));
+  if (!path.isEmpty()) import_tracks(path);
+}
+
+}  // namespace trackscope::ui
