@@ -1,19 +1,20 @@
-// trackscope-cli track VIDEO --queries Q.csv --out tracks.csv|tracks.json: tracks the queries through the video
-// with a progress bar on stderr, and writes one row (CSV) / entry (JSON) per track and frame.
+// trackscope-cli track VIDEO --queries Q.csv --out tracks.csv|.json|.npz|_dlc.csv|_coco.json: tracks the queries
+// through the video with a progress bar on stderr and writes them with core/io/track_formats.h (the CSV has one
+// row per track and frame, its header states the coordinate convention).
 #include <sys/resource.h>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "core/io/queries_csv.h"
+#include "core/io/track_formats.h"
 #include "core/log.h"
 #include "core/tracking/point_tracker.h"
 #include "gpu/cpu_runtime.h"
@@ -56,65 +57,17 @@ class ProgressBar final : public core::TrackObserver {
   bool enabled_;
 };
 
-// CSV: one row per track and frame. Coordinates in raster pixels of the original video.
-core::Status write_csv(const core::TrackSet& tracks, double fps, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) return core::io_error(fmt::format("cannot write {}", path));
-  out << "# trackscope tracks: x, y in raster pixels of the original video (pixel (i, j) covers [j, j+1) x [i, i+1), "
-         "its centre is (j + 0.5, i + 0.5)); time_s = frame / frame rate; visible = (1 - p_occluded)(1 - p_far) >= 0.5\n";
-  out << "track_id,frame,time_s,x,y,visible,p_occluded,p_far\n";
-  for (size_t id = 0; id < tracks.tracks.size(); ++id) {
-    const core::Track& track = tracks.tracks[id];
-    for (size_t i = 0; i < track.points.size(); ++i) {
-      const core::TrackPoint& p = track.points[i];
-      const int64_t frame = track.first_frame + static_cast<int64_t>(i);
-      out << fmt::format("{},{},{:.6f},{:.4f},{:.4f},{},{:.6f},{:.6f}\n", id, frame, fps > 0 ? frame / fps : 0.0, p.x_px,
-                         p.y_px, p.visible ? 1 : 0, p.p_occluded, p.p_far);
-    }
+// The output format from the file name: .csv, .json, .npz (TAP-Vid), _dlc.csv (DeepLabCut), _coco.json.
+std::optional<core::io::TrackFormat> format_of(const std::string& path) {
+  auto ends_with = [&path](std::string_view suffix) {
+    return path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  for (const core::io::TrackFormat f : {core::io::TrackFormat::deeplabcut_csv, core::io::TrackFormat::coco_json,
+                                        core::io::TrackFormat::csv, core::io::TrackFormat::json,
+                                        core::io::TrackFormat::tapvid_npz}) {
+    if (ends_with(core::io::default_suffix(f))) return f;
   }
-  out.flush();
-  return out ? core::Status() : core::io_error(fmt::format("writing {} failed", path));
-}
-
-core::Status write_json(const core::TrackSet& tracks, const core::TrackerDescription& tracker, double fps,
-                        const std::string& path) {
-  nlohmann::json doc;
-  doc["format"] = "trackscope.tracks";
-  doc["version"] = "1.0";
-  doc["coordinates"] = "raster pixels of the original video: pixel (i, j) covers [j, j+1) x [i, i+1)";
-  doc["model"] = tracker.model_name;
-  doc["device"] = tracker.device.id;
-  doc["precision"] = core::to_string(tracker.precision);
-  doc["frame_rate"] = fps;
-  doc["first_frame"] = tracks.first_frame;
-  doc["frame_count"] = tracks.frame_count;
-  nlohmann::json list = nlohmann::json::array();
-  for (size_t id = 0; id < tracks.tracks.size(); ++id) {
-    const core::Track& track = tracks.tracks[id];
-    nlohmann::json x = nlohmann::json::array(), y = nlohmann::json::array(), visible = nlohmann::json::array(),
-                   occluded = nlohmann::json::array(), far = nlohmann::json::array();
-    for (const core::TrackPoint& p : track.points) {
-      x.push_back(p.x_px);
-      y.push_back(p.y_px);
-      visible.push_back(p.visible);
-      occluded.push_back(p.p_occluded);
-      far.push_back(p.p_far);
-    }
-    list.push_back({{"track_id", id},
-                    {"query", {{"frame", track.query.frame}, {"x", track.query.x_px}, {"y", track.query.y_px}}},
-                    {"first_frame", track.first_frame},
-                    {"x", x},
-                    {"y", y},
-                    {"visible", visible},
-                    {"p_occluded", occluded},
-                    {"p_far", far}});
-  }
-  doc["tracks"] = list;
-  std::ofstream out(path);
-  if (!out) return core::io_error(fmt::format("cannot write {}", path));
-  out << doc.dump(1) << "\n";
-  out.flush();
-  return out ? core::Status() : core::io_error(fmt::format("writing {} failed", path));
+  return std::nullopt;
 }
 
 int run_track(const TrackArguments& args) {
@@ -122,9 +75,10 @@ int run_track(const TrackArguments& args) {
     std::fprintf(stderr, "trackscope-cli track: %s\n", status.message().c_str());
     return status.code() == core::StatusCode::invalid_argument ? 2 : 1;
   };
-  const bool json = args.out.size() > 5 && args.out.substr(args.out.size() - 5) == ".json";
-  if (!json && !(args.out.size() > 4 && args.out.substr(args.out.size() - 4) == ".csv")) {
-    return fail(core::invalid_argument(fmt::format("--out {}: use a .csv or .json file name", args.out)));
+  const std::optional<core::io::TrackFormat> format = format_of(args.out);
+  if (!format) {
+    return fail(core::invalid_argument(
+        fmt::format("--out {}: name a .csv, .json, .npz (TAP-Vid), _dlc.csv (DeepLabCut) or _coco.json file", args.out)));
   }
   core::Expected<std::vector<core::Query>> queries = core::read_queries_csv(args.queries);
   if (!queries) return fail(queries.status());
@@ -162,9 +116,20 @@ int run_track(const TrackArguments& args) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!tracks) return fail(tracks.status());
 
-  const double fps = (*video)->info().frame_rate.to_double();
-  const core::Status written = json ? write_json(*tracks, description, fps, args.out) : write_csv(*tracks, fps, args.out);
-  if (!written) return fail(written);
+  const core::VideoInfo& info = (*video)->info();
+  core::io::TrackTable table;
+  table.video = {args.video, info.width, info.height, info.frame_count, info.frame_rate.to_double()};
+  const core::TrackProvenance provenance{description.model_name, description.device.id,
+                                         core::to_string(description.precision)};
+  for (size_t i = 0; i < tracks->tracks.size(); ++i) {
+    core::io::TableTrack row;
+    row.id = static_cast<core::PointId>(i);
+    row.query = tracks->tracks[i].query;
+    row.track.track = tracks->tracks[i];
+    row.track.provenance = provenance;
+    table.tracks.push_back(std::move(row));
+  }
+  if (core::Status written = core::io::write_tracks(args.out, table, *format); !written) return fail(written);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const double device_peak_mib = static_cast<double>(gpu::peak_device_memory_bytes(description.device.id)) / (1 << 20);
@@ -185,7 +150,7 @@ void add_track_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<TrackArguments>();
   command->add_option("video", args->video, "video file, image folder or image pattern")->required();
   command->add_option("--queries", args->queries, "CSV with a 'frame,x,y' header (original-video pixels)")->required();
-  command->add_option("--out", args->out, "tracks.csv (one row per track and frame) or tracks.json")->required();
+  command->add_option("--out", args->out, "tracks.csv (one row per track and frame), .json, .npz (TAP-Vid), _dlc.csv or _coco.json")->required();
   command->add_option("--model", args->model, "default, small, base (official checkpoints) or a weights file")
       ->capture_default_str();
   command->add_option("--device", args->device, "auto, cpu, cuda, cuda:N")->capture_default_str();

@@ -1,9 +1,12 @@
-// trackscope: the GUI.   trackscope [--model M] [--device D] [--precision P] [VIDEO]
+// trackscope: the GUI.   trackscope [--model M] [--device D] [--precision P] [--compare A.json,B.json]
+//                                   [--dock-tab NAME] [--screenshot PNG] [VIDEO | PROJECT.trackscope]
 // Wiring only: command line, log sinks (stderr; Qt's own messages are routed into the log), and the real
 // frame server factory, tracker factory and device telemetry handed to the main window. Without a VIDEO it
 // opens the bundled sample clip, with the "default" model selected.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QTabWidget>
+#include <QTimer>
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
@@ -16,6 +19,8 @@
 #include "core/tracking/tracking_job.h"
 #include "core/video/frame_server.h"
 #include "ui/main_window.h"
+#include "ui/perf/performance_dock.h"
+#include "ui/tracking/tracking_controller.h"
 
 namespace {
 
@@ -79,7 +84,20 @@ int main(int argc, char** argv) {
   const QCommandLineOption precision_option(QStringLiteral("precision"),
                                             QStringLiteral("Tracker precision: fp32, tf32, bf16 or fp16."),
                                             QStringLiteral("precision"), QStringLiteral("fp32"));
-  parser.addOptions({model_option, device_option, precision_option});
+  const QCommandLineOption compare_option(
+      QStringLiteral("compare"),
+      QStringLiteral("Open two bench profiles (trackscope-cli bench --json) in the performance dock and compare "
+                     "them: A.json,B.json; FILE:N picks case N (default 0)."),
+      QStringLiteral("profiles"));
+  const QCommandLineOption tab_option(QStringLiteral("dock-tab"),
+                                      QStringLiteral("Show this tab of the performance dock: stages, roofline, "
+                                                     "compare or telemetry."),
+                                      QStringLiteral("tab"));
+  const QCommandLineOption screenshot_option(
+      QStringLiteral("screenshot"),
+      QStringLiteral("Save a screenshot of the window to this PNG once the video is shown, then quit."),
+      QStringLiteral("png"));
+  parser.addOptions({model_option, device_option, precision_option, compare_option, tab_option, screenshot_option});
   parser.process(application);
 
   namespace core = trackscope::core;
@@ -111,6 +129,50 @@ int main(int argc, char** argv) {
   if (videos.size() > 1) log::warn("opening only the first of {} videos given", videos.size());
   const QString video = videos.isEmpty() ? bundled_sample_clip() : videos.front();
   if (!video.isEmpty()) window.open_video(video);
+  trackscope::ui::PerformanceDock* dock = window.tracking()->performance_dock();
+  if (parser.isSet(compare_option)) {
+    const QStringList profiles = parser.value(compare_option).split(QLatin1Char(','));
+    if (profiles.size() != 2) {
+      std::fprintf(stderr, "trackscope: --compare takes two profiles, A.json,B.json\n");
+      return 2;
+    }
+    std::vector<int> picked;
+    for (const QString& spec : profiles) {
+      const int colon = spec.lastIndexOf(QLatin1Char(':'));
+      const bool has_case = colon > 0 && spec.mid(colon + 1).toInt() >= 0 && !spec.mid(colon + 1).isEmpty() &&
+                            spec.mid(colon + 1).toStdString().find_first_not_of("0123456789") == std::string::npos;
+      const QString path = has_case ? spec.left(colon) : spec;
+      const int first = static_cast<int>(dock->entries().size());
+      if (core::Status opened = dock->openProfileFile(path); !opened) {
+        std::fprintf(stderr, "trackscope: %s\n", opened.message().c_str());
+        return 1;
+      }
+      const int entry = first + (has_case ? spec.mid(colon + 1).toInt() : 0);
+      if (entry >= static_cast<int>(dock->entries().size())) {
+        std::fprintf(stderr, "trackscope: %s has no case %d\n", qPrintable(path), entry - first);
+        return 1;
+      }
+      picked.push_back(entry);
+    }
+    dock->compare(picked[0], picked[1]);
+    dock->show();
+  }
+  if (parser.isSet(tab_option)) {
+    const QString wanted = parser.value(tab_option).toLower();
+    for (int i = 0; i < dock->tabs()->count(); ++i) {
+      if (dock->tabs()->tabText(i).toLower() == wanted) dock->tabs()->setCurrentIndex(i);
+    }
+    dock->show();
+  }
+  if (parser.isSet(screenshot_option)) {
+    const QString png = parser.value(screenshot_option);
+    window.resize(1600, 1000);
+    // Give the decode thread and the charts time to draw (the first frame arrives asynchronously).
+    QTimer::singleShot(2500, &window, [&window, png] {
+      if (!window.grab().save(png)) log::error("could not write the screenshot {}", png.toStdString());
+      QApplication::quit();
+    });
+  }
   const int result = QApplication::exec();
   qInstallMessageHandler(nullptr);
   return result;

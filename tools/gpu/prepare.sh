@@ -32,5 +32,5 @@ case "$FIXTURES" in
 esac
 cd "$ROOT"
 "$ROOT/../shared/device/prepare_carry.sh" "${EXTRA[@]}" \
-  --deb nlohmann-json3-dev --deb libcli11-dev --deb libfmt-dev --deb libfmt9 \
+  --deb nlohmann-json3-dev --deb libcli11-dev --deb libfmt-dev --deb libfmt9 --deb libzip-dev --deb libzip4 \
   "${DATA[@]}" "$CARRY"
