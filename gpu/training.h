@@ -17,8 +17,10 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
+#include "core/tracking/evaluation.h"
 #include "core/tracking/metrics.h"
 #include "core/tracking/point_tracker.h"
 
@@ -178,5 +180,28 @@ struct DataBenchmark {
 };
 core::Expected<DataBenchmark> benchmark_synthetic_data(const SyntheticOptions& options, const std::string& device,
                                                        int64_t batches, uint64_t seed);
+
+/// A fixed, seeded set of synthetic clips for evaluation (`trackscope-cli eval --synthetic SEED`): the trainer's
+/// generator, query-first (every query on frame 0, where it is visible), as plain data for
+/// core::evaluate_tapvid. Batch k of data.batch_size clips is generated from derive_seed(seed, k) and the
+/// first `clips` clips are kept, exactly as the trainer builds its validation set: with the defaults (the
+/// trainer's validation data options and validation_seed) the clips are the trainer's validation clips, stored
+/// as uint8 (the trainer feeds the float frames; they differ by the uint8 rounding, <= 1/510 of the range).
+struct SyntheticEvaluationOptions {
+  SyntheticOptions data;                    // defaults: TrainingOptions().validation_data (batch 4, 24 frames, 256 points, 256x256)
+  int64_t clips = 32;
+  uint64_t seed = 1'000'000;                // TrainingOptions::validation_seed
+  std::string device = "cpu";               // where the generator runs: "auto", "cpu", "cuda", "cuda:N"
+
+  SyntheticEvaluationOptions();
+  /// invalid_argument when data.check() fails, clips is not in [1, 4096], or data.query_first_fraction is not 1
+  /// (queries on later frames are not query-first). data.format is ignored (clips are always uint8).
+  core::Status check() const;
+};
+
+/// Generates the clips (names "synthetic-<seed>-<index>"), frame rate 24 fps. Deterministic: the same options
+/// give the same clips (on every device up to float rounding, see gpu/training/synthetic.h). Errors: bad
+/// options, no such device, out of memory; torch exceptions do not escape.
+core::Expected<std::vector<core::TapVidClip>> generate_synthetic_evaluation_clips(const SyntheticEvaluationOptions& options);
 
 }  // namespace trackscope::gpu
