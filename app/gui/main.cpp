@@ -155,6 +155,9 @@ int main(int argc, char** argv) {
       picked.push_back(entry);
     }
     dock->compare(picked[0], picked[1]);
+    // A also becomes the dock's current run, so that its Stages and Roofline tabs show it.
+    const trackscope::ui::ProfileEntry a = dock->entries().at(static_cast<size_t>(picked[0]));
+    dock->addRun(*a.profile, a.case_index, a.label);
     dock->show();
   }
   if (parser.isSet(tab_option)) {
