@@ -127,6 +127,16 @@ int main(int argc, char** argv) {
   window.show();
   QStringList videos = parser.positionalArguments();
   if (videos.size() > 1) log::warn("opening only the first of {} videos given", videos.size());
+  if (parser.isSet(screenshot_option)) {
+    const QString png = parser.value(screenshot_option);
+    window.resize(1600, 1000);
+    // Armed before anything opens: a question box that opening raises cannot keep it from firing (quit() ends
+    // nested event loops too). The delay lets the decode thread and the charts draw.
+    QTimer::singleShot(2500, &window, [&window, png] {
+      if (!window.grab().save(png)) log::error("could not write the screenshot {}", png.toStdString());
+      QApplication::quit();
+    });
+  }
   const QString video = videos.isEmpty() ? bundled_sample_clip() : videos.front();
   if (!video.isEmpty()) window.open_video(video);
   trackscope::ui::PerformanceDock* dock = window.tracking()->performance_dock();
@@ -166,15 +176,6 @@ int main(int argc, char** argv) {
       if (dock->tabs()->tabText(i).toLower() == wanted) dock->tabs()->setCurrentIndex(i);
     }
     dock->show();
-  }
-  if (parser.isSet(screenshot_option)) {
-    const QString png = parser.value(screenshot_option);
-    window.resize(1600, 1000);
-    // Give the decode thread and the charts time to draw (the first frame arrives asynchronously).
-    QTimer::singleShot(2500, &window, [&window, png] {
-      if (!window.grab().save(png)) log::error("could not write the screenshot {}", png.toStdString());
-      QApplication::quit();
-    });
   }
   const int result = QApplication::exec();
   qInstallMessageHandler(nullptr);

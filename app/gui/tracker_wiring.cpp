@@ -1,5 +1,7 @@
 #include "app/gui/tracker_wiring.h"
 
+#include <thread>
+
 #include "core/log.h"
 #include "gpu/cpu_runtime.h"
 #include "gpu/devices.h"
@@ -13,6 +15,9 @@ namespace trackscope::app {
 // otherwise be page-faulted in again on every chunk).
 std::unique_ptr<core::TrackerFactory> make_gui_tracker_factory() {
   if (!gpu::keep_freed_host_memory()) core::log::warn("could not tune the host allocator for CPU tracking");
+  // Debian's LibTorch starts with one intra-op thread; a desktop user tracking on the CPU wants every core.
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 1) core::log::info("CPU tracking uses {} threads", gpu::set_cpu_threads(static_cast<int>(cores)));
   return gpu::make_tracker_factory({});
 }
 
