@@ -27,15 +27,20 @@
 #include "gpu/torch_compat.h"
 #include "gpu/tracker/locotrack_tracker.h"
 #include "gpu/tracker_factory.h"
+#include "fixture_support.h"
 #include "gpu/weights/weights.h"
 
 namespace trackscope::gpu {
 namespace {
 
 namespace fs = std::filesystem;
+using fixtures::compare;
+using fixtures::Figures;
+using fixtures::kFixtures;
+using fixtures::read_fixture;
+const std::map<std::string, at::Tensor>& inputs() { return fixtures::parity_inputs(); }
 using model::ModelSize;
 
-const fs::path kFixtures = fs::path(TRACKSCOPE_SHARED_DIR) / "fixtures" / "locotrack";
 constexpr double kTrackTolerancePx = 1e-3;
 constexpr double kLogitRelativeL2 = 1e-4;
 constexpr double kVisibilityMargin = 1e-4;
@@ -45,32 +50,6 @@ std::string device_name() {
   return env != nullptr && std::string(env) == "cuda" ? "cuda:0" : "cpu";
 }
 bool wants_cuda() { return device_name() != "cpu"; }
-
-struct Figures {
-  double max_abs = 0.0;
-  double relative_l2 = 0.0;
-};
-
-Figures compare(const at::Tensor& actual, const at::Tensor& expected) {
-  const at::Tensor a = actual.to(at::kCPU, at::kDouble), e = expected.to(at::kCPU, at::kDouble);
-  EXPECT_EQ(a.sizes(), e.sizes());
-  if (a.sizes() != e.sizes()) return {1e30, 1e30};
-  const at::Tensor d = a - e;
-  return {d.abs().max().item<double>(), d.norm().item<double>() / std::max(e.norm().item<double>(), 1e-30)};
-}
-
-std::map<std::string, at::Tensor> read_fixture(const std::string& name) {
-  core::Expected<weights::StateDict> state = weights::read_state_dict(kFixtures / name);
-  if (!state) throw std::runtime_error(state.status().message());
-  std::map<std::string, at::Tensor> out;
-  for (auto& [key, tensor] : state->tensors) out.emplace(key, tensor);
-  return out;
-}
-
-const std::map<std::string, at::Tensor>& inputs() {
-  static const std::map<std::string, at::Tensor> cached = read_fixture("parity_inputs.safetensors");
-  return cached;
-}
 
 fs::path weights_path(ModelSize size) {
   return kFixtures / fmt::format("locotrack_{}_random_bf16.safetensors", model::model_size_name(size));

@@ -22,15 +22,20 @@
 #include "gpu/cpu_runtime.h"
 #include "gpu/model/locotrack.h"
 #include "gpu/torch_compat.h"
+#include "fixture_support.h"
 #include "gpu/weights/weights.h"
 
 namespace trackscope::gpu {
 namespace {
 
 namespace fs = std::filesystem;
+using fixtures::compare;
+using fixtures::Figures;
+using fixtures::kFixtures;
+using fixtures::read_fixture;
+const std::map<std::string, at::Tensor>& inputs() { return fixtures::parity_inputs(); }
 using model::ModelSize;
 
-const fs::path kFixtures = fs::path(TRACKSCOPE_SHARED_DIR) / "fixtures" / "locotrack";
 
 // Asserted tolerances. The task allows 1e-3 px and 1e-4 relative L2; these are tighter where the port achieves it.
 constexpr double kTrackTolerancePx = 1e-3;
@@ -43,20 +48,6 @@ std::string device_name() {
   return env != nullptr && std::string(env) == "cuda" ? "cuda" : "cpu";
 }
 
-struct Figures {
-  double max_abs = 0.0;
-  double relative_l2 = 0.0;
-};
-
-Figures compare(const at::Tensor& actual, const at::Tensor& expected) {
-  const at::Tensor a = actual.to(at::kCPU, at::kDouble), e = expected.to(at::kCPU, at::kDouble);
-  EXPECT_EQ(a.sizes(), e.sizes());
-  if (a.sizes() != e.sizes()) return {1e30, 1e30};
-  const at::Tensor difference = a - e;
-  return {difference.abs().max().item<double>(),
-          difference.norm().item<double>() / std::max(e.norm().item<double>(), 1e-30)};
-}
-
 struct SizeCase {
   std::shared_ptr<model::LocoTrack> model;
   std::map<std::string, at::Tensor> reference;  // parity_{size}.safetensors, CPU float/uint8
@@ -65,19 +56,6 @@ struct SizeCase {
   model::FeatureGrids grids;
   model::QueryFeatures query;
 };
-
-std::map<std::string, at::Tensor> read_fixture(const std::string& name) {
-  core::Expected<weights::StateDict> state = weights::read_state_dict(kFixtures / name);
-  if (!state) throw std::runtime_error(state.status().message());
-  std::map<std::string, at::Tensor> out;
-  for (auto& [key, tensor] : state->tensors) out.emplace(key, tensor);
-  return out;
-}
-
-const std::map<std::string, at::Tensor>& inputs() {
-  static const std::map<std::string, at::Tensor> cached = read_fixture("parity_inputs.safetensors");
-  return cached;
-}
 
 // Built on first use and kept for the process: the backbone on 16 frames is the expensive part.
 const SizeCase& size_case(ModelSize size) {
