@@ -11,6 +11,7 @@
 #include <fstream>
 #include <system_error>
 
+#include "core/io/safetensors.h"
 #include "core/log.h"
 #include "gpu/devices.h"
 #include "gpu/engine/cuda_support.h"
@@ -39,13 +40,8 @@ std::vector<std::filesystem::path> model_dirs(const TrackerFactoryOptions& optio
   return dirs;
 }
 
-// A weights file or an implied shard set stem-0.safetensors, stem-1.safetensors, ...
-bool weights_exist(const std::filesystem::path& path) {
-  std::error_code error;
-  if (std::filesystem::exists(path, error)) return true;
-  if (path.extension() != ".safetensors") return false;
-  return std::filesystem::exists(path.parent_path() / (path.stem().string() + "-0.safetensors"), error);
-}
+// A weights file, a '*' pattern or an implied shard set stem-0.safetensors, ... (what the loader accepts).
+bool weights_exist(const std::filesystem::path& path) { return core::io::resolve_shards(path).has_value(); }
 
 std::string joined(const std::vector<std::filesystem::path>& dirs) {
   std::string text;
