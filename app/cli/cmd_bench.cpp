@@ -28,6 +28,8 @@ struct BenchArguments {
   std::string corr_kernel = "auto";
   std::string cmdtop = "auto";
   std::string cudnn_benchmark = "auto";
+  std::string norm = "auto";
+  std::string cuda_graphs = "off";
   std::string video;
   std::string json;
   int repeats = 5;
@@ -102,6 +104,8 @@ int run_bench_command(const BenchArguments& args) {
   options.corr_kernel = args.corr_kernel;
   options.cmdtop = args.cmdtop;
   options.cudnn_benchmark = args.cudnn_benchmark;
+  options.norm = args.norm;
+  options.cuda_graphs = args.cuda_graphs;
   options.video = args.video;
   options.repeats = args.repeats;
   options.warmup = args.warmup;
@@ -140,10 +144,14 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
   command->add_option("--precision", args->precisions, "fp32,tf32,bf16,fp16 (comma-separated)")->capture_default_str();
   command->add_option("--chunk", args->chunks, "queries per chunk, comma-separated (0 = all)")->capture_default_str();
   command->add_option("--path", args->path, "auto, fused or eager")->capture_default_str();
-  command->add_option("--corr-kernel", args->corr_kernel, "CUDA 4D-correlation kernel: auto, classic or tensor")
+  command->add_option("--corr-kernel", args->corr_kernel, "CUDA 4D-correlation kernel: auto, classic, tensor or pipelined")
       ->capture_default_str();
   command->add_option("--cmdtop", args->cmdtop, "CMDTop convolutions as GEMMs: auto, im2col or dense")->capture_default_str();
   command->add_option("--cudnn-benchmark", args->cudnn_benchmark, "cuDNN autotuning: auto (on), on, off")
+      ->capture_default_str();
+  command->add_option("--norm", args->norm, "backbone InstanceNorm+ReLU on CUDA: auto (fused), fused, reference")
+      ->capture_default_str();
+  command->add_option("--cuda-graphs", args->cuda_graphs, "replay the refinement as CUDA graphs: on or off")
       ->capture_default_str();
   command->add_option("--video", args->video, "frames to run on (default: the procedural sample scene)");
   command->add_option("--repeats", args->repeats, "timed repeats per case")->capture_default_str();

@@ -3,8 +3,10 @@
 #include "gpu/engine/cuda_support.h"
 
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
@@ -36,8 +38,14 @@ Event EventPool::next() {
 }
 
 void record(Event event, int device) {
-  check(cudaEventRecord(as_event(event), at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream()),
-        "cudaEventRecord");
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+  if (status == cudaStreamCaptureStatusActive) {
+    check(cudaEventRecordWithFlags(as_event(event), stream, cudaEventRecordExternal), "cudaEventRecordWithFlags");
+  } else {
+    check(cudaEventRecord(as_event(event), stream), "cudaEventRecord");
+  }
 }
 
 void synchronize_event(Event event) { check(cudaEventSynchronize(as_event(event)), "cudaEventSynchronize"); }
@@ -46,6 +54,16 @@ double elapsed_ms(Event start, Event end) {
   float ms = 0.0f;
   check(cudaEventElapsedTime(&ms, as_event(start), as_event(end)), "cudaEventElapsedTime");
   return static_cast<double>(ms);
+}
+
+bool try_elapsed_ms(Event start, Event end, double& ms) {
+  float value = 0.0f;
+  if (cudaEventElapsedTime(&value, as_event(start), as_event(end)) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky-free error state of the runtime
+    return false;
+  }
+  ms = static_cast<double>(value);
+  return true;
 }
 
 void synchronize_device(int device) {
@@ -78,6 +96,59 @@ void reset_peak_memory(int device) {
 }
 
 void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
+
+struct Graph::Impl {
+  at::cuda::CUDAGraph graph;
+  bool captured = false;
+};
+
+Graph::Graph() : impl_(std::make_unique<Impl>()) {}
+Graph::~Graph() = default;
+
+void Graph::capture(int device, const std::function<void(bool)>& work) {
+  TORCH_CHECK(!impl_->captured, "CUDA graph: captured twice");
+  const auto index = static_cast<c10::DeviceIndex>(device);
+  const c10::cuda::CUDAGuard device_guard(index);
+  const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(index);
+  const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index);
+  // The side stream starts after everything already enqueued (the inputs), and the caller continues after it.
+  cudaEvent_t ready = nullptr;
+  check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  const auto destroy = [&ready] { cudaEventDestroy(ready); };
+  try {
+    check(cudaEventRecord(ready, caller.stream()), "cudaEventRecord");
+    check(cudaStreamWaitEvent(side.stream(), ready, 0), "cudaStreamWaitEvent");
+    {
+      const c10::cuda::CUDAStreamGuard stream_guard(side);
+      work(false);
+      check(cudaStreamSynchronize(side.stream()), "cudaStreamSynchronize");
+      impl_->graph.capture_begin();
+      try {
+        work(true);
+      } catch (...) {
+        try {
+          impl_->graph.capture_end();
+        } catch (...) {
+        }
+        throw;
+      }
+      impl_->graph.capture_end();
+    }
+  } catch (...) {
+    destroy();
+    throw;
+  }
+  destroy();
+  impl_->captured = true;
+}
+
+void Graph::replay(int device) {
+  TORCH_CHECK(impl_->captured, "CUDA graph: replay before capture");
+  const c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(device));
+  impl_->graph.replay();
+}
+
+bool Graph::captured() const { return impl_->captured; }
 
 void nvtx_push(const char* name) { nvtxRangePushA(name); }
 void nvtx_pop() { nvtxRangePop(); }

@@ -16,6 +16,7 @@
 // thread's). Events belong to one EventPool and one thread.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -43,12 +44,16 @@ class EventPool {
   size_t used_ = 0;
 };
 
-/// Records the event on the current stream of CUDA device `device`.
+/// Records the event on the current stream of CUDA device `device`. While that stream is being captured into a
+/// Graph, the record becomes an event node of the graph (cudaEventRecordExternal): every replay records the
+/// event again, so stage timing works inside graphs.
 void record(Event event, int device);
 /// Blocks the host until the event has completed.
 void synchronize_event(Event event);
 /// Milliseconds between two completed events.
 double elapsed_ms(Event start, Event end);
+/// Same, returning false (ms untouched) where the driver cannot time the pair.
+bool try_elapsed_ms(Event start, Event end, double& ms);
 /// Blocks until all work on the device is done.
 void synchronize_device(int device);
 
@@ -63,6 +68,33 @@ int64_t allocated_bytes(int device);
 void reset_peak_memory(int device);
 /// Returns cached, unused blocks to the driver (after an out-of-memory, or when a model leaves a device).
 void empty_cache();
+
+/// A CUDA graph of the work one callable enqueues (at::cuda::CUDAGraph), for replaying launch-bound work
+/// (the refinement iterations at small N) without the host's per-kernel cost.
+///
+///   Graph graph;
+///   graph.capture(device, [&](bool capturing) { out = work(static_inputs); });  // runs it eagerly, then captures
+///   copy new inputs into static_inputs; graph.replay(device);                  // out holds the new results
+///
+/// capture() runs work(false) once eagerly on a side stream (lazy initialisation of cuBLAS/cuDNN state must not
+/// happen inside a capture), waits for it, then runs work(true) under stream capture: nothing executes, the
+/// kernels are recorded; tensors allocated inside live in the graph's private memory pool and keep their
+/// addresses. work must not synchronise with the host or copy from pageable host memory. replay() enqueues
+/// the graph on the current stream. Throws c10::Error (CUDA builds) or std::runtime_error (no CUDA support).
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  void capture(int device, const std::function<void(bool capturing)>& work);
+  void replay(int device);
+  bool captured() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// NVTX range around a stage (visible in Nsight Systems); no-op without CUDA.
 void nvtx_push(const char* name);

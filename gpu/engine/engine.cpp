@@ -17,6 +17,11 @@ using core::Stage;
 
 bool is_reduced(at::ScalarType dtype) { return dtype == at::kBFloat16 || dtype == at::kHalf; }
 
+// The backbone's norm through the fused op, with the model's epsilon (InstanceNorm2d's default, LOCOTRACK.md §4).
+at::Tensor fused_instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return ops::instance_norm_relu(x, weight, bias, 1e-5);
+}
+
 // A LocoTrack whose parameters are `source`'s converted to `dtype` on `device`.
 std::shared_ptr<const model::LocoTrack> converted_copy(const model::LocoTrack& source, c10::Device device,
                                                         at::ScalarType dtype) {
@@ -149,11 +154,16 @@ at::Tensor Engine::prepare_frames(const at::Tensor& frames_u8) const {
 }
 
 model::FeatureGrids Engine::allocate_grids(int64_t frames) const {
+  if (uses_cuda_graphs() && graph_grids_.lowres.defined() && graph_grids_.frames() == frames) return graph_grids_;
   const auto options = at::TensorOptions().device(device_).dtype(compute_dtype_);
   model::FeatureGrids grids;
   grids.lowres = at::empty({1, frames, 32, 32, 256}, options);
   grids.hires = at::empty({1, frames, 64, 64, 128}, options);
   grids.highest = at::empty({1, frames, 128, 128, 64}, options);
+  if (uses_cuda_graphs()) {
+    graphs_.clear();  // they read the previous grids
+    graph_grids_ = grids;
+  }
   return grids;
 }
 
@@ -165,7 +175,9 @@ void Engine::compute_features(const at::Tensor& frames, model::FeatureGrids& gri
   const int64_t total = std::max<int64_t>(1, cost_.frames);
   const auto scope = recorder.time(Stage::backbone, 0, 0,
                                    cost_of(Stage::backbone, 0) * (static_cast<double>(count) / static_cast<double>(total)));
-  const auto features = model::compute_frame_features(*compute_model_, frames.to(compute_dtype_));
+  const auto features =
+      model::compute_frame_features(*compute_model_, frames.to(compute_dtype_),
+                                    uses_fused_instance_norm() ? &fused_instance_norm_relu : nullptr);
   grids.lowres.select(0, 0).narrow(0, first, count).copy_(features[0]);
   grids.hires.select(0, 0).narrow(0, first, count).copy_(features[1]);
   grids.highest.select(0, 0).narrow(0, first, count).copy_(features[2]);
@@ -281,6 +293,15 @@ model::TrackState Engine::track_chunk(const model::FeatureGrids& grids, const mo
                   chunk_queries_tyx.size(1) == chunk.queries() && chunk_queries_tyx.size(2) == 3,
               "track_chunk: expected queries [1, ", chunk.queries(), ", 3], got ", chunk_queries_tyx.sizes());
   const at::Tensor queries = chunk_queries_tyx.to(device_, at::kFloat);
+  if (uses_cuda_graphs() && every_iteration == nullptr) {
+    return track_chunk_graphed(grids, chunk, queries, chunk_index, recorder);
+  }
+  return track_chunk_eager(grids, chunk, queries, chunk_index, recorder, every_iteration);
+}
+
+model::TrackState Engine::track_chunk_eager(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
+                                            const at::Tensor& queries, int chunk_index, StageRecorder& recorder,
+                                            std::vector<model::TrackState>* every_iteration) const {
   model::TrackState state = initialise(grids, chunk, queries, chunk_index, recorder);
   if (every_iteration != nullptr) every_iteration->push_back(state);
   for (int iteration = 1; iteration <= model_->config().refinement_iterations; ++iteration) {
@@ -288,6 +309,71 @@ model::TrackState Engine::track_chunk(const model::FeatureGrids& grids, const mo
     if (every_iteration != nullptr) every_iteration->push_back(state);
   }
   return state;
+}
+
+namespace {
+
+model::QueryFeatures clone_features(const model::QueryFeatures& q) {
+  return {q.lowres.clone(), q.hires.clone(), q.highest.clone(), q.lowres_support.clone(), q.hires_support.clone(),
+          q.highest_support.clone()};
+}
+
+void copy_features(model::QueryFeatures& into, const model::QueryFeatures& from) {
+  into.lowres.copy_(from.lowres);
+  into.hires.copy_(from.hires);
+  into.highest.copy_(from.highest);
+  into.lowres_support.copy_(from.lowres_support);
+  into.hires_support.copy_(from.hires_support);
+  into.highest_support.copy_(from.highest_support);
+}
+
+}  // namespace
+
+model::TrackState Engine::track_chunk_graphed(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
+                                              const at::Tensor& queries, int chunk_index,
+                                              StageRecorder& recorder) const {
+  const std::array<const void*, 3> grid_pointers = {grids.lowres.data_ptr(), grids.hires.data_ptr(),
+                                                    grids.highest.data_ptr()};
+  const int64_t count = chunk.queries(), frames = grids.frames();
+  ChunkGraph* graph = nullptr;
+  for (const auto& g : graphs_) {
+    if (g->grids == grid_pointers && g->queries == count && g->frames == frames && g->chunk_index == chunk_index) {
+      graph = g.get();
+    }
+  }
+  if (graph == nullptr) {
+    // Each graph holds its own memory pool (its temporaries): keep only a few shapes.
+    constexpr size_t kMaxGraphs = 8;
+    if (graphs_.size() >= kMaxGraphs) graphs_.erase(graphs_.begin());
+    auto fresh = std::make_unique<ChunkGraph>();
+    fresh->grids = grid_pointers;
+    fresh->queries = count;
+    fresh->frames = frames;
+    fresh->chunk_index = chunk_index;
+    fresh->chunk = clone_features(chunk);
+    fresh->queries_tyx = queries.clone();
+    fresh->stages = std::make_unique<StageRecorder>(cuda_index());
+    fresh->graph = std::make_unique<cuda_support::Graph>();
+    ChunkGraph& g = *fresh;
+    g.graph->capture(cuda_index(), [&](bool capturing) {
+      if (capturing) {
+        g.out = track_chunk_eager(grids, g.chunk, g.queries_tyx, chunk_index, *g.stages, nullptr);
+      } else {
+        StageRecorder warm_up(cuda_index());
+        track_chunk_eager(grids, g.chunk, g.queries_tyx, chunk_index, warm_up, nullptr);
+        warm_up.collect();
+      }
+    });
+    graphs_.push_back(std::move(fresh));
+    graph = graphs_.back().get();
+  } else {
+    copy_features(graph->chunk, chunk);
+    graph->queries_tyx.copy_(queries);
+  }
+  graph->graph->replay(cuda_index());
+  recorder.add_replayed(*graph->stages);
+  // The outputs live in the graph's pool and are overwritten by the next replay: hand out copies.
+  return {graph->out.tracks.clone(), graph->out.occlusion.clone(), graph->out.expected_dist.clone()};
 }
 
 }  // namespace trackscope::gpu::engine

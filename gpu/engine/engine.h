@@ -31,6 +31,7 @@
 #include <array>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "core/perf/cost_model.h"
 #include "core/tracking/point_tracker.h"
@@ -56,6 +57,15 @@ struct EngineOptions {
   /// cuDNN autotuning of the backbone's convolutions (CUDA): empty = on. Exact mode keeps its parity figures with
   /// the autotuned algorithms (gpu/engine_cuda_autotuned) and gains ~5 ms per 47 frames on an H200.
   std::optional<bool> cudnn_benchmark;
+  /// The backbone's InstanceNorm+ReLU as one fused CUDA kernel set (ops::instance_norm_relu) on the fused path;
+  /// false = the written-out reference (the eager op sequence). The CPU always runs the reference.
+  bool fused_instance_norm = true;
+  /// CUDA graphs for track_chunk (fused path, CUDA): the first call of a chunk shape captures the initialisation
+  /// and every refinement iteration as one graph, later calls copy their inputs into it and replay it, which
+  /// removes the host's per-kernel cost (the refinement at small N is launch-bound). Stage times still come
+  /// from CUDA events, recorded inside the graph. With graphs on, allocate_grids() hands out the engine's one
+  /// set of grids (reused while the frame count stays the same), so the graphs' inputs keep their addresses.
+  bool cuda_graphs = false;
 };
 
 /// Compute dtype of a precision: float32 for fp32/tf32, bfloat16, float16.
@@ -70,6 +80,8 @@ class Engine {
   c10::Device device() const { return device_; }
   const EngineOptions& options() const { return options_; }
   bool fused() const { return fused_; }
+  /// Whether the backbone runs ops::instance_norm_relu (fused path, CUDA, fused_instance_norm).
+  bool uses_fused_instance_norm() const { return fused_ && device_.is_cuda() && options_.fused_instance_norm; }
   at::ScalarType compute_dtype() const { return compute_dtype_; }
   const model::LocoTrack& model() const { return *model_; }
   /// -1 for the CPU, else the CUDA device index (for StageRecorder and cuda_support).
@@ -89,8 +101,12 @@ class Engine {
   /// bilinearly as the official inference() does (align_corners=false, no antialias) when not 256x256.
   at::Tensor prepare_frames(const at::Tensor& frames_u8) const;
 
-  /// Uninitialised feature grids for `frames` frames ([1, T, ...], compute dtype, on the device).
+  /// Uninitialised feature grids for `frames` frames ([1, T, ...], compute dtype, on the device). With
+  /// cuda_graphs the same tensors are returned for the same frame count (a caller must be done with the previous
+  /// grids before asking again).
   model::FeatureGrids allocate_grids(int64_t frames) const;
+  /// Whether track_chunk replays CUDA graphs (cuda_graphs, fused path, CUDA).
+  bool uses_cuda_graphs() const { return options_.cuda_graphs && fused_ && device_.is_cuda(); }
   /// Backbone of frames [F, 256, 256, 3] (prepare_frames' output) into grids frames [first, first + F).
   void compute_features(const at::Tensor& frames, model::FeatureGrids& grids, int64_t first,
                         StageRecorder& recorder) const;
@@ -112,6 +128,24 @@ class Engine {
                            const model::TrackState& previous, int chunk_index, int iteration,
                            StageRecorder& recorder) const;
   core::WorkCost cost_of(core::Stage stage, int64_t chunk_points) const;
+  model::TrackState track_chunk_eager(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
+                                      const at::Tensor& queries, int chunk_index, StageRecorder& recorder,
+                                      std::vector<model::TrackState>* every_iteration) const;
+  model::TrackState track_chunk_graphed(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
+                                        const at::Tensor& queries, int chunk_index, StageRecorder& recorder) const;
+
+  // One captured track_chunk: its static inputs (copied into before each replay), outputs and stage events.
+  struct ChunkGraph {
+    std::array<const void*, 3> grids{};  // data pointers of the grids it reads
+    int64_t queries = 0;
+    int64_t frames = 0;
+    int chunk_index = 0;
+    model::QueryFeatures chunk;
+    at::Tensor queries_tyx;
+    model::TrackState out;
+    std::unique_ptr<StageRecorder> stages;
+    std::unique_ptr<cuda_support::Graph> graph;
+  };
 
   std::shared_ptr<const model::LocoTrack> model_;          // float32 weights
   std::shared_ptr<const model::LocoTrack> compute_model_;  // weights in the compute dtype (== model_ for fp32)
@@ -123,6 +157,10 @@ class Engine {
   at::Tensor cost_conv_weight_, cost_conv_bias_;           // float32 (the fused init's operands)
   at::Tensor occ_weight_, occ_bias_;                       // float32
   core::CostModelConfig cost_;
+  // The graph cache and the reused grids: mutable because an Engine is used by one thread at a time and these
+  // only memoise work (track_chunk's results are the same with or without them).
+  mutable std::vector<std::unique_ptr<ChunkGraph>> graphs_;
+  mutable model::FeatureGrids graph_grids_;
 };
 
 }  // namespace trackscope::gpu::engine

@@ -54,6 +54,12 @@ class StageRecorder {
   /// the recorded events (one host synchronisation on CUDA; none on the CPU).
   std::vector<core::StageSample> collect();
 
+  /// Appends the stages of `replayed`, a recorder that was used while its work was captured into a
+  /// cuda_support::Graph: its events are nodes of the graph, recorded again by every replay. Call it right after
+  /// the replay; this recorder's collect() then waits for them and reports the replay's times. `replayed` must
+  /// stay alive and unreplayed until then, and is never collected itself.
+  void add_replayed(const StageRecorder& replayed);
+
   /// True when device stages are timed with CUDA events.
   bool uses_device_events() const { return cuda_device_ >= 0 && cuda_support::available(); }
 
@@ -65,6 +71,7 @@ class StageRecorder {
     cuda_support::Event end = nullptr;
     std::chrono::steady_clock::time_point host_start;
     bool closed = false;
+    bool replayed = false;  // events recorded by a graph replay (add_replayed)
   };
   void close(size_t index);
 

@@ -110,10 +110,14 @@ class Linear : public torch::nn::Module {
 };
 
 /// Pre-activation residual block (nets.BlockV2): a = relu(IN0(x)); y = conv_1(relu(IN1(conv_0(a)))) + shortcut.
+/// Computes relu(instance_norm(x) * weight + bias) for the backbone (e.g. ops::instance_norm_relu, the engine's
+/// fused kernel); null = the written-out reference of this file (what training and the eager path use).
+using NormReluFunction = at::Tensor (*)(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
 class ResidualBlock : public torch::nn::Module {
  public:
   ResidualBlock(std::int64_t in_channels, std::int64_t out_channels, std::int64_t stride, bool projection);
-  at::Tensor forward(const at::Tensor& input) const;
+  at::Tensor forward(const at::Tensor& input, NormReluFunction norm_relu = nullptr) const;
 
   std::shared_ptr<Conv2dSame> proj_conv;  // null without projection
   std::shared_ptr<AffineNorm> bn_0, bn_1;
@@ -126,7 +130,7 @@ class ResNetBackbone : public torch::nn::Module {
   ResNetBackbone();
   /// frames [F,3,256,256] -> {group 0 [F,64,128,128] ("highest"), group 1 [F,128,64,64] ("hires"),
   /// group 3 [F,256,32,32] ("lowres")}, not normalised.
-  std::array<at::Tensor, 3> forward(const at::Tensor& frames) const;
+  std::array<at::Tensor, 3> forward(const at::Tensor& frames, NormReluFunction norm_relu = nullptr) const;
 
   std::shared_ptr<Conv2dSame> initial_conv;
   std::vector<std::vector<std::shared_ptr<ResidualBlock>>> groups;  // "block_groups.G.blocks.B"
@@ -249,7 +253,8 @@ at::Tensor resize_video_bilinear(const at::Tensor& video, std::int64_t height, s
 
 /// Backbone + normalisation of a batch of frames [F, 256, 256, 3] in [-1, 1] (one chunk):
 /// {lowres [F,32,32,256], hires [F,64,64,128], highest [F,128,128,64]}, channels-last, L2-normalised.
-std::array<at::Tensor, 3> compute_frame_features(const LocoTrack& model, const at::Tensor& frames);
+std::array<at::Tensor, 3> compute_frame_features(const LocoTrack& model, const at::Tensor& frames,
+                                                 NormReluFunction norm_relu = nullptr);
 
 /// Feature grids of a video [B, T, 256, 256, 3] in [-1, 1], at most `frames_per_chunk` frames per backbone call
 /// (default: the model's feature_chunk_frames, 256).

@@ -109,11 +109,14 @@ ResidualBlock::ResidualBlock(std::int64_t in_channels, std::int64_t out_channels
   bn_1 = register_module("bn_1", std::make_shared<AffineNorm>(out_channels));
 }
 
-at::Tensor ResidualBlock::forward(const at::Tensor& input) const {
-  const at::Tensor activated = at::relu(instance_norm(input, *bn_0));
+at::Tensor ResidualBlock::forward(const at::Tensor& input, NormReluFunction norm_relu) const {
+  auto normalise = [norm_relu](const at::Tensor& x, const AffineNorm& norm) {
+    return norm_relu ? norm_relu(x, norm.weight, norm.bias) : at::relu(instance_norm(x, norm));
+  };
+  const at::Tensor activated = normalise(input, *bn_0);
   const at::Tensor shortcut = proj_conv ? proj_conv->forward(activated) : input;
   at::Tensor x = conv_0->forward(activated);
-  x = at::relu(instance_norm(x, *bn_1));
+  x = normalise(x, *bn_1);
   return conv_1->forward(x) + shortcut;
 }
 
@@ -135,12 +138,12 @@ ResNetBackbone::ResNetBackbone() : torch::nn::Module("ResNet") {
   }
 }
 
-std::array<at::Tensor, 3> ResNetBackbone::forward(const at::Tensor& frames) const {
+std::array<at::Tensor, 3> ResNetBackbone::forward(const at::Tensor& frames, NormReluFunction norm_relu) const {
   // Channels-last throughout (see instance_norm); elementwise ops and convs keep the layout.
   at::Tensor x = initial_conv->forward(frames.contiguous(at::MemoryFormat::ChannelsLast));
   std::array<at::Tensor, 3> out;  // highest (group 0), hires (group 1), lowres (group 3)
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    for (const auto& block : groups[g]) x = block->forward(x);
+    for (const auto& block : groups[g]) x = block->forward(x, norm_relu);
     if (g == 0) out[0] = x;
     if (g == 1) out[1] = x;
   }

@@ -123,12 +123,13 @@ at::Tensor resize_video_bilinear(const at::Tensor& video, std::int64_t height, s
 
 // --- stage 1: backbone ------------------------------------------------------------------------------------
 
-std::array<at::Tensor, 3> compute_frame_features(const LocoTrack& model, const at::Tensor& frames) {
+std::array<at::Tensor, 3> compute_frame_features(const LocoTrack& model, const at::Tensor& frames,
+                                                 NormReluFunction norm_relu) {
   TORCH_CHECK(frames.dim() == 4 && frames.size(1) == kModelResolution && frames.size(2) == kModelResolution &&
                   frames.size(3) == 3,
               "compute_frame_features: expected frames [F, 256, 256, 3], got ", frames.sizes());
   // NHWC data seen as NCHW (a strided view), as the official code hands it to the first conv.
-  const auto [highest, hires, lowres] = model.resnet_torch->forward(frames.permute({0, 3, 1, 2}));
+  const auto [highest, hires, lowres] = model.resnet_torch->forward(frames.permute({0, 3, 1, 2}), norm_relu);
   return {l2_normalise_channels(lowres.permute({0, 2, 3, 1})).contiguous(),
           l2_normalise_channels(hires.permute({0, 2, 3, 1})).contiguous(),
           l2_normalise_channels(highest.permute({0, 2, 3, 1})).contiguous()};
@@ -311,10 +312,11 @@ at::Tensor relative_motion_encoding(const at::Tensor& tracks) {
 at::Tensor alibi_bias(std::int64_t heads, std::int64_t frames, const at::TensorOptions& options) {
   const std::int64_t half = heads / 2;
   const double base = std::pow(24.0, 1.0 / static_cast<double>(half));
-  std::vector<float> slopes;
-  for (std::int64_t k = 0; k < half; ++k) slopes.push_back(static_cast<float>(1.0 / std::pow(base, static_cast<double>(k + 1))));
   const auto float_options = options.dtype(at::kFloat);
-  const at::Tensor slope = at::tensor(slopes, at::TensorOptions().dtype(at::kFloat)).to(float_options.device()).view({-1, 1, 1});
+  // Slopes 1 / base^(k+1) in double on the device, then rounded once: no host-to-device copy (the mixer runs
+  // inside CUDA graphs, which cannot capture copies from pageable host memory).
+  const at::Tensor slope =
+      at::pow(base, at::arange(1, half + 1, options.dtype(at::kDouble))).reciprocal().to(at::kFloat).view({-1, 1, 1});
   const at::Tensor position = at::arange(frames, float_options.dtype(at::kLong));
   const at::Tensor j_minus_i = position.unsqueeze(0) - position.unsqueeze(1);  // [i, j] = j - i
   const at::Tensor forward_bias = slope * at::tril(j_minus_i) + at::triu(at::full({half, frames, frames}, -1e9, float_options), 1);

@@ -41,6 +41,9 @@ void init_planes_cuda(const at::Tensor& cost_lowres, const at::Tensor& cost_hire
 void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::Tensor& output);
 void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma,
                                const at::Tensor& beta, int64_t groups, double eps);
+/// Returns false (nothing written) when the fused kernel is not eligible for these tensors.
+bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
+                             at::Tensor& y);
 bool cuda_device_present(std::string& status);
 #endif
 

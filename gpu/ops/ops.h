@@ -58,9 +58,11 @@ inline constexpr int64_t kCorrPaddedRow = 2408;
 /// Which CUDA kernel computes it (the CPU has one implementation). classic: the SIMT kernel (interpolate the
 /// neighbourhood, then fp32 FMAs; any dtype). tensor_cores: dot products of the raw 8x8 window cells with the
 /// supports on tensor cores (WMMA, bf16/fp16 features, C % 64 == 0, compute capability >= 8.0 for bf16 and 7.0
-/// for fp16), interpolation applied to the products; falls back to classic where not eligible. automatic:
-/// tensor_cores where eligible.
-enum class CorrKernel { automatic, classic, tensor_cores };
+/// for fp16), interpolation applied to the products; falls back to classic where not eligible. pipelined: the
+/// classic arithmetic for float32 features with the window and support loads double-buffered in shared memory
+/// through cp.async (C % 32 == 0, compute capability >= 8.0); falls back to classic where not eligible.
+/// automatic: tensor_cores where eligible, else pipelined where eligible, else classic.
+enum class CorrKernel { automatic, classic, tensor_cores, pipelined };
 
 at::Tensor local_corr4d(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
                         CorrKernel kernel = CorrKernel::automatic);
@@ -181,5 +183,20 @@ class CmdTopFast {
 
 /// Convenience: builds a CmdTopFast for corr's device and dtype float32 and runs it (tests, one-off calls).
 at::Tensor cmdtop_fast(const at::Tensor& corr, const CmdTopWeights& weights);
+
+// ---------------------------------------------------------------------------------------------------------
+// 4. InstanceNorm + ReLU (the backbone's normalisation, stage 1; LOCOTRACK.md §4).
+//
+/// relu(instance_norm(x) * weight + bias): per-sample, per-channel statistics over H x W, biased variance,
+/// eps. x [N, C, H, W] float32/bfloat16/float16 (channels-last is the fast layout; others are made so);
+/// weight, bias [C] float32 or x's dtype. Returns a new channels-last tensor of x's dtype.
+/// CUDA: one fused kernel set (Welford statistics in fp32, one rounding at the store) where
+/// cuda::instance_norm_eligible holds (the backbone's 64/128/256 channels), else the reference.
+/// CPU: the reference, i.e. the written-out two-pass formula of gpu/model (mean, mean of squared deviations).
+at::Tensor instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                              double eps = 1e-5);
+/// The reference on any device, in x's dtype (float64 too): what the eager model computes.
+at::Tensor instance_norm_relu_reference(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                        double eps = 1e-5);
 
 }  // namespace trackscope::gpu::ops

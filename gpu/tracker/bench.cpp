@@ -228,14 +228,21 @@ core::Status BenchOptions::check() const {
   if (path != "auto" && path != "fused" && path != "eager") {
     return core::invalid_argument(fmt::format("bench: path '{}' (auto, fused or eager)", path));
   }
-  if (corr_kernel != "auto" && corr_kernel != "classic" && corr_kernel != "tensor") {
-    return core::invalid_argument(fmt::format("bench: corr kernel '{}' (auto, classic or tensor)", corr_kernel));
+  if (corr_kernel != "auto" && corr_kernel != "classic" && corr_kernel != "tensor" && corr_kernel != "pipelined") {
+    return core::invalid_argument(
+        fmt::format("bench: corr kernel '{}' (auto, classic, tensor or pipelined)", corr_kernel));
   }
   if (cmdtop != "auto" && cmdtop != "im2col" && cmdtop != "dense") {
     return core::invalid_argument(fmt::format("bench: CMDTop convolution '{}' (auto, im2col or dense)", cmdtop));
   }
   if (cudnn_benchmark != "auto" && cudnn_benchmark != "on" && cudnn_benchmark != "off") {
     return core::invalid_argument(fmt::format("bench: cuDNN benchmark '{}' (auto, on or off)", cudnn_benchmark));
+  }
+  if (norm != "auto" && norm != "fused" && norm != "reference") {
+    return core::invalid_argument(fmt::format("bench: norm '{}' (auto, fused or reference)", norm));
+  }
+  if (cuda_graphs != "on" && cuda_graphs != "off") {
+    return core::invalid_argument(fmt::format("bench: CUDA graphs '{}' (on or off)", cuda_graphs));
   }
   if (cpu_threads < 0) return core::invalid_argument("bench: negative thread count");
   return {};
@@ -308,11 +315,14 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options, const std::
                                                         : engine::EnginePath::automatic;
         engine_options.corr_kernel = options.corr_kernel == "classic"  ? ops::CorrKernel::classic
                                      : options.corr_kernel == "tensor" ? ops::CorrKernel::tensor_cores
+                                     : options.corr_kernel == "pipelined" ? ops::CorrKernel::pipelined
                                                                        : ops::CorrKernel::automatic;
         engine_options.cmdtop_convolution = options.cmdtop == "im2col"  ? ops::CmdTopFast::Convolution::im2col
                                             : options.cmdtop == "dense" ? ops::CmdTopFast::Convolution::dense
                                                                         : ops::CmdTopFast::Convolution::automatic;
         if (options.cudnn_benchmark != "auto") engine_options.cudnn_benchmark = options.cudnn_benchmark == "on";
+        engine_options.fused_instance_norm = options.norm != "reference";
+        engine_options.cuda_graphs = options.cuda_graphs == "on";
         std::optional<engine::Engine> engine;
         {
           c10::InferenceMode no_inference(false);  // the engine converts weights outside inference mode
@@ -362,8 +372,10 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options, const std::
                                                      : process_peak_rss_bytes();
               core::ProfileCase result =
                   builder.build(peak, core::summarize_telemetry((*sampler)->samples_since(case_start_s)));
-              result.notes = fmt::format("{} path, corr kernel {}, CMDTop {}, cuDNN benchmark {}{}",
+              result.notes = fmt::format("{} path, corr kernel {}, CMDTop {}, backbone norm {}, CUDA graphs {}, cuDNN benchmark {}{}",
                                          engine->fused() ? "fused" : "eager", options.corr_kernel, options.cmdtop,
+                                         engine->uses_fused_instance_norm() ? "fused" : "reference",
+                                         engine->uses_cuda_graphs() ? "on" : "off",
                                          at::globalContext().benchmarkCuDNN() ? "on" : "off",
                                          device->is_cuda() ? "" : "; peak memory = process peak RSS");
               result.host_syncs_per_run = 1;  // the download at the end of the pass

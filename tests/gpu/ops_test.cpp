@@ -364,6 +364,45 @@ TEST(OpCostsCpu, ReproduceTheSpecUnitCosts) {
 }
 
 // ------------------------------------------------------------------------------------------------------
+// instance_norm_relu
+// Activations with a large common offset per channel (as un-normalised backbone activations have), which is
+// what breaks an E[x^2] - E[x]^2 formulation.
+at::Tensor offset_activations(int64_t n, int64_t c, int64_t h, int64_t w) {
+  return (at::randn({n, c, h, w}) * 0.5 + at::randn({1, c, 1, 1}) * 20.0).contiguous(at::MemoryFormat::ChannelsLast);
+}
+
+TEST(InstanceNormReluCpu, MatchesAtenInstanceNormInFloat64) {
+  const at::Tensor x = offset_activations(3, 64, 9, 11);
+  const at::Tensor weight = at::rand({64}) + 0.5;
+  const at::Tensor bias = at::randn({64});
+  const at::Tensor expected = at::relu(at::instance_norm(x.to(at::kDouble).contiguous(), weight.to(at::kDouble),
+                                                         bias.to(at::kDouble), {}, {}, /*use_input_stats=*/true, 0.1,
+                                                         1e-5, /*cudnn_enabled=*/false));
+  const at::Tensor actual = ops::instance_norm_relu(x, weight, bias);
+  EXPECT_TRUE(actual.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_EQ(actual.sizes(), x.sizes());
+  const Difference d = difference(actual, expected);
+  report("instance_norm_relu cpu vs aten float64", d, "rel 1e-5");
+  EXPECT_LE(d.relative(), 1e-5);
+  EXPECT_GT(at::count_nonzero(actual).item<int64_t>(), 0);
+  EXPECT_LT(at::count_nonzero(actual).item<int64_t>(), actual.numel());  // the ReLU clipped something
+}
+
+TEST(InstanceNormReluCpu, RejectsInvalidArgumentsWithTheirValues) {
+  const at::Tensor x = at::randn({2, 8, 4, 4});
+  EXPECT_NE(error_message([&] { ops::instance_norm_relu(x, at::ones({7}), at::zeros({8})); }).find("[8]"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { ops::instance_norm_relu(x.view({2, 8, 16}), at::ones({8}), at::zeros({8})); })
+                .find("[N,C,H,W]"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { ops::instance_norm_relu(x.to(at::kInt), at::ones({8}), at::zeros({8})); })
+                .find("float32, bfloat16 or float16"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { ops::instance_norm_relu(x, at::ones({8}), at::zeros({8}), 0.0); }).find("eps"),
+            std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------------------------
 // CUDA kernels against the CPU references (skipped without a device).
 #define TRACKSCOPE_REQUIRE_CUDA()                                                                          \
   do {                                                                                                     \
@@ -390,10 +429,14 @@ TEST(LocalCorr4dCuda, MatchesCpuReferenceInEveryPrecision) {
       const at::Tensor f = features.to(dtype);
       const at::Tensor s = supports.to(dtype);
       const at::Tensor expected = ops::local_corr4d(f, points, s);
-      for (const ops::CorrKernel kernel : {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores}) {
+      for (const ops::CorrKernel kernel :
+           {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores, ops::CorrKernel::pipelined}) {
         if (kernel == ops::CorrKernel::tensor_cores && dtype == at::kFloat) continue;
-        const char* name = kernel == ops::CorrKernel::classic ? "simt" : "tensor cores";
-        const double tolerance = kernel == ops::CorrKernel::classic ? 1e-5 : 1e-4;
+        if (kernel == ops::CorrKernel::pipelined && dtype != at::kFloat) continue;
+        const char* name = kernel == ops::CorrKernel::classic     ? "simt"
+                           : kernel == ops::CorrKernel::pipelined ? "simt pipelined"
+                                                                  : "tensor cores";
+        const double tolerance = kernel == ops::CorrKernel::tensor_cores ? 1e-4 : 1e-5;
         at::Tensor actual = at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
         ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), actual, kernel);
         Difference d = difference(actual, expected);
@@ -413,6 +456,39 @@ TEST(LocalCorr4dCuda, MatchesCpuReferenceInEveryPrecision) {
           EXPECT_LE(d.relative(), reduced_tolerance) << c10::toString(dtype) << " output " << name;
         }
       }
+    }
+  }
+}
+
+// Points far outside the grid or not finite give zeros on every CUDA kernel (the CPU reference's contract),
+// and a point whose window straddles the border keeps only the inside taps.
+TEST(LocalCorr4dCuda, FarAndNonFinitePointsGiveZeros) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  const at::Tensor features = random_features(6, 16, 16, 64);
+  const at::Tensor supports = at::randn({4, 7, 7, 64});
+  at::Tensor points = at::full({4, 6, 2}, 8.0f);
+  points[0] = at::tensor(std::vector<float>{-5.0f, 2.0f});  // every tap left of the grid
+  points[1][0][0] = std::numeric_limits<float>::quiet_NaN();
+  points[1][3][1] = std::numeric_limits<float>::infinity();
+  points[2] = at::tensor(std::vector<float>{1.0e9f, 3.0f});
+  points[3] = at::tensor(std::vector<float>{0.75f, 15.6f});  // straddles the top-left and bottom borders
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    const at::Tensor f = features.to(dtype);
+    const at::Tensor s = supports.to(dtype);
+    const at::Tensor expected = ops::local_corr4d(f, points, s);
+    ASSERT_EQ(expected.narrow(0, 0, 1).abs().max().item<float>(), 0.0f);
+    for (const ops::CorrKernel kernel :
+         {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores, ops::CorrKernel::pipelined}) {
+      at::Tensor actual = at::full({4, 6, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
+      ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), actual, kernel);
+      const at::Tensor cpu = actual.cpu();
+      EXPECT_EQ(cpu.narrow(0, 0, 1).abs().max().item<float>(), 0.0f) << c10::toString(dtype);
+      EXPECT_EQ(cpu[1][0].abs().max().item<float>(), 0.0f) << c10::toString(dtype);
+      EXPECT_EQ(cpu[1][3].abs().max().item<float>(), 0.0f) << c10::toString(dtype);
+      EXPECT_EQ(cpu.narrow(0, 2, 1).abs().max().item<float>(), 0.0f) << c10::toString(dtype);
+      EXPECT_FALSE(cpu.isnan().any().item<bool>()) << c10::toString(dtype);
+      const Difference d = difference(cpu, expected);
+      EXPECT_LE(d.relative(), 1e-4) << c10::toString(dtype) << " kernel " << static_cast<int>(kernel);
     }
   }
 }
@@ -507,6 +583,66 @@ TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
 TEST(OpsLayoutCuda, PaddedCorrelationRowsGiveTheSameValues) {
   TRACKSCOPE_REQUIRE_CUDA();
   expect_padded_rows_match(at::Device(at::kCUDA, 0), "cuda");
+}
+
+TEST(InstanceNormReluCuda, MatchesReferenceForTheBackboneShapes) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  // The backbone's three widths and resolutions (47 frames), plus positions that are not a multiple of a split
+  // (13x17) and a width the fused kernel does not take (C = 24: the reference path, still correct).
+  struct Case {
+    int64_t n, c, h, w;
+  };
+  for (const Case& k : {Case{47, 64, 128, 128}, Case{47, 128, 64, 64}, Case{47, 256, 32, 32}, Case{5, 128, 13, 17}}) {
+    const at::Tensor x = offset_activations(k.n, k.c, k.h, k.w);
+    const at::Tensor weight = at::rand({k.c}) + 0.5;
+    const at::Tensor bias = at::randn({k.c});
+    const at::Tensor expected = ops::instance_norm_relu_reference(x.to(at::kDouble), weight.to(at::kDouble),
+                                                                  bias.to(at::kDouble));
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+      // Reduced precision: the input itself is rounded (stored values), so compare with the float64 reference
+      // of the rounded input; the kernel then rounds once at the store.
+      const at::Tensor input = x.to(dtype);
+      const at::Tensor reference =
+          dtype == at::kFloat ? expected
+                              : ops::instance_norm_relu_reference(input.to(at::kDouble), weight.to(at::kDouble),
+                                                                  bias.to(at::kDouble));
+      for (const bool float_weights : {true, false}) {
+        if (float_weights == false && dtype == at::kFloat) continue;
+        const at::ScalarType weight_dtype = float_weights ? at::kFloat : dtype;
+        const at::Tensor actual = ops::instance_norm_relu(input.cuda(), weight.to(weight_dtype).cuda(),
+                                                          bias.to(weight_dtype).cuda());
+        EXPECT_TRUE(actual.is_contiguous(at::MemoryFormat::ChannelsLast));
+        const double tolerance = dtype == at::kFloat ? 2e-5 : dtype == at::kBFloat16 ? 8e-3 : 2e-3;
+        const at::Tensor wanted =
+            float_weights ? reference
+                          : ops::instance_norm_relu_reference(input.to(at::kDouble),
+                                                              weight.to(weight_dtype).to(at::kDouble),
+                                                              bias.to(weight_dtype).to(at::kDouble));
+        const Difference d = difference(actual.cpu(), wanted);
+        report("instance_norm_relu cuda " + std::string(c10::toString(dtype)) + (float_weights ? "" : " (weights too)") +
+                   " vs float64 N=" + std::to_string(k.n) + " C=" + std::to_string(k.c) + " " + std::to_string(k.h) +
+                   "x" + std::to_string(k.w),
+               d, "rel " + std::to_string(tolerance));
+        EXPECT_LE(d.relative(), tolerance) << c10::toString(dtype) << " C=" << k.c;
+      }
+    }
+  }
+}
+
+// A width the fused kernel does not take (C = 24) runs the reference on the device: exactly the eager op sequence
+// in the input's dtype (whose reduced-precision statistics are far less accurate than the kernel's fp32 ones).
+TEST(InstanceNormReluCuda, IneligibleWidthsRunTheReferenceOnTheDevice) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  const at::Tensor x = offset_activations(3, 24, 9, 9);
+  const at::Tensor weight = at::rand({24}) + 0.5;
+  const at::Tensor bias = at::randn({24});
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    const at::Tensor input = x.to(dtype).cuda();
+    const at::Tensor actual = ops::instance_norm_relu(input, weight.cuda(), bias.cuda());
+    const at::Tensor expected = ops::instance_norm_relu_reference(input, weight.cuda(), bias.cuda());
+    EXPECT_EQ(actual.scalar_type(), dtype);
+    EXPECT_TRUE(at::equal(actual.contiguous(), expected.contiguous())) << c10::toString(dtype);
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // device guard, current stream, the checks the kernels rely on, and the launch-error check. Compiled only
 // when TRACKSCOPE_WITH_CUDA is on and LibTorch has CUDA (TRACKSCOPE_WITH_CUDA_OPS).
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/util/Exception.h>
@@ -71,11 +72,20 @@ void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, con
   const cuda::ElementType out_type = element_type(corr.scalar_type(), "local_corr4d");
   const cudaDeviceProp* properties = at::cuda::getCurrentDeviceProperties();
   const int capability = properties->major * 10 + properties->minor;
-  if (kernel != CorrKernel::classic &&
+  if ((kernel == CorrKernel::automatic || kernel == CorrKernel::tensor_cores) &&
       cuda::local_corr4d_mma_eligible(shape, type, features.data_ptr(), supports.data_ptr(), capability)) {
     check_launch(cuda::launch_local_corr4d_mma(shape, type, features.data_ptr(), points.data_ptr<float>(),
                                                supports.data_ptr(), corr.data_ptr(), out_type, current_stream(features)),
                  "local_corr4d (tensor cores)");
+    return;
+  }
+  if ((kernel == CorrKernel::automatic || kernel == CorrKernel::pipelined) && out_type == cuda::ElementType::float32 &&
+      cuda::local_corr4d_pipelined_eligible(shape, type, features.data_ptr(), supports.data_ptr(), capability,
+                                            static_cast<int64_t>(properties->sharedMemPerBlockOptin))) {
+    check_launch(cuda::launch_local_corr4d_pipelined(shape, features.data_ptr<float>(), points.data_ptr<float>(),
+                                                     supports.data_ptr<float>(), corr.data_ptr(),
+                                                     current_stream(features)),
+                 "local_corr4d (pipelined)");
     return;
   }
   check_launch(cuda::launch_local_corr4d(shape, type, features.data_ptr(), points.data_ptr<float>(), supports.data_ptr(),
@@ -137,6 +147,30 @@ void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::
                                                  gamma.data_ptr<float>(), beta.data_ptr<float>(),
                                                  static_cast<float>(eps), current_stream(x)),
                "cmdtop_fast (bias_group_norm_relu)");
+}
+
+bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
+                             at::Tensor& y) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  TORCH_CHECK(x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) &&
+                  y.is_contiguous(at::MemoryFormat::ChannelsLast) && y.sizes() == x.sizes() &&
+                  weight.is_contiguous() && bias.is_contiguous() && weight.scalar_type() == bias.scalar_type(),
+              "instance_norm_relu: internal layout error");
+  cuda::InstanceNormShape shape;
+  shape.samples = x.size(0);
+  shape.channels = x.size(1);
+  shape.positions = x.size(2) * x.size(3);
+  const cuda::ElementType type = element_type(x.scalar_type(), "instance_norm_relu");
+  if (!cuda::instance_norm_eligible(shape, type, x.data_ptr(), y.data_ptr())) return false;
+  // The workspace comes from the caching allocator: no cudaMalloc in the hot path, and stream-ordered reuse.
+  const at::Tensor workspace =
+      at::empty({(cuda::instance_norm_workspace_bytes(shape) + 7) / 8}, x.options().dtype(at::kDouble));
+  check_launch(cuda::launch_instance_norm_relu(shape, type, x.data_ptr(),
+                                               element_type(weight.scalar_type(), "instance_norm_relu"),
+                                               weight.data_ptr(), bias.data_ptr(), static_cast<float>(eps),
+                                               workspace.data_ptr(), y.data_ptr(), current_stream(x)),
+               "instance_norm_relu");
+  return true;
 }
 
 }  // namespace trackscope::gpu::ops::detail

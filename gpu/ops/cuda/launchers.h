@@ -45,6 +45,14 @@ cudaError_t launch_local_corr4d_mma(const LocalCorr4dShape& shape, ElementType e
                                     const float* points, const void* supports, void* corr, ElementType corr_type,
                                     cudaStream_t stream);
 
+// The pipelined SIMT variant for float32 (local_corr4d_pipelined_kernel.cu), same contract with float32 corr;
+// eligible for float32 features with channels % 32 == 0, strides multiples of 4 elements, 16-byte aligned
+// features and supports, compute capability >= 80 and at least its shared memory as the opt-in limit.
+bool local_corr4d_pipelined_eligible(const LocalCorr4dShape& shape, ElementType element_type, const void* features,
+                                     const void* supports, int compute_capability, int64_t shared_bytes_optin);
+cudaError_t launch_local_corr4d_pipelined(const LocalCorr4dShape& shape, const float* features, const float* points,
+                                          const float* supports, void* corr, cudaStream_t stream);
+
 // -- init_from_cost_volume (fused per-plane part) ----------------------------------------------------------
 // cost_low [queries, frames, low_height, low_width] and cost_high [queries, frames, high_height, high_width],
 // both contiguous and of element_type; conv_weight [18] = [1,2,3,3] fp32; conv_bias [1] fp32;
@@ -82,5 +90,25 @@ cudaError_t launch_gather_columns(const void* input, ElementType input_type, int
 cudaError_t launch_bias_group_norm_relu(void* x, ElementType element_type, int64_t rows, int64_t positions,
                                         int64_t channels, int64_t groups, const float* bias, const float* gamma,
                                         const float* beta, float eps, cudaStream_t stream);
+
+// -- instance_norm_relu ------------------------------------------------------------------------------------
+// y = relu((x - mean) / sqrt(var + eps) * weight + bias) with mean/var per (sample, channel) over positions;
+// x and y [samples, positions, channels] contiguous of element_type (y may not alias x); weight, bias
+// [channels] of weight_type. workspace: instance_norm_workspace_bytes(shape) bytes (device, 8-byte aligned).
+struct InstanceNormShape {
+  int64_t samples = 0;
+  int64_t positions = 0;
+  int64_t channels = 0;
+};
+/// channels a power of two <= 256 or a multiple of 256, channels a multiple of 16 bytes' worth of elements,
+/// x and y 16-byte aligned, samples <= 65535.
+bool instance_norm_eligible(const InstanceNormShape& shape, ElementType element_type, const void* x, const void* y);
+int64_t instance_norm_splits(const InstanceNormShape& shape);
+inline int64_t instance_norm_workspace_bytes(const InstanceNormShape& shape) {
+  return (shape.samples * instance_norm_splits(shape) * shape.channels + shape.samples * shape.channels) * 8;
+}
+cudaError_t launch_instance_norm_relu(const InstanceNormShape& shape, ElementType element_type, const void* x,
+                                      ElementType weight_type, const void* weight, const void* bias, float eps,
+                                      void* workspace, void* y, cudaStream_t stream);
 
 }  // namespace trackscope::gpu::ops::cuda
