@@ -51,8 +51,19 @@ struct SyntheticOptions {
   double max_blur_sigma_px = 1.0;           // Gaussian blur, per clip in [0, max]
   double max_noise_std = 0.02;              // additive pixel noise, colour units in [0, 1], per clip in [0, max]
   double max_lighting_change = 0.15;        // per-frame gain in [1 - x, 1 + x], bias in +-x/10
+  // Closer to real footage (all off by default, so seeded streams of earlier runs stay the same):
+  double limb_fraction = 0.0;               // share of foreground objects that are swinging limbs: elongated
+                                            // ellipses pivoting about one end (pendulum swing) around a moving pivot
+  double max_aspect_squeeze = 1.0;          // half of the clips are stretched along one axis by a factor in
+                                            // [1, x] (a 16:9 video resized to 256x256 is stretched 1.78x in y)
+  double max_temporal_blur = 0.0;           // half of the clips blend each frame with its neighbours, weight in
+                                            // [0, x] each (exposure over the frame interval: motion blur of
+                                            // moving layers, ghosting of fast ones); the ground truth stays at
+                                            // the frame's centre time
   SyntheticVideoFormat format = SyntheticVideoFormat::float_signed;
   bool render_layer_ids = false;            // also output the top-most layer index of every pixel (tests, debugging)
+  bool skip_temporal_blur = false;          // draw the clips' temporal blur but do not apply it (tests: the same
+                                            // clip sharp)
 
   core::Status check() const;
 };

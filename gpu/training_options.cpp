@@ -47,6 +47,14 @@ core::Status SyntheticOptions::check() const {
                                      fmt::format("max_blur_sigma_px {} not in [0, 1.5]", max_blur_sigma_px)));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_noise_std, 0, 0.5) && in_range(max_lighting_change, 0, 0.5), what,
                                      "max_noise_std and max_lighting_change must lie in [0, 0.5]"));
+  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(limb_fraction, 0, 1), what,
+                                     fmt::format("limb_fraction {} not in [0, 1]", limb_fraction)));
+  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_aspect_squeeze, 1, 4), what,
+                                     fmt::format("max_aspect_squeeze {} not in [1, 4]", max_aspect_squeeze)));
+  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_temporal_blur, 0, 0.45), what,
+                                     fmt::format("max_temporal_blur {} not in [0, 0.45] (the frame's own weight "
+                                                 "1 - 2x must stay above its neighbours')",
+                                                 max_temporal_blur)));
   const double pixels = static_cast<double>(batch_size) * static_cast<double>(frames) * static_cast<double>(height) *
                         static_cast<double>(width);
   TRACKSCOPE_RETURN_IF_ERROR(require(pixels <= 2147483648.0, what,

@@ -50,6 +50,14 @@ int main(int argc, char** argv) {
   app.add_option("--min-objects", o.data.min_objects, "fewest foreground objects per clip")->capture_default_str();
   app.add_option("--max-objects", o.data.max_objects, "most foreground objects per clip")->capture_default_str();
   app.add_option("--query-first", o.data.query_first_fraction, "share of training queries on frame 0")->capture_default_str();
+  app.add_option("--object-speed", o.data.max_object_speed, "fastest object motion, image half-widths per clip")
+      ->capture_default_str();
+  app.add_option("--limbs", o.data.limb_fraction, "share of objects that are swinging limbs")->capture_default_str();
+  app.add_option("--squeeze", o.data.max_aspect_squeeze, "largest one-axis stretch of a clip (half the clips)")
+      ->capture_default_str();
+  app.add_option("--temporal-blur", o.data.max_temporal_blur,
+                 "largest weight of each neighbouring frame in a frame (half the clips)")
+      ->capture_default_str();
   app.add_option("--data-seed", o.data_seed, "seed of the training stream (batch s = f(seed, s))")->capture_default_str();
   app.add_option("--val-clips", o.validation_clips, "clips in the fixed validation set (0 = no validation)")->capture_default_str();
   app.add_option("--val-batch", o.validation_data.batch_size, "clips per validation batch")->capture_default_str();

@@ -235,6 +235,7 @@ struct Scene {
   at::Tensor lighting;        // [B, T, 6]: gain rgb, bias rgb
   std::vector<double> blur_sigma_px;
   std::vector<double> noise_std;
+  std::vector<double> temporal_blur;  // weight of each neighbouring frame, per clip
   std::vector<bool> layer_warped;  // [L+1]: some clip warps this layer
   int64_t active_layers = 0;       // the most objects any clip of the batch has
   int64_t noise_key = 0;
@@ -293,6 +294,32 @@ void draw_background(Uniforms& u, const SyntheticOptions& o, double* frames_out)
     // n = M (r - C)  =>  P = -M C
     write_affine(frames_out + t * kGeometryParams, m00, m01, m10, m11, -(m00 * centre_x + m01 * centre_y),
                  -(m10 * centre_x + m11 * centre_y));
+  }
+}
+
+// A swinging limb: a rigid elongated layer (the mask is drawn as a long ellipse along texture x) that pivots
+// about the texture point (-kLimbPivot, 0), one end of it, with a pendulum swing of its angle, while the pivot
+// itself moves like an object (velocity, acceleration). Points far from the pivot move fastest, as on a leg.
+constexpr double kLimbPivot = 0.8;
+void draw_limb(Uniforms& u, const SyntheticOptions& o, double* frames_out) {
+  const int64_t t_count = o.frames;
+  const double p0x = u.uniform(-0.7, 0.7), p0y = u.uniform(-0.7, 0.7);
+  const double speed = u.uniform(0.0, o.max_object_speed), heading = u.uniform(0.0, 2.0 * kPi);
+  const double ax = u.uniform(-0.5, 0.5) * o.max_object_speed, ay = u.uniform(-0.5, 0.5) * o.max_object_speed;
+  const double angle0 = u.uniform(0.0, 2.0 * kPi), swing = u.uniform(0.3, 1.1);
+  const double cycles = u.uniform(0.5, 2.5), phase = u.uniform(0.0, 2.0 * kPi);
+  const double scale0 = u.uniform(0.2, 0.45), growth = u.uniform(-0.2, 0.2);
+  for (int64_t t = 0; t < t_count; ++t) {
+    const double s = tau(t, t_count);
+    const double pivot_x = p0x + speed * std::cos(heading) * s + 0.5 * ax * s * s;
+    const double pivot_y = p0y + speed * std::sin(heading) * s + 0.5 * ay * s * s;
+    const double angle = angle0 + swing * std::sin(2.0 * kPi * cycles * s + phase);
+    const double scale = scale0 * std::exp(growth * s);
+    const double c = std::cos(angle), sn = std::sin(angle);
+    const double m00 = c * scale, m01 = -sn * scale, m10 = sn * scale, m11 = c * scale;
+    // n = M r + P with the pivot texture point r = (-kLimbPivot, 0) at pivot(t).
+    write_affine(frames_out + t * kGeometryParams, m00, m01, m10, m11, pivot_x + m00 * kLimbPivot,
+                 pivot_y + m10 * kLimbPivot);
   }
 }
 
@@ -362,13 +389,18 @@ void draw_texture(Uniforms& u, double frequency_scale, double* q) {
   q[kGradientGain] = u.uniform(0.5, 1.5);
 }
 
-void draw_shape(Uniforms& u, bool active, double* q) {
+void draw_shape(Uniforms& u, bool active, bool limb, double* q) {
   const double pick = u.next();
-  const int64_t kind = pick < 0.3 ? 0 : pick < 0.7 ? 1 : 2;
+  const int64_t kind = limb ? 0 : pick < 0.3 ? 0 : pick < 0.7 ? 1 : 2;
   for (int64_t i = 0; i < 3; ++i) q[kEllipseWeight + i] = i == kind ? 1.0 : 0.0;
   q[kSemiAxisA] = u.uniform(0.4, 0.92);
   q[kSemiAxisB] = u.uniform(0.4, 0.92);
   q[kEllipseRotation] = u.uniform(0.0, kPi);
+  if (limb) {  // long and thin along texture x, reaching the pivot at x = -kLimbPivot
+    q[kSemiAxisA] = 0.92;
+    q[kSemiAxisB] = u.uniform(0.12, 0.3);
+    q[kEllipseRotation] = 0.0;
+  }
   q[kBlobBase] = u.uniform(0.5, 0.7);
   q[kBlobAmplitude] = u.uniform(0.3, 0.5);
   q[kActive] = active ? 1.0 : 0.0;
@@ -403,13 +435,35 @@ Scene draw_scene(Uniforms& u, const SyntheticOptions& o) {
     draw_texture(u, 2.0, textures + (b * (layers + 1)) * kTextureParams);
     texture_keys[b * (layers + 1)] = u.key();
     for (int64_t k = 1; k <= layers; ++k) {
-      const bool warped = draw_object(u, o, geometry + (b * (layers + 1) + k) * t_count * kGeometryParams);
-      scene.layer_warped[static_cast<size_t>(k)] = scene.layer_warped[static_cast<size_t>(k)] || warped;
+      // Extra draws only where a feature is on: streams with the features off stay those of earlier runs.
+      const bool limb = o.limb_fraction > 0.0 && u.chance(o.limb_fraction);
+      double* object_geometry = geometry + (b * (layers + 1) + k) * t_count * kGeometryParams;
+      if (limb) {
+        draw_limb(u, o, object_geometry);
+      } else {
+        const bool warped = draw_object(u, o, object_geometry);
+        scene.layer_warped[static_cast<size_t>(k)] = scene.layer_warped[static_cast<size_t>(k)] || warped;
+      }
       draw_texture(u, 1.0, textures + (b * (layers + 1) + k) * kTextureParams);
       texture_keys[b * (layers + 1) + k] = u.key();
-      draw_shape(u, k <= objects, shapes + (b * layers + k - 1) * kShapeParams);
+      draw_shape(u, k <= objects, limb, shapes + (b * layers + k - 1) * kShapeParams);
       shape_keys[b * layers + k - 1] = u.key();
     }
+    if (o.max_aspect_squeeze > 1.0 && u.chance(0.5)) {
+      // Stretch the whole clip along one axis: n' = D n for every layer (D >= 1, so the camera window only
+      // shrinks on the background texture and stays inside it).
+      const double factor = u.uniform(1.0, o.max_aspect_squeeze);
+      const bool along_y = u.chance(0.7);  // landscape video squeezed into a square: taller-looking content
+      const double dx = along_y ? 1.0 : factor, dy = along_y ? factor : 1.0;
+      for (int64_t k = 0; k <= layers; ++k) {
+        for (int64_t t = 0; t < t_count; ++t) {
+          double* q = geometry + ((b * (layers + 1) + k) * t_count + t) * kGeometryParams;
+          write_affine(q, dx * q[kM00], dx * q[kM01], dy * q[kM10], dy * q[kM11], dx * q[kPx], dy * q[kPy]);
+        }
+      }
+    }
+    scene.temporal_blur.push_back(o.max_temporal_blur > 0.0 && u.chance(0.5) ? u.uniform(0.0, o.max_temporal_blur)
+                                                                             : 0.0);
     // Lighting: a shared smooth gain curve with per-channel offsets, and a drifting bias.
     const double x = o.max_lighting_change;
     const double g0 = u.uniform(-0.6, 0.6), g1 = u.uniform(-0.6, 0.6), g2 = u.uniform(0.0, 0.4);
@@ -568,6 +622,14 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
   at::Tensor gain = lighting.narrow(2, 0, 3).permute({0, 2, 1}).reshape({b_count, 3, t_count, 1, 1});
   at::Tensor bias = lighting.narrow(2, 3, 3).permute({0, 2, 1}).reshape({b_count, 3, t_count, 1, 1});
   frame = frame * gain + bias;
+  if (!o.skip_temporal_blur && t_count > 1 &&
+      *std::max_element(scene.temporal_blur.begin(), scene.temporal_blur.end()) > 0.0) {
+    // Exposure over the frame interval: (1 - 2w) f_t + w (f_{t-1} + f_{t+1}), the ends repeated.
+    at::Tensor weight = at::tensor(scene.temporal_blur, at::kDouble).to(f32).view({b_count, 1, 1, 1, 1});
+    at::Tensor previous = at::cat({frame.narrow(2, 0, 1), frame.narrow(2, 0, t_count - 1)}, 2);
+    at::Tensor next = at::cat({frame.narrow(2, 1, t_count - 1), frame.narrow(2, t_count - 1, 1)}, 2);
+    frame = frame * (1.0 - 2.0 * weight) + (previous + next) * weight;
+  }
   if (*std::max_element(scene.blur_sigma_px.begin(), scene.blur_sigma_px.end()) >= 1e-3) frame = blur(frame, scene.blur_sigma_px);
   if (*std::max_element(scene.noise_std.begin(), scene.noise_std.end()) > 0.0) frame.add_(pixel_noise(scene, frame));
   frame = frame.clamp_(0.0, 1.0).permute({0, 2, 3, 4, 1}).contiguous();  // [B,T,H,W,3]
@@ -576,6 +638,7 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
   batch.video = o.format == SyntheticVideoFormat::uint8 ? frame.mul_(255.0).round_().to(at::kByte) : frame.mul_(2.0).sub_(1.0);
   batch.lighting_gain = lighting.narrow(2, 0, 3).contiguous();
   batch.lighting_bias = lighting.narrow(2, 3, 3).contiguous();
+  batch.temporal_blur = at::tensor(scene.temporal_blur, at::kDouble).to(at::kFloat);
   if (o.render_layer_ids) batch.layer_ids = layer_ids.view({b_count, t_count, height, width});
 
   // ---- queries: the top-most layer at a candidate position on the query frame owns the point ---------------

@@ -33,6 +33,7 @@ struct SyntheticBatch {
   at::Tensor layer_ids;          // [B,T,H,W] uint8: top-most layer at each pixel centre (render_layer_ids only)
   at::Tensor lighting_gain;      // [B,T,3] float32: frame = gain * unlit + bias, before blur and noise
   at::Tensor lighting_bias;      // [B,T,3] float32
+  at::Tensor temporal_blur;      // [B] float32: weight of each neighbouring frame (0 = none)
 };
 
 class SyntheticVideoGenerator {

@@ -412,7 +412,12 @@ core::Expected<TrainingSummary> Trainer::train() {
   model_.module().train();
   log_json(Json{{"type", "start"}, {"step", step_}, {"model", model_.describe()}, {"device", device_.str()},
                 {"precision", core::to_string(options_.precision)}, {"autocast_bf16", autocast_}, {"batch_size", batch_size},
-                {"frames", options_.data.frames}, {"points", options_.data.points}, {"max_steps", options_.max_steps},
+                {"frames", options_.data.frames}, {"points", options_.data.points},
+                {"data", {{"max_object_speed", options_.data.max_object_speed},
+                          {"limb_fraction", options_.data.limb_fraction},
+                          {"max_aspect_squeeze", options_.data.max_aspect_squeeze},
+                          {"max_temporal_blur", options_.data.max_temporal_blur}}},
+                {"max_steps", options_.max_steps},
                 {"max_minutes", options_.max_minutes}}.dump());
   while (true) {
     const int64_t done = step_ - summary.first_step;

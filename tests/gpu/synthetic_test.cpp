@@ -51,6 +51,12 @@ SyntheticBatch generate(const SyntheticOptions& options, uint64_t seed) {
   return batch;
 }
 
+// The same clips as generate(options, seed), drawn identically, with the temporal blur left out.
+SyntheticBatch generate_unblurred(SyntheticOptions options, uint64_t seed) {
+  options.skip_temporal_blur = true;
+  return generate(options, seed);
+}
+
 // True when the layer-ID map is the same in the (2r+1)^2 pixels around (x, y): the point is not at an edge.
 bool uniform_ids(const at::TensorAccessor<uint8_t, 2>& ids, double x, double y, int64_t r, uint8_t* id) {
   const int64_t h = ids.size(0), w = ids.size(1);
@@ -117,11 +123,8 @@ TEST(Synthetic, PointsLeavingTheImageAreOccluded) {
   EXPECT_TRUE(batch.occluded.masked_select(outside).all().item<bool>());
 }
 
-TEST(Synthetic, OcclusionFlagsAgreeWithTheRenderedLayerIds) {
-  SKIP_WITHOUT_DEVICE();
-  SyntheticOptions o = small_options();
-  o.frames = 12;
-  const SyntheticBatch batch = generate(o, 3);
+void expect_occlusion_flags_agree_with_layer_ids(const SyntheticOptions& o, uint64_t seed) {
+  const SyntheticBatch batch = generate(o, seed);
   auto ids = batch.layer_ids.accessor<uint8_t, 4>();
   auto targets = batch.target_points_xy.accessor<float, 4>();
   auto occluded = batch.occluded.accessor<bool, 3>();
@@ -143,6 +146,31 @@ TEST(Synthetic, OcclusionFlagsAgreeWithTheRenderedLayerIds) {
   EXPECT_GT(visible_checked, 1000);
   EXPECT_GT(hidden_checked, 100);
   EXPECT_EQ(disagreements, 0) << "of " << visible_checked + hidden_checked;
+}
+
+TEST(Synthetic, OcclusionFlagsAgreeWithTheRenderedLayerIds) {
+  SKIP_WITHOUT_DEVICE();
+  SyntheticOptions o = small_options();
+  o.frames = 12;
+  expect_occlusion_flags_agree_with_layer_ids(o, 3);
+}
+
+// The closer-to-real options: swinging limbs (pivoting layers), clips stretched along one axis. Their ground
+// truth must hold as exactly as the plain layers' (occlusion against the rendered layer IDs, colour along the
+// tracks).
+SyntheticOptions realistic_options() {
+  SyntheticOptions o = small_options();
+  o.frames = 12;
+  o.height = o.width = 96;
+  o.limb_fraction = 0.6;
+  o.max_aspect_squeeze = 2.0;
+  o.max_object_speed = 2.0;
+  return o;
+}
+
+TEST(Synthetic, LimbsAndStretchedClipsKeepExactOcclusion) {
+  SKIP_WITHOUT_DEVICE();
+  expect_occlusion_flags_agree_with_layer_ids(realistic_options(), 4);
 }
 
 // Bilinear colour [3] (in [0,1]) of frame t of clip b at raster (x, y).
@@ -222,6 +250,54 @@ TEST(Synthetic, ColourStaysConsistentAlongVisibleTracks) {
   EXPECT_LT(noisy_on, 0.35 * noisy_off) << "on " << noisy_on << " off " << noisy_off;
 }
 
+TEST(Synthetic, LimbsAndStretchedClipsKeepTheColourAlongTracks) {
+  SKIP_WITHOUT_DEVICE();
+  SyntheticOptions o = realistic_options();
+  o.max_blur_sigma_px = 0.0;
+  o.max_noise_std = 0.0;
+  const SyntheticBatch batch = generate(o, 22);
+  const double on_track = median_colour_error(batch, 0.0);
+  const double off_track = median_colour_error(batch, 3.0);
+  EXPECT_LT(on_track, 0.003);
+  EXPECT_LT(on_track, 0.1 * off_track) << "on " << on_track << " off " << off_track;
+}
+
+// Temporal blur: each frame of a blurred clip is (1 - 2w) f_t + w (f_{t-1} + f_{t+1}) of the same clip rendered
+// without it (the ends repeated); the ground truth does not change.
+TEST(Synthetic, TemporalBlurBlendsNeighbouringFramesOnly) {
+  SKIP_WITHOUT_DEVICE();
+  SyntheticOptions sharp = small_options();
+  sharp.max_blur_sigma_px = 0.0;
+  sharp.max_noise_std = 0.0;
+  SyntheticOptions blurred = sharp;
+  blurred.max_temporal_blur = 0.4;
+  bool saw_blur = false;
+  for (uint64_t seed = 30; seed < 36 && !saw_blur; ++seed) {
+    const SyntheticBatch b = generate(blurred, seed);
+    ASSERT_TRUE(b.temporal_blur.defined());
+    ASSERT_EQ(b.temporal_blur.size(0), blurred.batch_size);
+    EXPECT_GE(b.temporal_blur.min().item<double>(), 0.0);
+    EXPECT_LE(b.temporal_blur.max().item<double>(), 0.4 + 1e-6);
+    const SyntheticBatch s = generate_unblurred(blurred, seed);
+    EXPECT_TRUE(at::equal(b.target_points_xy, s.target_points_xy));
+    EXPECT_TRUE(at::equal(b.occluded, s.occluded));
+    for (int64_t clip = 0; clip < blurred.batch_size; ++clip) {
+      const double w = b.temporal_blur[clip].item<double>();
+      const at::Tensor f = (s.video[clip] + 1.0) * 0.5;  // [T,H,W,3] in [0,1]
+      const int64_t t_count = f.size(0);
+      const at::Tensor previous = at::cat({f.narrow(0, 0, 1), f.narrow(0, 0, t_count - 1)}, 0);
+      const at::Tensor next = at::cat({f.narrow(0, 1, t_count - 1), f.narrow(0, t_count - 1, 1)}, 0);
+      const at::Tensor expected = (f * (1.0 - 2.0 * w) + (previous + next) * w).clamp(0.0, 1.0);
+      EXPECT_LT(((b.video[clip] + 1.0) * 0.5 - expected).abs().max().item<double>(), 1e-5) << "clip " << clip;
+      if (w > 0.05) {
+        saw_blur = true;
+        EXPECT_GT((b.video[clip] - s.video[clip]).abs().max().item<double>(), 0.01) << "a blurred clip changed";
+      }
+    }
+  }
+  EXPECT_TRUE(saw_blur) << "no clip of six batches drew a temporal blur above 0.05";
+}
+
 TEST(Synthetic, Uint8MatchesFloatAndOptionsAreChecked) {
   SKIP_WITHOUT_DEVICE();
   SyntheticOptions o = small_options();
@@ -242,6 +318,17 @@ TEST(Synthetic, Uint8MatchesFloatAndOptionsAreChecked) {
   bad.min_objects = 5;
   bad.max_objects = 4;
   EXPECT_FALSE(SyntheticVideoGenerator::create(bad, at::kCPU));
+  bad = small_options();
+  bad.limb_fraction = 1.5;
+  EXPECT_NE(SyntheticVideoGenerator::create(bad, at::kCPU).status().message().find("limb_fraction"), std::string::npos);
+  bad = small_options();
+  bad.max_aspect_squeeze = 0.5;  // would shrink the camera window past the background texture
+  EXPECT_NE(SyntheticVideoGenerator::create(bad, at::kCPU).status().message().find("max_aspect_squeeze"),
+            std::string::npos);
+  bad = small_options();
+  bad.max_temporal_blur = 0.5;
+  EXPECT_NE(SyntheticVideoGenerator::create(bad, at::kCPU).status().message().find("max_temporal_blur"),
+            std::string::npos);
 }
 
 TEST(Synthetic, CpuAndCudaAgree) {
