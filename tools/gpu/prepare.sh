@@ -2,11 +2,14 @@
 # Builds the carry folder (.gpu-carry) that the GPU machine needs: a minimal FFmpeg, GoogleTest, the header
 # libraries, and the shared fixtures/test clips the GPU tests and benchmarks read. Run here (Debian 12) from
 # anywhere; the first run takes ~3 minutes (FFmpeg build), later ones seconds.
-#   tools/gpu/prepare.sh [--fixtures small|base|all|none] [--with-qt] [--out FOLDER]
+#   tools/gpu/prepare.sh [--fixtures small|base|all|none] [--with-qt] [--no-long-clip] [--out FOLDER]
 # --out .gpu-carry-lite --fixtures none makes a small carry (~8 MiB) for calls that also carry training weights.
+# --no-long-clip leaves out pips2_camel.mp4 (2 MiB; only the long-clip tracking run reads it): --fixtures base
+# with the project's own 23 MiB is otherwise close to the 64 MiB upload limit.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 FIXTURES=small
+LONG_CLIP=yes
 CARRY=.gpu-carry
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -14,12 +17,14 @@ while [ $# -gt 0 ]; do
     --fixtures) FIXTURES=$2; shift ;;
     --with-qt) EXTRA+=(--with-qt) ;;
     --out) CARRY=$2; shift ;;
+    --no-long-clip) LONG_CLIP=no ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
-DATA=(--data fixtures/locotrack/state_dict_shapes.json --data testdata/pips2_camel.mp4 --data testdata/horsejump-high_480p/video
+DATA=(--data fixtures/locotrack/state_dict_shapes.json --data testdata/horsejump-high_480p/video
       --data testdata/derived_badja_horsejump-high_854x480.csv)
+[ "$LONG_CLIP" = yes ] && DATA+=(--data testdata/pips2_camel.mp4)
 case "$FIXTURES" in
   small|all) DATA+=(--data fixtures/locotrack/parity_inputs.safetensors --data fixtures/locotrack/parity_small.safetensors
                     --data fixtures/locotrack/locotrack_small_random_bf16-0.safetensors
