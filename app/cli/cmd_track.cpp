@@ -1,21 +1,27 @@
-// trackscope-cli track VIDEO --queries Q.csv --out tracks.csv|.json|.npz|_dlc.csv|_coco.json: tracks the queries
-// through the video with a progress bar on stderr and writes them with core/io/track_formats.h (the CSV has one
-// row per track and frame, its header states the coordinate convention).
+// trackscope-cli track VIDEO --queries Q.csv --out tracks.csv|.json|.npz|_dlc.csv|_coco.json|.trackscope: tracks
+// the queries through the video with a progress bar on stderr and writes them with core/io/track_formats.h (the
+// CSV has one row per track and frame, its header states the coordinate convention), or as a project that the
+// GUI opens (`trackscope FILE.trackscope`) on --view-frame.
 #include <sys/resource.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "cli/commands.h"
+#include "core/io/project.h"
 #include "core/io/queries_csv.h"
+#include "core/io/video_fingerprint.h"
 #include "core/io/track_formats.h"
 #include "core/log.h"
+#include "core/tracking/annotation.h"
 #include "core/tracking/point_tracker.h"
 #include "gpu/cpu_runtime.h"
 #include "gpu/devices.h"
@@ -37,8 +43,15 @@ struct TrackArguments {
   int64_t first_frame = 0;
   int64_t end_frame = -1;
   int threads = 0;
+  int64_t view_frame = 0;
   bool quiet = false;
 };
+
+constexpr std::string_view kProjectSuffix = ".trackscope";
+
+bool ends_with(const std::string& path, std::string_view suffix) {
+  return path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 
 class ProgressBar final : public core::TrackObserver {
  public:
@@ -59,15 +72,37 @@ class ProgressBar final : public core::TrackObserver {
 
 // The output format from the file name: .csv, .json, .npz (TAP-Vid), _dlc.csv (DeepLabCut), _coco.json.
 std::optional<core::io::TrackFormat> format_of(const std::string& path) {
-  auto ends_with = [&path](std::string_view suffix) {
-    return path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
   for (const core::io::TrackFormat f : {core::io::TrackFormat::deeplabcut_csv, core::io::TrackFormat::coco_json,
                                         core::io::TrackFormat::csv, core::io::TrackFormat::json,
                                         core::io::TrackFormat::tapvid_npz}) {
-    if (ends_with(core::io::default_suffix(f))) return f;
+    if (ends_with(path, core::io::default_suffix(f))) return f;
   }
   return std::nullopt;
+}
+
+// The tracks as a project (points with their tracks, the video with its fingerprint), opened on `view_frame`.
+core::Status write_project(const std::string& path, const std::string& video_path, const core::VideoInfo& info,
+                           const core::TrackSet& tracks, const core::TrackProvenance& provenance, int64_t view_frame) {
+  core::Annotation annotation;
+  for (const core::Track& track : tracks.tracks) {
+    const core::PointId id = annotation.add(track.query);
+    if (!annotation.set_track(id, track, provenance)) {
+      return core::internal_error(fmt::format("track of point {} could not be attached", id));
+    }
+  }
+  core::Expected<core::io::VideoFingerprint> fingerprint = core::io::fingerprint_video(video_path);
+  if (!fingerprint) return fingerprint.status();
+  core::io::ProjectVideo video;
+  video.path = std::filesystem::absolute(video_path).lexically_normal().string();
+  video.fingerprint = *fingerprint;
+  video.frame_count = info.frame_count;
+  video.width = info.width;
+  video.height = info.height;
+  video.frames_per_second = info.frame_rate.to_double();
+  core::io::ProjectView view;
+  view.current_frame = std::clamp<int64_t>(view_frame, 0, std::max<int64_t>(0, info.frame_count - 1));
+  view.trail_before_frames = 12;
+  return core::io::save_project(path, core::io::make_project(annotation, std::move(video), view));
 }
 
 int run_track(const TrackArguments& args) {
@@ -75,11 +110,14 @@ int run_track(const TrackArguments& args) {
     std::fprintf(stderr, "trackscope-cli track: %s\n", status.message().c_str());
     return status.code() == core::StatusCode::invalid_argument ? 2 : 1;
   };
+  const bool project = ends_with(args.out, kProjectSuffix);
   const std::optional<core::io::TrackFormat> format = format_of(args.out);
-  if (!format) {
-    return fail(core::invalid_argument(
-        fmt::format("--out {}: name a .csv, .json, .npz (TAP-Vid), _dlc.csv (DeepLabCut) or _coco.json file", args.out)));
+  if (!format && !project) {
+    return fail(core::invalid_argument(fmt::format(
+        "--out {}: name a .csv, .json, .npz (TAP-Vid), _dlc.csv (DeepLabCut), _coco.json or .trackscope (project) file",
+        args.out)));
   }
+  if (args.view_frame < 0) return fail(core::invalid_argument("--view-frame must be >= 0"));
   core::Expected<std::vector<core::Query>> queries = core::read_queries_csv(args.queries);
   if (!queries) return fail(queries.status());
   core::Expected<std::unique_ptr<core::VideoSource>> video = core::VideoSource::open(args.video);
@@ -129,7 +167,9 @@ int run_track(const TrackArguments& args) {
     row.track.provenance = provenance;
     table.tracks.push_back(std::move(row));
   }
-  if (core::Status written = core::io::write_tracks(args.out, table, *format); !written) return fail(written);
+  const core::Status written = project ? write_project(args.out, args.video, info, *tracks, provenance, args.view_frame)
+                                       : core::io::write_tracks(args.out, table, *format);
+  if (!written) return fail(written);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const double device_peak_mib = static_cast<double>(gpu::peak_device_memory_bytes(description.device.id)) / (1 << 20);
@@ -150,7 +190,11 @@ void add_track_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<TrackArguments>();
   command->add_option("video", args->video, "video file, image folder or image pattern")->required();
   command->add_option("--queries", args->queries, "CSV with a 'frame,x,y' header (original-video pixels)")->required();
-  command->add_option("--out", args->out, "tracks.csv (one row per track and frame), .json, .npz (TAP-Vid), _dlc.csv or _coco.json")->required();
+  command->add_option("--out", args->out,
+                      "tracks.csv (one row per track and frame), .json, .npz (TAP-Vid), _dlc.csv, _coco.json, or a "
+                      ".trackscope project the GUI opens")
+      ->required();
+  command->add_option("--view-frame", args->view_frame, "frame a .trackscope project opens on")->capture_default_str();
   command->add_option("--model", args->model, "default, small, base (official checkpoints) or a weights file")
       ->capture_default_str();
   command->add_option("--device", args->device, "auto, cpu, cuda, cuda:N")->capture_default_str();

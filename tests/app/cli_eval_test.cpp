@@ -1,5 +1,6 @@
 // trackscope-cli eval end to end (CPU, the random-weights fixture, a few frames): the JSON report, its baselines
-// against what core computes, and the exit codes of bad arguments and failures.
+// against what core computes, and the exit codes of bad arguments and failures. Also `track --out X.trackscope`:
+// the project the workbench opens.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/io/project.h"
 #include "core/tracking/evaluation.h"
 #include "gpu/training.h"
 
@@ -31,8 +33,8 @@ struct CliRun {
   std::string output;   // stdout and stderr
 };
 
-CliRun run_cli(const std::string& arguments) {
-  const std::string command = std::string("'") + TRACKSCOPE_CLI + "' eval " + arguments + " 2>&1";
+CliRun run_command(const std::string& subcommand, const std::string& arguments) {
+  const std::string command = std::string("'") + TRACKSCOPE_CLI + "' " + subcommand + " " + arguments + " 2>&1";
   CliRun run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -43,6 +45,8 @@ CliRun run_cli(const std::string& arguments) {
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;
 }
+
+CliRun run_cli(const std::string& arguments) { return run_command("eval", arguments); }
 
 std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
@@ -170,6 +174,41 @@ TEST(CliEval, FailuresExitWith1AndSayWhy) {
                               quoted(kOutput / "no_such_weights.safetensors"));
   EXPECT_EQ(weights.exit_code, 1) << weights.output;
   EXPECT_NE(weights.output.find("no_such_weights"), std::string::npos) << weights.output;
+}
+
+// `track --out X.trackscope` writes a project with one point per query, each with its track over the tracked
+// frames and the tracker's provenance, the video with its fingerprint, opened on --view-frame.
+TEST(CliTrack, WritesAProjectTheWorkbenchOpens) {
+  fs::create_directories(kOutput);
+  const fs::path queries = kOutput / "project_queries.csv";
+  std::ofstream(queries) << "frame,x,y\n0,300,250\n0,420,300.5\n2,500,260\n";
+  const fs::path project_path = kOutput / "tracked.trackscope";
+  fs::remove(project_path);
+  const CliRun run = run_command("track", quoted(kVideo) + " --queries " + quoted(queries) + " --out " +
+                                              quoted(project_path) + " --model " + quoted(kFixture) +
+                                              " --device cpu --end 4 --view-frame 2 -q");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  core::Expected<core::io::Project> project = core::io::load_project(project_path);
+  ASSERT_TRUE(project) << project.status().message();
+  EXPECT_EQ(project->video.frame_count, 50);
+  EXPECT_EQ(project->video.width, 854);
+  EXPECT_EQ(project->video.height, 480);
+  EXPECT_EQ(fs::path(project->video.path), fs::absolute(kVideo).lexically_normal());
+  EXPECT_EQ(project->view.current_frame, 2);
+  ASSERT_EQ(project->points.size(), 3u);
+  EXPECT_EQ(project->points[1].point.query.x_px, 420.0);
+  EXPECT_EQ(project->points[1].point.query.y_px, 300.5);
+  EXPECT_EQ(project->points[2].point.query.frame, 2);
+  for (const core::io::ProjectPoint& p : project->points) {
+    ASSERT_TRUE(p.track.has_value());
+    EXPECT_EQ(p.track->track.first_frame, 0);
+    EXPECT_EQ(p.track->track.points.size(), 4u);
+    EXPECT_EQ(p.track->provenance.device, "cpu");
+  }
+  // A bad view frame is a usage error, found before anything is loaded.
+  const CliRun bad = run_command("track", quoted(kVideo) + " --queries " + quoted(queries) + " --out " +
+                                              quoted(kOutput / "bad.trackscope") + " --view-frame -3 -q");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
 }
 
 }  // namespace
