@@ -2,6 +2,8 @@
 // Small device helpers shared by the .cu files: element conversion and block reductions.
 // Torch-free (see launchers.h).
 
+#include <cstdint>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -20,6 +22,36 @@ template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
 template <>
 __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half(v); }
+
+/// Where the 7x7 bilinear samples around a point (x, y) in grid cells fall: grid_sample with align_corners=False
+/// reads continuous v at index v - 0.5, so all 49 samples share the fractions (fx, fy) and their corners form the
+/// 8x8 integer window whose top-left cell is (x0 - 3, y0 - 3), x0 = floor(x - 0.5), y0 = floor(y - 0.5). Points
+/// beyond a 16-cell margin around the grid, or not finite (every comparison is false for NaN), keep
+/// kInvalidWindowCell, which puts every tap outside the grid: all zeros, as grid_sample's zeros padding gives, and
+/// the float-to-int conversion stays defined.
+inline constexpr int kInvalidWindowCell = -(1 << 20);
+struct BilinearWindow {
+  int x0 = kInvalidWindowCell;
+  int y0 = kInvalidWindowCell;
+  float fx = 0.0f;
+  float fy = 0.0f;
+};
+__device__ __forceinline__ BilinearWindow bilinear_window(const float* xy, int64_t width, int64_t height) {
+  BilinearWindow window;
+  const float ix = xy[0] - 0.5f;
+  const float iy = xy[1] - 0.5f;
+  const float floor_x = floorf(ix);
+  const float floor_y = floorf(iy);
+  const float margin = 16.0f;
+  if (floor_x >= -margin && floor_x <= static_cast<float>(width) + margin && floor_y >= -margin &&
+      floor_y <= static_cast<float>(height) + margin) {
+    window.x0 = static_cast<int>(floor_x);
+    window.y0 = static_cast<int>(floor_y);
+    window.fx = ix - floor_x;
+    window.fy = iy - floor_y;
+  }
+  return window;
+}
 
 struct SumOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }

@@ -37,8 +37,6 @@ constexpr int kRadius = 3;
 constexpr int kFramesPerBlock = 4;
 constexpr int kChannelsPerStep = 32;
 constexpr int kThreads = kTaps * kFramesPerBlock;  // 196
-// Cell index that makes every corner of every tap fall outside the grid (points far away or not finite).
-constexpr int kInvalidCell = -(1 << 20);
 
 // Offsets inside one frame fit in 32 bits (the wrapper checks it); only the frame offset needs 64.
 template <typename Element>
@@ -67,33 +65,13 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int tid = static_cast<int>(threadIdx.x);
 
   if (tid < kFramesPerBlock) {
-    int x0 = kInvalidCell;
-    int y0 = kInvalidCell;
-    float fx = 0.0f;
-    float fy = 0.0f;
+    BilinearWindow w;
     const int64_t frame = first_frame + tid;
-    if (frame < s.frames) {
-      const float* xy = points + (query * s.frames + frame) * 2;
-      // grid_sample, align_corners=False: continuous coordinate v is array index v - 0.5.
-      const float ix = xy[0] - 0.5f;
-      const float iy = xy[1] - 0.5f;
-      const float floor_x = floorf(ix);
-      const float floor_y = floorf(iy);
-      // Beyond this margin every tap is outside the grid anyway; the check keeps the int conversion defined.
-      // Comparisons are false for NaN, so non-finite points take the all-zero path.
-      const float margin = 16.0f;
-      if (floor_x >= -margin && floor_x <= static_cast<float>(s.width) + margin && floor_y >= -margin &&
-          floor_y <= static_cast<float>(s.height) + margin) {
-        x0 = static_cast<int>(floor_x);
-        y0 = static_cast<int>(floor_y);
-        fx = ix - floor_x;
-        fy = iy - floor_y;
-      }
-    }
-    window_x[tid] = x0;
-    window_y[tid] = y0;
-    fraction_x[tid] = fx;
-    fraction_y[tid] = fy;
+    if (frame < s.frames) w = bilinear_window(points + (query * s.frames + frame) * 2, s.width, s.height);
+    window_x[tid] = w.x0;
+    window_y[tid] = w.y0;
+    fraction_x[tid] = w.fx;
+    fraction_y[tid] = w.fy;
   }
   __syncthreads();
 

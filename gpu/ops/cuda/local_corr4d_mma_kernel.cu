@@ -43,7 +43,6 @@ constexpr int kProductLead = kSupportsPadded + 4;
 constexpr int kFrames = 2;
 constexpr int kWarpsPerFrame = 2;
 constexpr int kThreads = kFrames * kWarpsPerFrame * 32;  // 128
-constexpr int kInvalidCell = -(1 << 20);
 
 template <typename Element>
 struct StageTiles {
@@ -88,26 +87,13 @@ __global__ void __launch_bounds__(kThreads)
     const int row_half = warp % kWarpsPerFrame;
 
     if (tid < kFrames) {
-      int x0 = kInvalidCell, y0 = kInvalidCell;
-      float fx = 0.0f, fy = 0.0f;
+      BilinearWindow w;
       const int64_t frame = first_frame + tid;
-      if (frame < s.frames) {
-        const float* xy = points + (query * s.frames + frame) * 2;
-        const float ix = xy[0] - 0.5f, iy = xy[1] - 0.5f;  // grid_sample, align_corners=False
-        const float floor_x = floorf(ix), floor_y = floorf(iy);
-        const float margin = 16.0f;  // beyond it every cell is outside anyway; false for NaN
-        if (floor_x >= -margin && floor_x <= static_cast<float>(s.width) + margin && floor_y >= -margin &&
-            floor_y <= static_cast<float>(s.height) + margin) {
-          x0 = static_cast<int>(floor_x);
-          y0 = static_cast<int>(floor_y);
-          fx = ix - floor_x;
-          fy = iy - floor_y;
-        }
-      }
-      window_x[tid] = x0;
-      window_y[tid] = y0;
-      fraction_x[tid] = fx;
-      fraction_y[tid] = fy;
+      if (frame < s.frames) w = bilinear_window(points + (query * s.frames + frame) * 2, s.width, s.height);
+      window_x[tid] = w.x0;
+      window_y[tid] = w.y0;
+      fraction_x[tid] = w.fx;
+      fraction_y[tid] = w.fy;
     }
     __syncthreads();
 

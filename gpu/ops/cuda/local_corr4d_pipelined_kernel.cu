@@ -44,7 +44,6 @@ constexpr int kChunk = 32;                 // channels per pipeline step
 constexpr int kVectors = kChunk / 4;       // 16-byte copies per cell and step
 constexpr int kSupportPitch = 36;
 constexpr int kNeighbourFramePitch = kChunk * kTaps + 8;
-constexpr int kInvalidCell = -(1 << 20);
 
 constexpr int kWindowFloats = 2 * kFrames * kCells * kChunk;
 constexpr int kSupportFloats = 2 * kTaps * kSupportPitch;
@@ -81,32 +80,13 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int tid = static_cast<int>(threadIdx.x);
 
   if (tid < kFrames) {
-    int x0 = kInvalidCell;
-    int y0 = kInvalidCell;
-    float fx = 0.0f;
-    float fy = 0.0f;
+    BilinearWindow w;
     const int64_t frame = first_frame + tid;
-    if (frame < s.frames) {
-      const float* xy = points + (query * s.frames + frame) * 2;
-      // grid_sample, align_corners=False: continuous coordinate v is array index v - 0.5.
-      const float ix = xy[0] - 0.5f;
-      const float iy = xy[1] - 0.5f;
-      const float floor_x = floorf(ix);
-      const float floor_y = floorf(iy);
-      // Beyond this margin every tap is outside the grid; comparisons are false for NaN (all-zero path).
-      const float margin = 16.0f;
-      if (floor_x >= -margin && floor_x <= static_cast<float>(s.width) + margin && floor_y >= -margin &&
-          floor_y <= static_cast<float>(s.height) + margin) {
-        x0 = static_cast<int>(floor_x);
-        y0 = static_cast<int>(floor_y);
-        fx = ix - floor_x;
-        fy = iy - floor_y;
-      }
-    }
-    window_x[tid] = x0 - kRadius;
-    window_y[tid] = y0 - kRadius;
-    fraction_x[tid] = fx;
-    fraction_y[tid] = fy;
+    if (frame < s.frames) w = bilinear_window(points + (query * s.frames + frame) * 2, s.width, s.height);
+    window_x[tid] = w.x0 - kRadius;
+    window_y[tid] = w.y0 - kRadius;
+    fraction_x[tid] = w.fx;
+    fraction_y[tid] = w.fy;
   }
   __syncthreads();
 
