@@ -47,8 +47,6 @@ struct TrackArguments {
   bool quiet = false;
 };
 
-constexpr std::string_view kProjectSuffix = ".trackscope";
-
 bool ends_with(const std::string& path, std::string_view suffix) {
   return path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -92,13 +90,9 @@ core::Status write_project(const std::string& path, const std::string& video_pat
   }
   core::Expected<core::io::VideoFingerprint> fingerprint = core::io::fingerprint_video(video_path);
   if (!fingerprint) return fingerprint.status();
-  core::io::ProjectVideo video;
-  video.path = std::filesystem::absolute(video_path).lexically_normal().string();
+  core::io::ProjectVideo video =
+      core::io::describe_video(std::filesystem::absolute(video_path).lexically_normal().string(), info);
   video.fingerprint = *fingerprint;
-  video.frame_count = info.frame_count;
-  video.width = info.width;
-  video.height = info.height;
-  video.frames_per_second = info.frame_rate.to_double();
   core::io::ProjectView view;
   view.current_frame = std::clamp<int64_t>(view_frame, 0, std::max<int64_t>(0, info.frame_count - 1));
   view.trail_before_frames = 12;
@@ -110,7 +104,7 @@ int run_track(const TrackArguments& args) {
     std::fprintf(stderr, "trackscope-cli track: %s\n", status.message().c_str());
     return status.code() == core::StatusCode::invalid_argument ? 2 : 1;
   };
-  const bool project = ends_with(args.out, kProjectSuffix);
+  const bool project = ends_with(args.out, core::io::kProjectExtension);
   const std::optional<core::io::TrackFormat> format = format_of(args.out);
   if (!format && !project) {
     return fail(core::invalid_argument(fmt::format(

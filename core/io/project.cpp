@@ -129,6 +129,16 @@ Project parse(const json& root, const std::string& source) {
 
 }  // namespace
 
+ProjectVideo describe_video(std::string path, const VideoInfo& info) {
+  ProjectVideo video;
+  video.path = std::move(path);
+  video.frame_count = info.frame_count;
+  video.width = info.width;
+  video.height = info.height;
+  video.frames_per_second = info.frame_rate.to_double();
+  return video;
+}
+
 Project make_project(const Annotation& annotation, ProjectVideo video, ProjectView view) {
   Project project;
   project.video = std::move(video);

@@ -27,6 +27,7 @@
 #include "core/io/video_fingerprint.h"
 #include "core/status.h"
 #include "core/tracking/annotation.h"
+#include "core/video/video_source.h"
 
 namespace trackscope::core::io {
 
@@ -83,6 +84,11 @@ struct Project {
   std::optional<RecoveryInfo> recovery;
   bool operator==(const Project&) const = default;
 };
+
+/// What a project records of an opened video: `path` as given (callers pass it absolute), size, frame count and
+/// rate from `info`. The fingerprint stays empty: fingerprint_video() fills it, and the caller decides what a
+/// video without one means.
+ProjectVideo describe_video(std::string path, const VideoInfo& info);
 
 /// A project of the annotation's points and tracks.
 Project make_project(const Annotation& annotation, ProjectVideo video, ProjectView view);

@@ -174,14 +174,9 @@ void ProjectController::apply(const Pending& pending) {
 }
 
 core::io::ProjectVideo ProjectController::video_description() const {
-  core::io::ProjectVideo video;
   const VideoSession* session = window_->session();
-  video.path = path_from_qstring(absolute(session->path())).string();
-  const core::VideoInfo& info = session->info();
-  video.frame_count = info.frame_count;
-  video.width = info.width;
-  video.height = info.height;
-  video.frames_per_second = info.frame_rate.to_double();
+  core::io::ProjectVideo video =
+      core::io::describe_video(path_from_qstring(absolute(session->path())).string(), session->info());
   if (fingerprint_cache_ && fingerprint_cache_->first == session->path()) {
     video.fingerprint = fingerprint_cache_->second;
   } else if (auto fingerprint = core::io::fingerprint_video(video.path)) {
