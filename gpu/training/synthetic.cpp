@@ -297,29 +297,46 @@ void draw_background(Uniforms& u, const SyntheticOptions& o, double* frames_out)
   }
 }
 
+// The smooth translation of a layer over the clip (normalised units, s = clip time in [0, 1]): a start in
+// [-start_range, start_range]^2, a velocity of up to max_object_speed and a constant acceleration.
+struct Drift {
+  double p0x, p0y, vx, vy, ax, ay;
+  double x(double s) const { return p0x + vx * s + 0.5 * ax * s * s; }
+  double y(double s) const { return p0y + vy * s + 0.5 * ay * s * s; }
+};
+
+Drift draw_drift(Uniforms& u, const SyntheticOptions& o, double start_range) {
+  Drift d{};
+  d.p0x = u.uniform(-start_range, start_range);
+  d.p0y = u.uniform(-start_range, start_range);
+  const double speed = u.uniform(0.0, o.max_object_speed);
+  const double heading = u.uniform(0.0, 2.0 * kPi);
+  d.vx = speed * std::cos(heading);
+  d.vy = speed * std::sin(heading);
+  d.ax = u.uniform(-0.5, 0.5) * o.max_object_speed;
+  d.ay = u.uniform(-0.5, 0.5) * o.max_object_speed;
+  return d;
+}
+
 // A swinging limb: a rigid elongated layer (the mask is drawn as a long ellipse along texture x) that pivots
 // about the texture point (-kLimbPivot, 0), one end of it, with a pendulum swing of its angle, while the pivot
 // itself moves like an object (velocity, acceleration). Points far from the pivot move fastest, as on a leg.
 constexpr double kLimbPivot = 0.8;
 void draw_limb(Uniforms& u, const SyntheticOptions& o, double* frames_out) {
   const int64_t t_count = o.frames;
-  const double p0x = u.uniform(-0.7, 0.7), p0y = u.uniform(-0.7, 0.7);
-  const double speed = u.uniform(0.0, o.max_object_speed), heading = u.uniform(0.0, 2.0 * kPi);
-  const double ax = u.uniform(-0.5, 0.5) * o.max_object_speed, ay = u.uniform(-0.5, 0.5) * o.max_object_speed;
+  const Drift pivot = draw_drift(u, o, 0.7);
   const double angle0 = u.uniform(0.0, 2.0 * kPi), swing = u.uniform(0.3, 1.1);
   const double cycles = u.uniform(0.5, 2.5), phase = u.uniform(0.0, 2.0 * kPi);
   const double scale0 = u.uniform(0.2, 0.45), growth = u.uniform(-0.2, 0.2);
   for (int64_t t = 0; t < t_count; ++t) {
     const double s = tau(t, t_count);
-    const double pivot_x = p0x + speed * std::cos(heading) * s + 0.5 * ax * s * s;
-    const double pivot_y = p0y + speed * std::sin(heading) * s + 0.5 * ay * s * s;
     const double angle = angle0 + swing * std::sin(2.0 * kPi * cycles * s + phase);
     const double scale = scale0 * std::exp(growth * s);
     const double c = std::cos(angle), sn = std::sin(angle);
     const double m00 = c * scale, m01 = -sn * scale, m10 = sn * scale, m11 = c * scale;
     // n = M r + P with the pivot texture point r = (-kLimbPivot, 0) at pivot(t).
-    write_affine(frames_out + t * kGeometryParams, m00, m01, m10, m11, pivot_x + m00 * kLimbPivot,
-                 pivot_y + m10 * kLimbPivot);
+    write_affine(frames_out + t * kGeometryParams, m00, m01, m10, m11, pivot.x(s) + m00 * kLimbPivot,
+                 pivot.y(s) + m10 * kLimbPivot);
   }
 }
 
@@ -327,9 +344,7 @@ void draw_limb(Uniforms& u, const SyntheticOptions& o, double* frames_out) {
 // drift, shear drift, and a mild travelling-wave warp (or none). Returns whether it is warped.
 bool draw_object(Uniforms& u, const SyntheticOptions& o, double* frames_out) {
   const int64_t t_count = o.frames;
-  const double p0x = u.uniform(-0.8, 0.8), p0y = u.uniform(-0.8, 0.8);
-  const double speed = u.uniform(0.0, o.max_object_speed), heading = u.uniform(0.0, 2.0 * kPi);
-  const double ax = u.uniform(-0.5, 0.5) * o.max_object_speed, ay = u.uniform(-0.5, 0.5) * o.max_object_speed;
+  const Drift drift = draw_drift(u, o, 0.8);
   const double wobble = u.uniform(0.0, 0.06), wobble_cycles = u.uniform(0.5, 2.0);
   const double wobble_phase = u.uniform(0.0, 2.0 * kPi), wobble_heading = u.uniform(0.0, 2.0 * kPi);
   const double angle0 = u.uniform(0.0, 2.0 * kPi), spin = u.uniform(-1.5, 1.5);
@@ -352,8 +367,8 @@ bool draw_object(Uniforms& u, const SyntheticOptions& o, double* frames_out) {
   for (int64_t t = 0; t < t_count; ++t) {
     const double s = tau(t, t_count);
     const double wob = wobble * std::sin(2.0 * kPi * wobble_cycles * s + wobble_phase);
-    const double px = p0x + speed * std::cos(heading) * s + 0.5 * ax * s * s + wob * std::cos(wobble_heading);
-    const double py = p0y + speed * std::sin(heading) * s + 0.5 * ay * s * s + wob * std::sin(wobble_heading);
+    const double px = drift.x(s) + wob * std::cos(wobble_heading);
+    const double py = drift.y(s) + wob * std::sin(wobble_heading);
     const double angle = angle0 + spin * s;
     const double scale = scale0 * std::exp(growth * s);
     const double sx = scale * aspect, sy = scale / aspect, shear = shear0 + shear_drift * s;
@@ -622,10 +637,11 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
   at::Tensor gain = lighting.narrow(2, 0, 3).permute({0, 2, 1}).reshape({b_count, 3, t_count, 1, 1});
   at::Tensor bias = lighting.narrow(2, 3, 3).permute({0, 2, 1}).reshape({b_count, 3, t_count, 1, 1});
   frame = frame * gain + bias;
+  const at::Tensor temporal_blur = at::tensor(scene.temporal_blur, at::kDouble).to(at::kFloat);  // [B], CPU
   if (!o.skip_temporal_blur && t_count > 1 &&
       *std::max_element(scene.temporal_blur.begin(), scene.temporal_blur.end()) > 0.0) {
     // Exposure over the frame interval: (1 - 2w) f_t + w (f_{t-1} + f_{t+1}), the ends repeated.
-    at::Tensor weight = at::tensor(scene.temporal_blur, at::kDouble).to(f32).view({b_count, 1, 1, 1, 1});
+    const at::Tensor weight = temporal_blur.to(f32).view({b_count, 1, 1, 1, 1});
     at::Tensor previous = at::cat({frame.narrow(2, 0, 1), frame.narrow(2, 0, t_count - 1)}, 2);
     at::Tensor next = at::cat({frame.narrow(2, 1, t_count - 1), frame.narrow(2, t_count - 1, 1)}, 2);
     frame = frame * (1.0 - 2.0 * weight) + (previous + next) * weight;
@@ -638,7 +654,7 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
   batch.video = o.format == SyntheticVideoFormat::uint8 ? frame.mul_(255.0).round_().to(at::kByte) : frame.mul_(2.0).sub_(1.0);
   batch.lighting_gain = lighting.narrow(2, 0, 3).contiguous();
   batch.lighting_bias = lighting.narrow(2, 3, 3).contiguous();
-  batch.temporal_blur = at::tensor(scene.temporal_blur, at::kDouble).to(at::kFloat);
+  batch.temporal_blur = temporal_blur;
   if (o.render_layer_ids) batch.layer_ids = layer_ids.view({b_count, t_count, height, width});
 
   // ---- queries: the top-most layer at a candidate position on the query frame owns the point ---------------
