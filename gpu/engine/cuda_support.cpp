@@ -148,8 +148,6 @@ void Graph::replay(int device) {
   impl_->graph.replay();
 }
 
-bool Graph::captured() const { return impl_->captured; }
-
 void nvtx_push(const char* name) { nvtxRangePushA(name); }
 void nvtx_pop() { nvtxRangePop(); }
 

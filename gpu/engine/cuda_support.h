@@ -89,7 +89,6 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
   void capture(int device, const std::function<void(bool capturing)>& work);
   void replay(int device);
-  bool captured() const;
 
  private:
   struct Impl;

@@ -25,7 +25,6 @@ void Graph::capture(int /*device*/, const std::function<void(bool)>& /*work*/) {
   throw std::runtime_error("CUDA graphs: this build has no CUDA support");
 }
 void Graph::replay(int /*device*/) { throw std::runtime_error("CUDA graphs: this build has no CUDA support"); }
-bool Graph::captured() const { return false; }
 void nvtx_push(const char* /*name*/) {}
 void nvtx_pop() {}
 
