@@ -53,6 +53,34 @@ __device__ __forceinline__ BilinearWindow bilinear_window(const float* xy, int64
   return window;
 }
 
+/// cp.async (compute capability >= 8.0): a 16-byte global -> shared copy that does not pass through registers;
+/// with inside == false it zero-fills the 16 bytes without reading global memory (source must still be a valid
+/// address). Older targets compile a plain copy instead: the kernels that use these are not eligible there (the
+/// wrappers check the compute capability), but every .cu file builds for all TRACKSCOPE_CUDA_ARCHITECTURES.
+__device__ __forceinline__ void copy16_async(void* shared_destination, const void* global_source, bool inside) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto destination = static_cast<unsigned>(__cvta_generic_to_shared(shared_destination));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(destination), "l"(global_source),
+               "r"(inside ? 16 : 0));
+#else
+  *static_cast<float4*>(shared_destination) =
+      inside ? *static_cast<const float4*>(global_source) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#endif
+}
+/// Closes the group of copies issued since the last commit.
+__device__ __forceinline__ void commit_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+/// Waits until at most `Pending` committed groups are still in flight (0: all copies have landed).
+template <int Pending>
+__device__ __forceinline__ void wait_for_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+#endif
+}
+
 struct SumOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
 };

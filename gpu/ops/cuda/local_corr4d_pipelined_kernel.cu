@@ -50,15 +50,6 @@ constexpr int kSupportFloats = 2 * kTaps * kSupportPitch;
 constexpr int kNeighbourFloats = kFrames * kNeighbourFramePitch;
 constexpr size_t kSharedBytes = sizeof(float) * (kWindowFloats + kSupportFloats + kNeighbourFloats);
 
-__device__ __forceinline__ void copy16_async(float* shared_destination, const float* global_source, bool inside) {
-  const auto destination = static_cast<unsigned>(__cvta_generic_to_shared(shared_destination));
-  // src-size 0 zero-fills the 16 bytes (the grid's zeros padding) without reading global memory.
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(destination), "l"(global_source),
-               "r"(inside ? 16 : 0));
-}
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void wait_for_all_but_newest() { asm volatile("cp.async.wait_group 1;\n" ::); }
-
 // Block coordinates of one step: which tile (query, first frame) and which channel chunk.
 template <typename Out>
 __global__ void __launch_bounds__(kThreads, 2)
@@ -139,7 +130,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int stage = static_cast<int>(step & 1);
     if (step + 1 < steps) issue(step + 1, stage ^ 1);
     commit_copies();  // possibly empty: keeps "all but the newest group" meaning "this step's copies"
-    wait_for_all_but_newest();
+    wait_for_copies<1>();
     __syncthreads();
 
     // Interpolation, shared -> shared: item (frame, output row h, channel k) reads window rows h and h+1 and
