@@ -82,6 +82,8 @@ class Engine {
   bool fused() const { return fused_; }
   /// Whether the backbone runs ops::instance_norm_relu (fused path, CUDA, fused_instance_norm).
   bool uses_fused_instance_norm() const { return fused_ && device_.is_cuda() && options_.fused_instance_norm; }
+  /// Whether the correlation encoders run as the one-kernel CMDTop (ops::CmdTopFast::fused()).
+  bool uses_fused_cmdtop() const { return fused_ && cmdtop_[0].has_value() && cmdtop_[0]->fused(); }
   at::ScalarType compute_dtype() const { return compute_dtype_; }
   const model::LocoTrack& model() const { return *model_; }
   /// -1 for the CPU, else the CUDA device index (for StageRecorder and cuda_support).

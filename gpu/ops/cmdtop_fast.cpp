@@ -90,6 +90,38 @@ at::Tensor dense_weight(const at::Tensor& weight, const std::vector<int32_t>& ta
   return dense;
 }
 
+// The fused kernel's K chunk (gpu/ops/cuda/launchers.h, kCmdTopFusedKChunk; the CUDA headers are not seen here).
+constexpr int64_t kFusedKChunk = 16;
+
+bool fused_eligible(c10::Device device, bool base) {
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+  return detail::cmdtop_fused_eligible_cuda(device, base);
+#else
+  (void)device;
+  (void)base;
+  return false;
+#endif
+}
+
+// The fused kernel is written for the two official stacks only (kernel, stride and widths of every layer).
+bool official_stack(const CmdTopWeights& weights) {
+  struct Shape {
+    int64_t out_channels, in_channels, kernel, stride;
+  };
+  const std::vector<Shape> small = {{64, 49, 5, 4}, {128, 64, 2, 2}};
+  const std::vector<Shape> base = {{64, 49, 3, 2}, {128, 64, 3, 2}, {128, 128, 2, 2}};
+  const std::vector<Shape>& expected = weights.layers.size() == 3 ? base : small;
+  if (weights.layers.size() != expected.size()) return false;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const CmdTopLayerWeights& l = weights.layers[i];
+    if (l.conv_weight.size(0) != expected[i].out_channels || l.conv_weight.size(1) != expected[i].in_channels ||
+        l.conv_weight.size(2) != expected[i].kernel || l.stride != expected[i].stride) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool is_compute_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
 
 void gather_columns(const at::Tensor& input, const at::Tensor& index, at::Tensor& output) {
@@ -260,6 +292,20 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
     channels = layer.channels;
   }
   last_channels_ = channels;
+
+  const bool wants_fused = options.convolution == Convolution::fused || options.convolution == Convolution::automatic;
+  fused_ = wants_fused && device.is_cuda() && options.compute_dtype == at::kFloat && official_stack(weights) &&
+           fused_eligible(device, weights.layers.size() == 3);
+  if (fused_) {
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      // [C_out, C_in, ky, kx] -> [ky, kx, C_in, C_out] -> [K, C_out], zero rows up to a whole K chunk.
+      const at::Tensor& w = weights.layers[i].conv_weight;
+      const at::Tensor matrix = w.to(at::kCPU, at::kFloat).permute({2, 3, 1, 0}).reshape({-1, w.size(0)});
+      const int64_t padded = (matrix.size(0) + kFusedKChunk - 1) / kFusedKChunk * kFusedKChunk;
+      layers_[i].fused_weight =
+          at::constant_pad_nd(matrix, {0, 0, 0, padded - matrix.size(0)}, 0.0).contiguous().to(float_options);
+    }
+  }
 }
 
 namespace {
@@ -284,6 +330,20 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
   if (samples == 0) return;
 
   const at::Tensor input = padded ? corr.contiguous() : corr.reshape({samples, kCorrPerSample}).contiguous();
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+  if (fused_) {
+    std::vector<at::Tensor> weights, biases, gammas, betas;
+    for (const Layer& layer : layers_) {
+      weights.push_back(layer.fused_weight);
+      biases.push_back(layer.conv_bias);
+      gammas.push_back(layer.norm_weight);
+      betas.push_back(layer.norm_bias);
+    }
+    detail::cmdtop_fused_cuda(input.scalar_type() == at::kFloat ? input : input.to(at::kFloat), weights, biases,
+                              gammas, betas, kGroupNormEps, out);
+    return;
+  }
+#endif
   const auto compute = input.options().dtype(options_.compute_dtype);
   int64_t samples_per_pass = options_.max_samples_per_pass;
   if (!input.is_cuda()) {

@@ -41,6 +41,12 @@ void init_planes_cuda(const at::Tensor& cost_lowres, const at::Tensor& cost_hire
 void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::Tensor& output);
 void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma,
                                const at::Tensor& beta, int64_t groups, double eps);
+/// Whether the fused float32 CMDTop kernel fits the device (opt-in shared memory per block).
+bool cmdtop_fused_eligible_cuda(c10::Device device, bool base);
+/// The fused float32 CMDTop: corr [M, row_stride >= 2401] fp32 with unit column stride -> out [M, 256] fp32
+/// contiguous. Per layer: weight [K_padded, C_out] (see CmdTopFast::Layer::fused_weight), bias, gamma, beta [C_out].
+void cmdtop_fused_cuda(const at::Tensor& corr, at::TensorList weights, at::TensorList biases, at::TensorList gammas,
+                       at::TensorList betas, double eps, at::Tensor& out);
 /// Returns false (nothing written) when the fused kernel is not eligible for these tensors.
 bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
                              at::Tensor& y);

@@ -141,9 +141,14 @@ class CmdTopFast {
   /// device), then [rows*P, K] x [K, C_out] (the FLOPs of the conv, plus the patch traffic). dense: fold the
   /// SAME padding, stride and (layer 0) both branch layouts into one [L_in, P*C_out] matrix and multiply the
   /// input rows directly (no patches; 2x (small) to 5x (base layer 0) the FLOPs, so it pays on tensor cores).
-  /// automatic: dense on CUDA for bf16/fp16 or the small configuration, im2col otherwise. Layers whose kernel
-  /// covers their whole unpadded input (the last 2x2 conv) are always dense: it is a column permutation.
-  enum class Convolution { automatic, im2col, dense };
+  /// fused: the whole encoder in one CUDA kernel per call (implicit-GEMM convolutions, GroupNorm and ReLU in
+  /// shared memory, no patches or intermediate activations in device memory; gpu/ops/cuda/cmdtop_fused_kernel.cu),
+  /// where it is eligible: a CUDA device, float32 compute, and enough opt-in shared memory per block (187 KiB
+  /// base, 214 KiB small: compute capability 9.0 and later); elsewhere fused means automatic.
+  /// automatic: fused where eligible; otherwise dense on CUDA for bf16/fp16 or the small configuration, im2col
+  /// otherwise. Layers whose kernel covers their whole unpadded input (the last 2x2 conv) are always dense in
+  /// the GEMM paths: it is a column permutation.
+  enum class Convolution { automatic, im2col, dense, fused };
   struct Options {
     at::ScalarType compute_dtype = at::kFloat;  // dtype of the GEMM operands and output (fp32/bf16/fp16)
     int64_t max_samples_per_pass = 4096;        // bounds the temporaries (im2col patches: 160 MB fp32 small,
@@ -161,6 +166,8 @@ class CmdTopFast {
   void forward_out(const at::Tensor& corr, at::Tensor& out) const;
 
   int64_t output_channels() const { return 2 * last_channels_; }
+  /// Whether forward() runs the fused CUDA kernel (Convolution::fused or automatic, where eligible).
+  bool fused() const { return fused_; }
 
   struct Layer {
     at::Tensor weight_matrix;  // im2col: [C_out, K], columns in gather_index order; dense: [blocks*C_out, L_in]
@@ -172,6 +179,7 @@ class CmdTopFast {
     int64_t channels = 0;      // C_out
     int64_t groups = 1;        // C_out / 16
     int64_t patch_length = 0;  // K
+    at::Tensor fused_weight;   // fused kernel: [K rounded up to 16, C_out], K = (ky, kx, C_in); else undefined
   };
 
  private:
@@ -179,6 +187,7 @@ class CmdTopFast {
   c10::Device device_;
   Options options_;
   int64_t last_channels_ = 0;
+  bool fused_ = false;
 };
 
 /// Convenience: builds a CmdTopFast for corr's device and dtype float32 and runs it (tests, one-off calls).

@@ -232,8 +232,9 @@ core::Status BenchOptions::check() const {
     return core::invalid_argument(
         fmt::format("bench: corr kernel '{}' (auto, classic, tensor or pipelined)", corr_kernel));
   }
-  if (cmdtop != "auto" && cmdtop != "im2col" && cmdtop != "dense") {
-    return core::invalid_argument(fmt::format("bench: CMDTop convolution '{}' (auto, im2col or dense)", cmdtop));
+  if (cmdtop != "auto" && cmdtop != "im2col" && cmdtop != "dense" && cmdtop != "fused") {
+    return core::invalid_argument(
+        fmt::format("bench: CMDTop convolution '{}' (auto, im2col, dense or fused)", cmdtop));
   }
   if (cudnn_benchmark != "auto" && cudnn_benchmark != "on" && cudnn_benchmark != "off") {
     return core::invalid_argument(fmt::format("bench: cuDNN benchmark '{}' (auto, on or off)", cudnn_benchmark));
@@ -319,6 +320,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options, const std::
                                                                        : ops::CorrKernel::automatic;
         engine_options.cmdtop_convolution = options.cmdtop == "im2col"  ? ops::CmdTopFast::Convolution::im2col
                                             : options.cmdtop == "dense" ? ops::CmdTopFast::Convolution::dense
+                                            : options.cmdtop == "fused" ? ops::CmdTopFast::Convolution::fused
                                                                         : ops::CmdTopFast::Convolution::automatic;
         if (options.cudnn_benchmark != "auto") engine_options.cudnn_benchmark = options.cudnn_benchmark == "on";
         engine_options.fused_instance_norm = options.norm != "reference";
@@ -373,7 +375,8 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options, const std::
               core::ProfileCase result =
                   builder.build(peak, core::summarize_telemetry((*sampler)->samples_since(case_start_s)));
               result.notes = fmt::format("{} path, corr kernel {}, CMDTop {}, backbone norm {}, CUDA graphs {}, cuDNN benchmark {}{}",
-                                         engine->fused() ? "fused" : "eager", options.corr_kernel, options.cmdtop,
+                                         engine->fused() ? "fused" : "eager", options.corr_kernel,
+                                         engine->uses_fused_cmdtop() ? "fused" : options.cmdtop,
                                          engine->uses_fused_instance_norm() ? "fused" : "reference",
                                          engine->uses_cuda_graphs() ? "on" : "off",
                                          at::globalContext().benchmarkCuDNN() ? "on" : "off",

@@ -334,10 +334,13 @@ void expect_padded_rows_match(const at::Device& device, const char* label) {
     const at::Tensor corr = at::randn({30, 7, 7, 7, 7}).to(device);
     at::Tensor padded = at::zeros({30, ops::kCorrPaddedRow}, corr.options());
     padded.narrow(1, 0, 2401).copy_(corr.view({30, 2401}));
-    for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense}) {
+    for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense,
+                                   ops::CmdTopFast::Convolution::fused}) {
       const ops::CmdTopFast encoder(weights, device, {at::kFloat, 4096, convolution});
       const Difference d = difference(encoder.forward(padded), encoder.forward(corr).view({30, 256}));
-      report(std::string(label) + " cmdtop padded rows vs plain " + (base ? "base" : "small"), d, "rel 1e-5");
+      report(std::string(label) + " cmdtop padded rows vs plain " + (base ? "base" : "small") +
+                 (encoder.fused() ? " (fused kernel)" : ""),
+             d, "rel 1e-5");
       EXPECT_LE(d.relative(), 1e-5) << label << (base ? " base" : " small");
     }
   }
@@ -564,17 +567,24 @@ TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
     };
     for (const Precision& p : {Precision{at::kFloat, at::kFloat, 1e-4, 1e-5}, Precision{at::kBFloat16, at::kFloat, 0.12, 6e-3},
                                Precision{at::kHalf, at::kHalf, 2e-2, 1e-3}}) {
-      for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense}) {
-        const bool dense = convolution == ops::CmdTopFast::Convolution::dense;
+      for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense,
+                                     ops::CmdTopFast::Convolution::fused}) {
         const ops::CmdTopFast encoder(weights, at::Device(at::kCUDA, 0), {p.compute, 1000, convolution});
+        // fused runs the one-kernel encoder for float32 where the device has the shared memory (and means
+        // automatic elsewhere); M = 1739 leaves a partial tile for both tile sizes (8 and 16 samples).
+        const std::string path = encoder.fused() ? "fused kernel"
+                                 : convolution == ops::CmdTopFast::Convolution::dense ? "dense"
+                                 : convolution == ops::CmdTopFast::Convolution::im2col ? "im2col"
+                                                                                        : "fused -> automatic";
+        if (encoder.fused()) EXPECT_EQ(p.compute, at::kFloat);
         at::Tensor actual = at::full({37 * 47, 256}, kPoison, at::device(at::kCUDA).dtype(p.compute));
         encoder.forward_out(corr.to(p.input).cuda(), actual);
         const Difference d = difference(actual, expected);
-        report(std::string("cmdtop cuda vs cpu float32, ") + (base ? "base " : "small ") + (dense ? "dense " : "im2col ") +
+        report(std::string("cmdtop cuda vs cpu float32, ") + (base ? "base " : "small ") + path + " " +
                    c10::toString(p.compute) + " (input " + c10::toString(p.input) + ") M=1739",
                d, "max " + std::to_string(p.max_tolerance) + ", mean " + std::to_string(p.mean_tolerance));
-        EXPECT_LE(d.max_abs_diff, p.max_tolerance) << c10::toString(p.compute) << (dense ? " dense" : " im2col");
-        EXPECT_LE(d.mean_abs_diff, p.mean_tolerance) << c10::toString(p.compute) << (dense ? " dense" : " im2col");
+        EXPECT_LE(d.max_abs_diff, p.max_tolerance) << c10::toString(p.compute) << " " << path;
+        EXPECT_LE(d.mean_abs_diff, p.mean_tolerance) << c10::toString(p.compute) << " " << path;
       }
     }
   }

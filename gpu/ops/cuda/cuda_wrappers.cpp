@@ -149,6 +149,39 @@ void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::
                "cmdtop_fast (bias_group_norm_relu)");
 }
 
+bool cmdtop_fused_eligible_cuda(c10::Device device, bool base) {
+  if (!device.is_cuda()) return false;
+  const cudaDeviceProp* properties = at::cuda::getDeviceProperties(device.index() < 0 ? c10::cuda::current_device()
+                                                                                      : device.index());
+  const auto shape = base ? cuda::CmdTopFusedShape::base : cuda::CmdTopFusedShape::small;
+  return static_cast<int64_t>(properties->sharedMemPerBlockOptin) >= cuda::cmdtop_fused_shared_bytes(shape);
+}
+
+void cmdtop_fused_cuda(const at::Tensor& corr, at::TensorList weights, at::TensorList biases, at::TensorList gammas,
+                       at::TensorList betas, double eps, at::Tensor& out) {
+  const c10::cuda::CUDAGuard guard(corr.device());
+  const size_t layers = weights.size();
+  TORCH_CHECK((layers == 2 || layers == 3) && biases.size() == layers && gammas.size() == layers &&
+                  betas.size() == layers && corr.dim() == 2 && corr.stride(1) == 1 && corr.size(1) >= 2401 &&
+                  corr.scalar_type() == at::kFloat && out.scalar_type() == at::kFloat && out.is_contiguous() &&
+                  out.dim() == 2 && out.size(0) == corr.size(0) && out.size(1) == 256,
+              "cmdtop_fast: internal layout error in the fused kernel");
+  cuda::CmdTopFusedLayer parameters[3];
+  for (size_t i = 0; i < layers; ++i) {
+    for (const at::Tensor* t : {&weights[i], &biases[i], &gammas[i], &betas[i]}) {
+      TORCH_CHECK(t->is_contiguous() && t->scalar_type() == at::kFloat && t->device() == corr.device(),
+                  "cmdtop_fast: internal layout error in the fused kernel's parameters");
+    }
+    parameters[i] = {weights[i].data_ptr<float>(), biases[i].data_ptr<float>(), gammas[i].data_ptr<float>(),
+                     betas[i].data_ptr<float>()};
+  }
+  check_launch(cuda::launch_cmdtop_fused(layers == 3 ? cuda::CmdTopFusedShape::base : cuda::CmdTopFusedShape::small,
+                                         corr.data_ptr<float>(), corr.size(0), corr.stride(0), parameters,
+                                         static_cast<int>(layers), static_cast<float>(eps), out.data_ptr<float>(),
+                                         current_stream(corr)),
+               "cmdtop_fast (fused)");
+}
+
 bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
                              at::Tensor& y) {
   const c10::cuda::CUDAGuard guard(x.device());

@@ -91,6 +91,27 @@ cudaError_t launch_bias_group_norm_relu(void* x, ElementType element_type, int64
                                         int64_t channels, int64_t groups, const float* bias, const float* gamma,
                                         const float* beta, float eps, cudaStream_t stream);
 
+// -- CMDTop fused, float32 (cmdtop_fused_kernel.cu) --------------------------------------------------------
+// The whole encoder of one level, both branches, in one launch: corr rows [samples, row_stride] fp32 (the
+// first 2401 values of a row are the [h, w, i, j] correlation; row_stride >= 2401) -> out [samples, 2 * 128]
+// fp32 contiguous, 16-byte aligned ([branch 1, branch 2] per row, as CmdTopFast). Layer i's weight is
+// [K_padded, C_out] fp32 with K = (ky * k + kx) * C_in + c_in (the conv weight permuted to [ky][kx][C_in]
+// [C_out]) and zero rows up to K_padded = K rounded up to kCmdTopFusedKChunk; bias, gamma, beta [C_out] fp32;
+// weight and bias 16-byte aligned. small: 2 layers (5x5 s4 -> 64, 2x2 s2 -> 128); base: 3 (3x3 s2 -> 64,
+// 3x3 s2 -> 128, 2x2 s2 -> 128). Needs cmdtop_fused_shared_bytes(shape) of opt-in shared memory per block.
+inline constexpr int kCmdTopFusedKChunk = 16;
+enum class CmdTopFusedShape : int { small = 0, base = 1 };
+struct CmdTopFusedLayer {
+  const float* weight = nullptr;
+  const float* bias = nullptr;
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+};
+int64_t cmdtop_fused_shared_bytes(CmdTopFusedShape shape);
+cudaError_t launch_cmdtop_fused(CmdTopFusedShape shape, const float* corr, int64_t samples, int64_t row_stride,
+                                const CmdTopFusedLayer* layers, int layer_count, float eps, float* out,
+                                cudaStream_t stream);
+
 // -- instance_norm_relu ------------------------------------------------------------------------------------
 // y = relu((x - mean) / sqrt(var + eps) * weight + bias) with mean/var per (sample, channel) over positions;
 // x and y [samples, positions, channels] contiguous of element_type (y may not alias x); weight, bias
