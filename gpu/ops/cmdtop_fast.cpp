@@ -10,7 +10,9 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
+#include <span>
 
 #include "gpu/ops/kernels.h"
 #include "gpu/ops/ops.h"
@@ -90,27 +92,21 @@ at::Tensor dense_weight(const at::Tensor& weight, const std::vector<int32_t>& ta
   return dense;
 }
 
-// The fused kernel's K chunk (gpu/ops/cuda/launchers.h, kCmdTopFusedKChunk; the CUDA headers are not seen here).
-constexpr int64_t kFusedKChunk = 16;
+// The official layer stacks (LOCOTRACK.md §2, stage 5 step 3): from_named takes kernels and strides from here,
+// and the fused kernel is written for exactly these shapes.
+struct StackLayer {
+  int64_t out_channels, in_channels, kernel, stride;
+};
+constexpr std::array<StackLayer, 2> kSmallStack = {{{64, 49, 5, 4}, {128, 64, 2, 2}}};
+constexpr std::array<StackLayer, 3> kBaseStack = {{{64, 49, 3, 2}, {128, 64, 3, 2}, {128, 128, 2, 2}}};
 
-bool fused_eligible(c10::Device device, bool base) {
-#ifdef TRACKSCOPE_WITH_CUDA_OPS
-  return detail::cmdtop_fused_eligible_cuda(device, base);
-#else
-  (void)device;
-  (void)base;
-  return false;
-#endif
+std::span<const StackLayer> official_stack(bool base) {
+  if (base) return kBaseStack;
+  return kSmallStack;
 }
 
-// The fused kernel is written for the two official stacks only (kernel, stride and widths of every layer).
-bool official_stack(const CmdTopWeights& weights) {
-  struct Shape {
-    int64_t out_channels, in_channels, kernel, stride;
-  };
-  const std::vector<Shape> small = {{64, 49, 5, 4}, {128, 64, 2, 2}};
-  const std::vector<Shape> base = {{64, 49, 3, 2}, {128, 64, 3, 2}, {128, 128, 2, 2}};
-  const std::vector<Shape>& expected = weights.layers.size() == 3 ? base : small;
+bool is_official_stack(const CmdTopWeights& weights) {
+  const std::span<const StackLayer> expected = official_stack(weights.layers.size() == 3);
   if (weights.layers.size() != expected.size()) return false;
   for (size_t i = 0; i < expected.size(); ++i) {
     const CmdTopLayerWeights& l = weights.layers[i];
@@ -120,6 +116,16 @@ bool official_stack(const CmdTopWeights& weights) {
     }
   }
   return true;
+}
+
+bool fused_eligible(c10::Device device, bool base) {
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+  return detail::cmdtop_fused_eligible_cuda(device, base);
+#else
+  (void)device;
+  (void)base;
+  return false;
+#endif
 }
 
 bool is_compute_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
@@ -167,19 +173,17 @@ CmdTopWeights CmdTopWeights::from_named(const Lookup& lookup, const std::string&
     }
     weights.layers.push_back(l);
   }
-  const std::vector<int64_t> small_kernels = {5, 2}, small_strides = {4, 2};
-  const std::vector<int64_t> base_kernels = {3, 3, 2}, base_strides = {2, 2, 2};
   const bool small = weights.layers.size() == 2;
   TORCH_CHECK(small || weights.layers.size() == 3, "CmdTopWeights::from_named: ", prefix, " has ",
               weights.layers.size(), " conv layers; the official CMDTop has 2 (small) or 3 (base)");
-  const std::vector<int64_t>& kernels = small ? small_kernels : base_kernels;
-  const std::vector<int64_t>& strides = small ? small_strides : base_strides;
+  const std::span<const StackLayer> stack = official_stack(!small);
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     const at::Tensor& w = weights.layers[i].conv_weight;
-    TORCH_CHECK(w.dim() == 4 && w.size(2) == kernels[i] && w.size(3) == kernels[i], "CmdTopWeights::from_named: ",
-                prefix, "conv.", i, ".0.weight has shape ", w.sizes(), ", expected a ", kernels[i], "x",
-                kernels[i], " kernel for the ", small ? "small" : "base", " configuration");
-    weights.layers[i].stride = strides[i];
+    const int64_t kernel = stack[i].kernel;
+    TORCH_CHECK(w.dim() == 4 && w.size(2) == kernel && w.size(3) == kernel, "CmdTopWeights::from_named: ", prefix,
+                "conv.", i, ".0.weight has shape ", w.sizes(), ", expected a ", kernel, "x", kernel,
+                " kernel for the ", small ? "small" : "base", " configuration");
+    weights.layers[i].stride = stack[i].stride;
   }
   weights.check();
   return weights;
@@ -217,6 +221,9 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
   TORCH_CHECK(options.max_samples_per_pass > 0, "CmdTopFast: max_samples_per_pass must be positive, got ",
               options.max_samples_per_pass);
   const auto float_options = at::TensorOptions().device(device).dtype(at::kFloat);
+  const bool wants_fused = options.convolution == Convolution::fused || options.convolution == Convolution::automatic;
+  fused_ = wants_fused && device.is_cuda() && options.compute_dtype == at::kFloat && is_official_stack(weights) &&
+           fused_eligible(device, weights.layers.size() == 3);
   int64_t height = kSide, width = kSide, channels = 49;
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     const CmdTopLayerWeights& w = weights.layers[i];
@@ -231,61 +238,67 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
     const SamePadding rows = same_padding(height, kernel, w.stride);
     const SamePadding columns = same_padding(width, kernel, w.stride);
     layer.positions = rows.output * columns.output;
-    // Patch columns ordered (ci, ky, kx): the conv weight reshaped [C_out, C_in*k*k] without a copy.
-    // Layer 0 reads both branches from the [h, w, i, j] correlation: branch 1 = channels (i,j) over space
-    // (h,w), branch 2 = channels (h,w) over space (i,j); its table is [branch][position][patch column].
-    // Later layers read the channels-last activation [positions, C]: element (ci, y, x) at (y*W + x)*C + ci.
-    std::vector<int32_t> table;
-    int64_t inputs = 0;  // length of one input row
-    if (i == 0) {
-      table = patch_table(height, width, channels, kernel, w.stride,
-                          [](int64_t ci, int64_t y, int64_t x) { return (y * kSide + x) * 49 + ci; });
-      const std::vector<int32_t> branch2 = patch_table(
-          height, width, channels, kernel, w.stride, [](int64_t ci, int64_t y, int64_t x) { return ci * 49 + y * kSide + x; });
-      table.insert(table.end(), branch2.begin(), branch2.end());
-      inputs = kCorrPerSample;
+    if (fused_) {
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+      layer.fused_weight = detail::cmdtop_fused_weight_cuda(w.conv_weight, device);
+#endif
     } else {
-      const int64_t in_width = width, in_channels = channels;
-      table = patch_table(height, width, channels, kernel, w.stride, [in_width, in_channels](int64_t ci, int64_t y, int64_t x) {
-        return (y * in_width + x) * in_channels + ci;
-      });
-      inputs = height * width * channels;
-    }
-    std::vector<int32_t> sorted = table;
-    std::sort(sorted.begin(), sorted.end());
-    std::vector<int32_t> identity(static_cast<size_t>(inputs));
-    std::iota(identity.begin(), identity.end(), 0);
-    const bool permutation = sorted == identity;  // one position, no padding: dense costs what im2col costs
-    const bool dense = permutation || options.convolution == Convolution::dense ||
-                       (options.convolution == Convolution::automatic && device.is_cuda() &&
-                        (options.compute_dtype != at::kFloat || weights.layers.size() == 2));
-    const at::Tensor weight_cpu = w.conv_weight.to(at::kCPU, at::kFloat).reshape({layer.channels, layer.patch_length}).contiguous();
-    at::Tensor weight_matrix;
-    if (dense) {
-      weight_matrix = dense_weight(weight_cpu, table, inputs);
-      // Layer 0's matrix gets the padded row length (zero columns): padded correlation rows multiply it
-      // directly, plain 2401-element rows multiply a narrowed view of it.
-      if (i == 0) weight_matrix = at::constant_pad_nd(weight_matrix, {0, kCorrPaddedRow - kCorrPerSample}, 0.0);
-    } else {
-      // Patch rows padded to a multiple of 8 elements (zero weights, -1 = zero patch entries): K = 441 (base
-      // layer 0) made every row of the GEMM operand misaligned, which kept cuBLAS off its fast kernels.
-      const int64_t padded_length = (layer.patch_length + 7) / 8 * 8;
-      if (padded_length != layer.patch_length) {
-        std::vector<int32_t> padded;
-        padded.reserve(table.size() / static_cast<size_t>(layer.patch_length) * static_cast<size_t>(padded_length));
-        for (size_t start = 0; start < table.size(); start += static_cast<size_t>(layer.patch_length)) {
-          padded.insert(padded.end(), table.begin() + static_cast<std::ptrdiff_t>(start),
-                        table.begin() + static_cast<std::ptrdiff_t>(start + static_cast<size_t>(layer.patch_length)));
-          padded.insert(padded.end(), static_cast<size_t>(padded_length - layer.patch_length), -1);
-        }
-        table = std::move(padded);
-        layer.patch_length = padded_length;
+      // Patch columns ordered (ci, ky, kx): the conv weight reshaped [C_out, C_in*k*k] without a copy.
+      // Layer 0 reads both branches from the [h, w, i, j] correlation: branch 1 = channels (i,j) over space
+      // (h,w), branch 2 = channels (h,w) over space (i,j); its table is [branch][position][patch column].
+      // Later layers read the channels-last activation [positions, C]: element (ci, y, x) at (y*W + x)*C + ci.
+      std::vector<int32_t> table;
+      int64_t inputs = 0;  // length of one input row
+      if (i == 0) {
+        table = patch_table(height, width, channels, kernel, w.stride,
+                            [](int64_t ci, int64_t y, int64_t x) { return (y * kSide + x) * 49 + ci; });
+        const std::vector<int32_t> branch2 = patch_table(
+            height, width, channels, kernel, w.stride, [](int64_t ci, int64_t y, int64_t x) { return ci * 49 + y * kSide + x; });
+        table.insert(table.end(), branch2.begin(), branch2.end());
+        inputs = kCorrPerSample;
+      } else {
+        const int64_t in_width = width, in_channels = channels;
+        table = patch_table(height, width, channels, kernel, w.stride, [in_width, in_channels](int64_t ci, int64_t y, int64_t x) {
+          return (y * in_width + x) * in_channels + ci;
+        });
+        inputs = height * width * channels;
       }
-      weight_matrix = at::constant_pad_nd(weight_cpu, {0, layer.patch_length - weight_cpu.size(1)}, 0.0);
-      layer.gather_index = int_tensor(table, device);
+      std::vector<int32_t> sorted = table;
+      std::sort(sorted.begin(), sorted.end());
+      std::vector<int32_t> identity(static_cast<size_t>(inputs));
+      std::iota(identity.begin(), identity.end(), 0);
+      const bool permutation = sorted == identity;  // one position, no padding: dense costs what im2col costs
+      const bool dense = permutation || options.convolution == Convolution::dense ||
+                         (options.convolution == Convolution::automatic && device.is_cuda() &&
+                          (options.compute_dtype != at::kFloat || weights.layers.size() == 2));
+      const at::Tensor weight_cpu = w.conv_weight.to(at::kCPU, at::kFloat).reshape({layer.channels, layer.patch_length}).contiguous();
+      at::Tensor weight_matrix;
+      if (dense) {
+        weight_matrix = dense_weight(weight_cpu, table, inputs);
+        // Layer 0's matrix gets the padded row length (zero columns): padded correlation rows multiply it
+        // directly, plain 2401-element rows multiply a narrowed view of it.
+        if (i == 0) weight_matrix = at::constant_pad_nd(weight_matrix, {0, kCorrPaddedRow - kCorrPerSample}, 0.0);
+      } else {
+        // Patch rows padded to a multiple of 8 elements (zero weights, -1 = zero patch entries): K = 441 (base
+        // layer 0) made every row of the GEMM operand misaligned, which kept cuBLAS off its fast kernels.
+        const int64_t padded_length = (layer.patch_length + 7) / 8 * 8;
+        if (padded_length != layer.patch_length) {
+          std::vector<int32_t> padded;
+          padded.reserve(table.size() / static_cast<size_t>(layer.patch_length) * static_cast<size_t>(padded_length));
+          for (size_t start = 0; start < table.size(); start += static_cast<size_t>(layer.patch_length)) {
+            padded.insert(padded.end(), table.begin() + static_cast<std::ptrdiff_t>(start),
+                          table.begin() + static_cast<std::ptrdiff_t>(start + static_cast<size_t>(layer.patch_length)));
+            padded.insert(padded.end(), static_cast<size_t>(padded_length - layer.patch_length), -1);
+          }
+          table = std::move(padded);
+          layer.patch_length = padded_length;
+        }
+        weight_matrix = at::constant_pad_nd(weight_cpu, {0, layer.patch_length - weight_cpu.size(1)}, 0.0);
+        layer.gather_index = int_tensor(table, device);
+      }
+      weight_matrix = weight_matrix.to(float_options.dtype(options.compute_dtype)).contiguous();
+      layer.weight_matrix = weight_matrix.to(device);
     }
-    weight_matrix = weight_matrix.to(float_options.dtype(options.compute_dtype)).contiguous();
-    layer.weight_matrix = weight_matrix.to(device);
     layers_.push_back(layer);
     height = rows.output;
     width = columns.output;
@@ -293,19 +306,6 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
   }
   last_channels_ = channels;
 
-  const bool wants_fused = options.convolution == Convolution::fused || options.convolution == Convolution::automatic;
-  fused_ = wants_fused && device.is_cuda() && options.compute_dtype == at::kFloat && official_stack(weights) &&
-           fused_eligible(device, weights.layers.size() == 3);
-  if (fused_) {
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      // [C_out, C_in, ky, kx] -> [ky, kx, C_in, C_out] -> [K, C_out], zero rows up to a whole K chunk.
-      const at::Tensor& w = weights.layers[i].conv_weight;
-      const at::Tensor matrix = w.to(at::kCPU, at::kFloat).permute({2, 3, 1, 0}).reshape({-1, w.size(0)});
-      const int64_t padded = (matrix.size(0) + kFusedKChunk - 1) / kFusedKChunk * kFusedKChunk;
-      layers_[i].fused_weight =
-          at::constant_pad_nd(matrix, {0, 0, 0, padded - matrix.size(0)}, 0.0).contiguous().to(float_options);
-    }
-  }
 }
 
 namespace {
@@ -332,15 +332,8 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
   const at::Tensor input = padded ? corr.contiguous() : corr.reshape({samples, kCorrPerSample}).contiguous();
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
   if (fused_) {
-    std::vector<at::Tensor> weights, biases, gammas, betas;
-    for (const Layer& layer : layers_) {
-      weights.push_back(layer.fused_weight);
-      biases.push_back(layer.conv_bias);
-      gammas.push_back(layer.norm_weight);
-      betas.push_back(layer.norm_bias);
-    }
-    detail::cmdtop_fused_cuda(input.scalar_type() == at::kFloat ? input : input.to(at::kFloat), weights, biases,
-                              gammas, betas, kGroupNormEps, out);
+    detail::cmdtop_fused_cuda(input.scalar_type() == at::kFloat ? input : input.to(at::kFloat), layers_,
+                              kGroupNormEps, out);
     return;
   }
 #endif

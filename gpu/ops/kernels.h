@@ -43,10 +43,13 @@ void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::
                                const at::Tensor& beta, int64_t groups, double eps);
 /// Whether the fused float32 CMDTop kernel fits the device (opt-in shared memory per block).
 bool cmdtop_fused_eligible_cuda(c10::Device device, bool base);
+/// conv_weight [C_out, C_in, k, k] -> the fused kernel's [K_padded, C_out] float32 weight on device (K = (ky, kx,
+/// C_in), zero rows up to the kernel's K chunk): CmdTopFast::Layer::fused_weight.
+at::Tensor cmdtop_fused_weight_cuda(const at::Tensor& conv_weight, c10::Device device);
 /// The fused float32 CMDTop: corr [M, row_stride >= 2401] fp32 with unit column stride -> out [M, 256] fp32
-/// contiguous. Per layer: weight [K_padded, C_out] (see CmdTopFast::Layer::fused_weight), bias, gamma, beta [C_out].
-void cmdtop_fused_cuda(const at::Tensor& corr, at::TensorList weights, at::TensorList biases, at::TensorList gammas,
-                       at::TensorList betas, double eps, at::Tensor& out);
+/// contiguous, with the layers' fused_weight, conv_bias, norm_weight and norm_bias (2 layers small, 3 base).
+void cmdtop_fused_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer>& layers, double eps,
+                       at::Tensor& out);
 /// Returns false (nothing written) when the fused kernel is not eligible for these tensors.
 bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
                              at::Tensor& y);

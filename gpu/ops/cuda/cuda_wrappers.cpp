@@ -2,6 +2,7 @@
 // device guard, current stream, the checks the kernels rely on, and the launch-error check. Compiled only
 // when TRACKSCOPE_WITH_CUDA is on and LibTorch has CUDA (TRACKSCOPE_WITH_CUDA_OPS).
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -157,27 +158,36 @@ bool cmdtop_fused_eligible_cuda(c10::Device device, bool base) {
   return static_cast<int64_t>(properties->sharedMemPerBlockOptin) >= cuda::cmdtop_fused_shared_bytes(shape);
 }
 
-void cmdtop_fused_cuda(const at::Tensor& corr, at::TensorList weights, at::TensorList biases, at::TensorList gammas,
-                       at::TensorList betas, double eps, at::Tensor& out) {
+at::Tensor cmdtop_fused_weight_cuda(const at::Tensor& conv_weight, c10::Device device) {
+  // [C_out, C_in, ky, kx] -> [ky, kx, C_in, C_out] -> [K, C_out], zero rows up to a whole K chunk.
+  const at::Tensor matrix =
+      conv_weight.to(at::kCPU, at::kFloat).permute({2, 3, 1, 0}).reshape({-1, conv_weight.size(0)});
+  const int64_t chunk = cuda::kCmdTopFusedKChunk;
+  const int64_t padded = (matrix.size(0) + chunk - 1) / chunk * chunk;
+  return at::constant_pad_nd(matrix, {0, 0, 0, padded - matrix.size(0)}, 0.0).contiguous().to(device);
+}
+
+void cmdtop_fused_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer>& layers, double eps,
+                       at::Tensor& out) {
   const c10::cuda::CUDAGuard guard(corr.device());
-  const size_t layers = weights.size();
-  TORCH_CHECK((layers == 2 || layers == 3) && biases.size() == layers && gammas.size() == layers &&
-                  betas.size() == layers && corr.dim() == 2 && corr.stride(1) == 1 && corr.size(1) >= 2401 &&
+  const size_t count = layers.size();
+  TORCH_CHECK((count == 2 || count == 3) && corr.dim() == 2 && corr.stride(1) == 1 && corr.size(1) >= 2401 &&
                   corr.scalar_type() == at::kFloat && out.scalar_type() == at::kFloat && out.is_contiguous() &&
                   out.dim() == 2 && out.size(0) == corr.size(0) && out.size(1) == 256,
               "cmdtop_fast: internal layout error in the fused kernel");
   cuda::CmdTopFusedLayer parameters[3];
-  for (size_t i = 0; i < layers; ++i) {
-    for (const at::Tensor* t : {&weights[i], &biases[i], &gammas[i], &betas[i]}) {
-      TORCH_CHECK(t->is_contiguous() && t->scalar_type() == at::kFloat && t->device() == corr.device(),
+  for (size_t i = 0; i < count; ++i) {
+    const CmdTopFast::Layer& l = layers[i];
+    for (const at::Tensor* t : {&l.fused_weight, &l.conv_bias, &l.norm_weight, &l.norm_bias}) {
+      TORCH_CHECK(t->defined() && t->is_contiguous() && t->scalar_type() == at::kFloat && t->device() == corr.device(),
                   "cmdtop_fast: internal layout error in the fused kernel's parameters");
     }
-    parameters[i] = {weights[i].data_ptr<float>(), biases[i].data_ptr<float>(), gammas[i].data_ptr<float>(),
-                     betas[i].data_ptr<float>()};
+    parameters[i] = {l.fused_weight.data_ptr<float>(), l.conv_bias.data_ptr<float>(), l.norm_weight.data_ptr<float>(),
+                     l.norm_bias.data_ptr<float>()};
   }
-  check_launch(cuda::launch_cmdtop_fused(layers == 3 ? cuda::CmdTopFusedShape::base : cuda::CmdTopFusedShape::small,
+  check_launch(cuda::launch_cmdtop_fused(count == 3 ? cuda::CmdTopFusedShape::base : cuda::CmdTopFusedShape::small,
                                          corr.data_ptr<float>(), corr.size(0), corr.stride(0), parameters,
-                                         static_cast<int>(layers), static_cast<float>(eps), out.data_ptr<float>(),
+                                         static_cast<int>(count), static_cast<float>(eps), out.data_ptr<float>(),
                                          current_stream(corr)),
                "cmdtop_fast (fused)");
 }
