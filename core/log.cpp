@@ -64,7 +64,8 @@ void write(Level level, std::string_view text) {
   Registry& reg = registry();
   std::lock_guard lock(reg.mutex);
   if (reg.sinks.empty()) {
-    if (level >= Level::warning) std::fprintf(stderr, "[%s] %.*s\n", to_string(level), static_cast<int>(text.size()), text.data());
+    if (level >= Level::warning)
+      std::fprintf(stderr, "[%s] %.*s\n", to_string(level), static_cast<int>(text.size()), text.data());
     return;
   }
   for (const Registered& entry : reg.sinks) {

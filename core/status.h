@@ -16,14 +16,14 @@ namespace trackscope::core {
 
 enum class StatusCode {
   ok,
-  invalid_argument,   // absurd parameters, malformed input that the caller gave
-  not_found,          // a file, device or key that does not exist
-  unsupported,        // a codec, format or device feature we cannot handle
-  corrupt_data,       // a file exists but its content is damaged or truncated
-  out_of_memory,      // host or device allocation failed
-  cancelled,          // the user or a shutdown stopped the work
-  io_error,           // reading or writing failed at the OS level
-  internal,           // a bug: should not happen, reported instead of crashing
+  invalid_argument,  // absurd parameters, malformed input that the caller gave
+  not_found,         // a file, device or key that does not exist
+  unsupported,       // a codec, format or device feature we cannot handle
+  corrupt_data,      // a file exists but its content is damaged or truncated
+  out_of_memory,     // host or device allocation failed
+  cancelled,         // the user or a shutdown stopped the work
+  io_error,          // reading or writing failed at the OS level
+  internal,          // a bug: should not happen, reported instead of crashing
 };
 
 /// Canonical lower-case name of a code ("not_found"), used in JSON and logs.
@@ -62,7 +62,7 @@ inline Status internal_error(std::string message) { return {StatusCode::internal
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : storage_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Expected(T value) : storage_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Expected(Status status) : storage_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(storage_).ok()) {
       storage_ = Status(StatusCode::internal, "Expected constructed from an ok Status without a value");
@@ -72,9 +72,18 @@ class [[nodiscard]] Expected {
   bool has_value() const { return std::holds_alternative<T>(storage_); }
   explicit operator bool() const { return has_value(); }
 
-  T& value() & { check(); return std::get<T>(storage_); }
-  const T& value() const& { check(); return std::get<T>(storage_); }
-  T&& value() && { check(); return std::get<T>(std::move(storage_)); }
+  T& value() & {
+    check();
+    return std::get<T>(storage_);
+  }
+  const T& value() const& {
+    check();
+    return std::get<T>(storage_);
+  }
+  T&& value() && {
+    check();
+    return std::get<T>(std::move(storage_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
@@ -101,21 +110,23 @@ class InvariantError : public std::logic_error {
 
 inline const Status& status_of(const Status& status) { return status; }
 template <typename T>
-Status status_of(const Expected<T>& expected) { return expected.status(); }
+Status status_of(const Expected<T>& expected) {
+  return expected.status();
+}
 
 [[noreturn]] void throw_invariant(const char* condition, const char* file, int line, const std::string& message);
 
 }  // namespace trackscope::core
 
 /// TRACKSCOPE_CHECK(cond, message): throws InvariantError with file:line when `cond` is false.
-#define TRACKSCOPE_CHECK(cond, message)                                                        \
-  do {                                                                                         \
-    if (!(cond)) ::trackscope::core::throw_invariant(#cond, __FILE__, __LINE__, (message));    \
+#define TRACKSCOPE_CHECK(cond, message)                                                     \
+  do {                                                                                      \
+    if (!(cond)) ::trackscope::core::throw_invariant(#cond, __FILE__, __LINE__, (message)); \
   } while (false)
 
 /// Propagates a non-ok Status (or the status of a failed Expected) to the caller.
-#define TRACKSCOPE_RETURN_IF_ERROR(expr)                  \
-  do {                                                    \
-    auto trackscope_status_ = (expr);                     \
+#define TRACKSCOPE_RETURN_IF_ERROR(expr)                                               \
+  do {                                                                                 \
+    auto trackscope_status_ = (expr);                                                  \
     if (!trackscope_status_) return ::trackscope::core::status_of(trackscope_status_); \
   } while (false)

@@ -34,7 +34,8 @@ std::vector<CudaDeviceProperties> probe_cuda_devices() {
     int value = 0;
     if (cudaDeviceGetAttribute(&value, cudaDevAttrClockRate, i) == cudaSuccess) d.clock_khz = value;
     if (cudaDeviceGetAttribute(&value, cudaDevAttrMemoryClockRate, i) == cudaSuccess) d.memory_clock_khz = value;
-    if (cudaDeviceGetAttribute(&value, cudaDevAttrGlobalMemoryBusWidth, i) == cudaSuccess) d.memory_bus_width_bits = value;
+    if (cudaDeviceGetAttribute(&value, cudaDevAttrGlobalMemoryBusWidth, i) == cudaSuccess)
+      d.memory_bus_width_bits = value;
     char bus_id[32] = {};
     if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), i) == cudaSuccess) d.pci_bus_id = bus_id;
     devices.push_back(d);

@@ -17,15 +17,15 @@ struct CudaDeviceProperties {
   int major = 0;
   int minor = 0;
   int64_t l2_cache_bytes = 0;
-  int clock_khz = 0;          // peak SM clock
+  int clock_khz = 0;  // peak SM clock
   int memory_clock_khz = 0;
   int memory_bus_width_bits = 0;
   std::string pci_bus_id;
 };
 
 struct CudaRuntimeVersions {
-  std::string runtime;   // "13.0"; empty without CUDA
-  std::string driver;    // highest CUDA version the driver supports, "13.0"
+  std::string runtime;  // "13.0"; empty without CUDA
+  std::string driver;   // highest CUDA version the driver supports, "13.0"
 };
 
 std::vector<CudaDeviceProperties> probe_cuda_devices();

@@ -30,10 +30,10 @@ void reset_peak_device_memory(const std::string& device_id);
 /// Versions of the runtime pieces, for bench reports: "libtorch", "cuda_runtime", "cudnn", "driver".
 struct RuntimeVersions {
   std::string libtorch;
-  std::string cuda_runtime;   // empty without CUDA
+  std::string cuda_runtime;  // empty without CUDA
   std::string cudnn;
   std::string driver;
-  bool cuda_compiled = false; // LibTorch was built with CUDA
+  bool cuda_compiled = false;     // LibTorch was built with CUDA
   bool kernels_compiled = false;  // Trackscope's own CUDA kernels are in this build
 };
 RuntimeVersions runtime_versions();

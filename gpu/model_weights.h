@@ -26,15 +26,15 @@
 namespace trackscope::gpu {
 
 struct ModelWeightsInfo {
-  std::string model_name;           // "LocoTrack-S" / "LocoTrack-B"
-  std::string model_size;           // "small" / "base"
+  std::string model_name;  // "LocoTrack-S" / "LocoTrack-B"
+  std::string model_size;  // "small" / "base"
   std::int64_t parameter_count = 0;
   std::int64_t tensor_count = 0;
-  std::string format;               // "safetensors" / "pytorch checkpoint"
-  std::string source_dtypes;        // dtypes as stored, e.g. "BF16" or "F32"
+  std::string format;         // "safetensors" / "pytorch checkpoint"
+  std::string source_dtypes;  // dtypes as stored, e.g. "BF16" or "F32"
   std::vector<std::filesystem::path> files;
-  std::vector<std::string> sha256;  // one per file, lower-case hex
-  std::string official_checkpoint;  // "locotrack_small.ckpt" when the file (or its conversion source) is official
+  std::vector<std::string> sha256;       // one per file, lower-case hex
+  std::string official_checkpoint;       // "locotrack_small.ckpt" when the file (or its conversion source) is official
   bool converted_from_official = false;  // official_checkpoint names the source of a converted file
 
   /// One line for logs and the CLI.

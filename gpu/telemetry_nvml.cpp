@@ -26,9 +26,9 @@ struct NvmlMemory {
   unsigned long long used;
 };
 constexpr nvmlReturn_t kNvmlSuccess = 0;
-constexpr int kClockSm = 1;            // NVML_CLOCK_SM
-constexpr int kClockMemory = 2;        // NVML_CLOCK_MEM
-constexpr int kTemperatureGpu = 0;     // NVML_TEMPERATURE_GPU
+constexpr int kClockSm = 1;         // NVML_CLOCK_SM
+constexpr int kClockMemory = 2;     // NVML_CLOCK_MEM
+constexpr int kTemperatureGpu = 0;  // NVML_TEMPERATURE_GPU
 
 struct NvmlApi {
   nvmlReturn_t (*init)() = nullptr;
@@ -39,8 +39,8 @@ struct NvmlApi {
   nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned int) = nullptr;
   nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int*) = nullptr;
   nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned int*) = nullptr;
-  nvmlReturn_t (*power)(nvmlDevice_t, unsigned int*) = nullptr;          // mW
-  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int*) = nullptr;    // mW
+  nvmlReturn_t (*power)(nvmlDevice_t, unsigned int*) = nullptr;        // mW
+  nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int*) = nullptr;  // mW
   nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int*) = nullptr;
   nvmlReturn_t (*utilisation)(nvmlDevice_t, NvmlUtilization*) = nullptr;
   nvmlReturn_t (*memory)(nvmlDevice_t, NvmlMemory*) = nullptr;
@@ -118,8 +118,9 @@ core::Expected<std::unique_ptr<core::TelemetrySource>> open_nvml_telemetry(const
   void* library = dlopen(options.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     const char* why = dlerror();
-    return core::unsupported(fmt::format("NVIDIA driver library {} not found ({}): install the NVIDIA driver for GPU telemetry",
-                                         options.library, why ? why : "dlopen failed"));
+    return core::unsupported(
+        fmt::format("NVIDIA driver library {} not found ({}): install the NVIDIA driver for GPU telemetry",
+                    options.library, why ? why : "dlopen failed"));
   }
   NvmlApi api;
   bind(library, api.init, {"nvmlInit_v2", "nvmlInit"});
@@ -136,16 +137,19 @@ core::Expected<std::unique_ptr<core::TelemetrySource>> open_nvml_telemetry(const
   bind(library, api.utilisation, {"nvmlDeviceGetUtilizationRates"});
   bind(library, api.memory, {"nvmlDeviceGetMemoryInfo"});
   // Renamed "clocks event reasons" in recent drivers; same bits.
-  bind(library, api.throttle_reasons, {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
+  bind(library, api.throttle_reasons,
+       {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
   bind(library, api.pcie_generation, {"nvmlDeviceGetCurrPcieLinkGeneration"});
   bind(library, api.pcie_width, {"nvmlDeviceGetCurrPcieLinkWidth"});
   bind(library, api.driver_version, {"nvmlSystemGetDriverVersion"});
   if (!api.init || !api.shutdown || !api.handle_by_index) {
     dlclose(library);
-    return core::unsupported(fmt::format("{} lacks nvmlInit/nvmlDeviceGetHandleByIndex: not a usable NVML library", options.library));
+    return core::unsupported(
+        fmt::format("{} lacks nvmlInit/nvmlDeviceGetHandleByIndex: not a usable NVML library", options.library));
   }
   auto error_text = [&api](nvmlReturn_t code) {
-    return api.error_string ? fmt::format("{} (NVML error {})", api.error_string(code), code) : fmt::format("NVML error {}", code);
+    return api.error_string ? fmt::format("{} (NVML error {})", api.error_string(code), code)
+                            : fmt::format("NVML error {}", code);
   };
   if (const nvmlReturn_t result = api.init(); result != kNvmlSuccess) {
     const std::string text = error_text(result);
@@ -159,7 +163,8 @@ core::Expected<std::unique_ptr<core::TelemetrySource>> open_nvml_telemetry(const
     result = api.handle_by_pci_bus_id(options.pci_bus_id.c_str(), &device);
     which = "PCI bus id " + options.pci_bus_id;
   } else {
-    result = options.nvml_index < 0 ? 2 /* NVML_ERROR_INVALID_ARGUMENT */ : api.handle_by_index(static_cast<unsigned int>(options.nvml_index), &device);
+    result = options.nvml_index < 0 ? 2 /* NVML_ERROR_INVALID_ARGUMENT */
+                                    : api.handle_by_index(static_cast<unsigned int>(options.nvml_index), &device);
     which = fmt::format("index {}", options.nvml_index);
   }
   if (result != kNvmlSuccess) {
@@ -169,10 +174,12 @@ core::Expected<std::unique_ptr<core::TelemetrySource>> open_nvml_telemetry(const
     return core::unsupported(fmt::format("NVML has no device at {}: {}", which, text));
   }
   char name[96] = {};
-  if (!api.name || api.name(device, name, sizeof name) != kNvmlSuccess) std::snprintf(name, sizeof name, "device %s", which.c_str());
+  if (!api.name || api.name(device, name, sizeof name) != kNvmlSuccess)
+    std::snprintf(name, sizeof name, "device %s", which.c_str());
   char driver[96] = {};
   std::string description = fmt::format("NVML: {}", name);
-  if (api.driver_version && api.driver_version(driver, sizeof driver) == kNvmlSuccess) description += fmt::format(" (driver {})", driver);
+  if (api.driver_version && api.driver_version(driver, sizeof driver) == kNvmlSuccess)
+    description += fmt::format(" (driver {})", driver);
   return std::unique_ptr<core::TelemetrySource>(std::make_unique<NvmlSource>(library, api, device, description));
 }
 
@@ -184,7 +191,7 @@ core::Expected<std::unique_ptr<core::TelemetrySource>> open_device_telemetry(con
   for (const CudaDeviceProperties& props : probe_cuda_devices()) {
     if (props.index == cuda_index) options.pci_bus_id = props.pci_bus_id;
   }
-  if (options.pci_bus_id.empty()) options.nvml_index = cuda_index;   // without CUDA's bus id, assume the same order
+  if (options.pci_bus_id.empty()) options.nvml_index = cuda_index;  // without CUDA's bus id, assume the same order
   return open_nvml_telemetry(options);
 }
 

@@ -18,9 +18,9 @@
 namespace trackscope::gpu {
 
 struct NvmlTelemetryOptions {
-  std::string library = "libnvidia-ml.so.1";   // dlopen name or path (tests load a fake NVML)
-  int nvml_index = 0;                          // NVML device index, used when pci_bus_id is empty
-  std::string pci_bus_id;                      // "0000:19:00.0": CUDA and NVML may number devices differently
+  std::string library = "libnvidia-ml.so.1";  // dlopen name or path (tests load a fake NVML)
+  int nvml_index = 0;                         // NVML device index, used when pci_bus_id is empty
+  std::string pci_bus_id;                     // "0000:19:00.0": CUDA and NVML may number devices differently
 };
 
 /// unsupported with a reason a user can act on when the library, the driver or the device is missing; never

@@ -38,7 +38,8 @@ std::unique_ptr<core::TrackerFactory> make_tracker_factory(TrackerFactoryOptions
 
 /// The weights file a model name resolves to (see above), or not_found naming where it was looked for and how
 /// to install it.
-core::Expected<std::filesystem::path> resolve_model_path(const std::string& model, const TrackerFactoryOptions& options);
+core::Expected<std::filesystem::path> resolve_model_path(const std::string& model,
+                                                         const TrackerFactoryOptions& options);
 
 /// Whether `precision` is usable on `device`, with the reason when it is not (for the GUI's selector too).
 core::Status check_precision_supported(core::Precision precision, const core::DeviceDescription& device);

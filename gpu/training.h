@@ -36,34 +36,34 @@ enum class SyntheticVideoFormat { float_signed, uint8 };
 struct SyntheticOptions {
   int64_t batch_size = 1;
   int64_t frames = 24;
-  int64_t height = 256;                     // px
-  int64_t width = 256;                      // px
-  int64_t points = 256;                     // query points per clip
-  int64_t min_objects = 3;                  // foreground layers per clip, drawn uniformly in [min, max]
+  int64_t height = 256;     // px
+  int64_t width = 256;      // px
+  int64_t points = 256;     // query points per clip
+  int64_t min_objects = 3;  // foreground layers per clip, drawn uniformly in [min, max]
   int64_t max_objects = 6;
-  int64_t object_texture_size = 128;        // texels per side of a foreground layer's texture and mask
-  int64_t background_texture_size = 512;    // texels per side of the background texture
-  double query_first_fraction = 0.3;        // share of queries on frame 0 (query-first); the rest on random frames
-  double foreground_point_fraction = 0.6;   // share of queries aimed at foreground objects (when one is hit)
-  double max_object_speed = 1.2;            // normalised units per clip
-  double max_camera_speed = 0.5;            // background texture units per clip, before fitting the pan in view
-  double max_warp = 0.3;                    // Lipschitz bound of the non-rigid warp (< 1; 0 = rigid layers)
-  double max_blur_sigma_px = 1.0;           // Gaussian blur, per clip in [0, max]
-  double max_noise_std = 0.02;              // additive pixel noise, colour units in [0, 1], per clip in [0, max]
-  double max_lighting_change = 0.15;        // per-frame gain in [1 - x, 1 + x], bias in +-x/10
+  int64_t object_texture_size = 128;       // texels per side of a foreground layer's texture and mask
+  int64_t background_texture_size = 512;   // texels per side of the background texture
+  double query_first_fraction = 0.3;       // share of queries on frame 0 (query-first); the rest on random frames
+  double foreground_point_fraction = 0.6;  // share of queries aimed at foreground objects (when one is hit)
+  double max_object_speed = 1.2;           // normalised units per clip
+  double max_camera_speed = 0.5;           // background texture units per clip, before fitting the pan in view
+  double max_warp = 0.3;                   // Lipschitz bound of the non-rigid warp (< 1; 0 = rigid layers)
+  double max_blur_sigma_px = 1.0;          // Gaussian blur, per clip in [0, max]
+  double max_noise_std = 0.02;             // additive pixel noise, colour units in [0, 1], per clip in [0, max]
+  double max_lighting_change = 0.15;       // per-frame gain in [1 - x, 1 + x], bias in +-x/10
   // Closer to real footage (all off by default, so seeded streams of earlier runs stay the same):
-  double limb_fraction = 0.0;               // share of foreground objects that are swinging limbs: elongated
-                                            // ellipses pivoting about one end (pendulum swing) around a moving pivot
-  double max_aspect_squeeze = 1.0;          // half of the clips are stretched along one axis by a factor in
-                                            // [1, x] (a 16:9 video resized to 256x256 is stretched 1.78x in y)
-  double max_temporal_blur = 0.0;           // half of the clips blend each frame with its neighbours, weight in
-                                            // [0, x] each (exposure over the frame interval: motion blur of
-                                            // moving layers, ghosting of fast ones); the ground truth stays at
-                                            // the frame's centre time
+  double limb_fraction = 0.0;       // share of foreground objects that are swinging limbs: elongated
+                                    // ellipses pivoting about one end (pendulum swing) around a moving pivot
+  double max_aspect_squeeze = 1.0;  // half of the clips are stretched along one axis by a factor in
+                                    // [1, x] (a 16:9 video resized to 256x256 is stretched 1.78x in y)
+  double max_temporal_blur = 0.0;   // half of the clips blend each frame with its neighbours, weight in
+                                    // [0, x] each (exposure over the frame interval: motion blur of
+                                    // moving layers, ghosting of fast ones); the ground truth stays at
+                                    // the frame's centre time
   SyntheticVideoFormat format = SyntheticVideoFormat::float_signed;
-  bool render_layer_ids = false;            // also output the top-most layer index of every pixel (tests, debugging)
-  bool skip_temporal_blur = false;          // draw the clips' temporal blur but do not apply it (tests: the same
-                                            // clip sharp)
+  bool render_layer_ids = false;    // also output the top-most layer index of every pixel (tests, debugging)
+  bool skip_temporal_blur = false;  // draw the clips' temporal blur but do not apply it (tests: the same
+                                    // clip sharp)
 
   core::Status check() const;
 };
@@ -79,19 +79,19 @@ struct LossOptions {
 
 /// AdamW with gradient clipping (LOCOTRACK.md §7.1).
 struct OptimizerOptions {
-  double learning_rate = 1e-3;              // peak learning rate
+  double learning_rate = 1e-3;  // peak learning rate
   double weight_decay = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.95;
   double epsilon = 1e-8;
-  double gradient_clip_norm = 1.0;          // global L2 norm; 0 = no clipping
+  double gradient_clip_norm = 1.0;  // global L2 norm; 0 = no clipping
 
   core::Status check() const;
 };
 
 enum class LearningRateSchedule {
-  one_cycle,   // PyTorch OneCycleLR (cosine annealing, optional beta1 cycling), as the official training
-  cosine,      // linear warm-up, then cosine decay to final_fraction x peak
+  one_cycle,  // PyTorch OneCycleLR (cosine annealing, optional beta1 cycling), as the official training
+  cosine,     // linear warm-up, then cosine decay to final_fraction x peak
   constant,
 };
 const char* to_string(LearningRateSchedule schedule);
@@ -107,7 +107,7 @@ struct ScheduleOptions {
   bool cycle_momentum = true;               // one_cycle: beta1 goes max_momentum -> base_momentum -> max_momentum
   double base_momentum = 0.85;
   double max_momentum = 0.95;
-  double cosine_final_fraction = 0.01;      // cosine: final lr = peak x this
+  double cosine_final_fraction = 0.01;  // cosine: final lr = peak x this
 
   core::Status check() const;
   /// Learning rate and beta1 at `step` (0-based); steps past the end keep the final values.
@@ -123,34 +123,34 @@ const char* to_string(WeightsDtype dtype);
 core::Expected<WeightsDtype> parse_weights_dtype(std::string_view text);
 
 struct TrainingOptions {
-  std::string model = "locotrack-small";    // a name make_trainable_tracker() knows
-  std::string device = "auto";              // "auto", "cpu", "cuda", "cuda:N"
+  std::string model = "locotrack-small";              // a name make_trainable_tracker() knows
+  std::string device = "auto";                        // "auto", "cpu", "cuda", "cuda:N"
   core::Precision precision = core::Precision::bf16;  // bf16 = autocast on CUDA (fp32 on the CPU); tf32; fp32
-  std::filesystem::path output_dir;         // checkpoint, logs and metrics go here (created)
-  std::filesystem::path resume_from;        // a checkpoint folder to continue from ("" = fresh start)
-  bool continue_in_output = false;          // resume from output_dir when it holds a checkpoint, else start fresh
-  std::filesystem::path init_weights;       // weights (.safetensors) to start a fresh run from ("" = model init)
-  uint64_t model_seed = 0;                  // seeds the model's initialisation (fresh runs)
+  std::filesystem::path output_dir;                   // checkpoint, logs and metrics go here (created)
+  std::filesystem::path resume_from;                  // a checkpoint folder to continue from ("" = fresh start)
+  bool continue_in_output = false;     // resume from output_dir when it holds a checkpoint, else start fresh
+  std::filesystem::path init_weights;  // weights (.safetensors) to start a fresh run from ("" = model init)
+  uint64_t model_seed = 0;             // seeds the model's initialisation (fresh runs)
 
-  SyntheticOptions data;                    // training batches; data.batch_size is the batch size
-  uint64_t data_seed = 1;                   // batch `step` is generated from (data_seed, step): resumable
-  SyntheticOptions validation_data;         // defaults: query-first protocol (query_first_fraction 1)
+  SyntheticOptions data;             // training batches; data.batch_size is the batch size
+  uint64_t data_seed = 1;            // batch `step` is generated from (data_seed, step): resumable
+  SyntheticOptions validation_data;  // defaults: query-first protocol (query_first_fraction 1)
   int64_t validation_clips = 32;
-  uint64_t validation_seed = 1'000'000;     // the fixed validation set
-  int64_t validation_every_steps = 500;     // 0 = only at the end of the call
+  uint64_t validation_seed = 1'000'000;  // the fixed validation set
+  int64_t validation_every_steps = 500;  // 0 = only at the end of the call
 
   LossOptions loss;
   OptimizerOptions optimizer;
   ScheduleOptions schedule;
 
-  int64_t max_steps = 0;                    // optimiser steps in this call; 0 = no limit
-  double max_minutes = 0.0;                 // wall-clock budget of the training loop in this call; 0 = no limit
+  int64_t max_steps = 0;     // optimiser steps in this call; 0 = no limit
+  double max_minutes = 0.0;  // wall-clock budget of the training loop in this call; 0 = no limit
   int64_t log_every_steps = 10;
-  int64_t checkpoint_every_steps = 0;       // 0 = off
-  double checkpoint_every_minutes = 5.0;    // 0 = off; a checkpoint is always written at the end
+  int64_t checkpoint_every_steps = 0;     // 0 = off
+  double checkpoint_every_minutes = 5.0;  // 0 = off; a checkpoint is always written at the end
   WeightsDtype checkpoint_weights_dtype = WeightsDtype::fp32;
   int64_t max_shard_bytes = 15 * 1024 * 1024;  // weights files are split to stay under this (GPU-machine $OUT limit)
-  bool self_check = true;                   // generator determinism + one forward/backward before training
+  bool self_check = true;                      // generator determinism + one forward/backward before training
 
   TrainingOptions();
   core::Status check() const;
@@ -165,9 +165,9 @@ struct ValidationSummary {
 };
 
 struct TrainingSummary {
-  int64_t first_step = 0;                   // global step this call started at
-  int64_t last_step = 0;                    // global step after this call
-  double train_seconds = 0.0;               // time in the training loop of this call
+  int64_t first_step = 0;      // global step this call started at
+  int64_t last_step = 0;       // global step after this call
+  double train_seconds = 0.0;  // time in the training loop of this call
   double clips_per_second = 0.0;
   double steps_per_second = 0.0;
   double last_loss = 0.0;
@@ -199,10 +199,10 @@ core::Expected<DataBenchmark> benchmark_synthetic_data(const SyntheticOptions& o
 /// trainer's validation data options and validation_seed) the clips are the trainer's validation clips, stored
 /// as uint8 (the trainer feeds the float frames; they differ by the uint8 rounding, <= 1/510 of the range).
 struct SyntheticEvaluationOptions {
-  SyntheticOptions data;                    // defaults: TrainingOptions().validation_data (batch 4, 24 frames, 256 points, 256x256)
+  SyntheticOptions data;  // defaults: TrainingOptions().validation_data (batch 4, 24 frames, 256 points, 256x256)
   int64_t clips = 32;
-  uint64_t seed = 1'000'000;                // TrainingOptions::validation_seed
-  std::string device = "cpu";               // where the generator runs: "auto", "cpu", "cuda", "cuda:N"
+  uint64_t seed = 1'000'000;   // TrainingOptions::validation_seed
+  std::string device = "cpu";  // where the generator runs: "auto", "cpu", "cuda", "cuda:N"
 
   SyntheticEvaluationOptions();
   /// invalid_argument when data.check() fails, clips is not in [1, 4096], or data.query_first_fraction is not 1
@@ -213,6 +213,7 @@ struct SyntheticEvaluationOptions {
 /// Generates the clips (names "synthetic-<seed>-<index>"), frame rate 24 fps. Deterministic: the same options
 /// give the same clips (on every device up to float rounding, see gpu/training/synthetic.h). Errors: bad
 /// options, no such device, out of memory; torch exceptions do not escape.
-core::Expected<std::vector<core::TapVidClip>> generate_synthetic_evaluation_clips(const SyntheticEvaluationOptions& options);
+core::Expected<std::vector<core::TapVidClip>> generate_synthetic_evaluation_clips(
+    const SyntheticEvaluationOptions& options);
 
 }  // namespace trackscope::gpu

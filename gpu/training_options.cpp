@@ -19,36 +19,43 @@ core::Status require(bool condition, std::string_view what, const std::string& d
 bool in_range(double value, double low, double high) { return std::isfinite(value) && value >= low && value <= high; }
 
 // PyTorch's OneCycleLR cosine annealing from `start` (pct 0) to `end` (pct 1).
-double cosine_anneal(double start, double end, double pct) { return end + (start - end) / 2.0 * (std::cos(std::numbers::pi * pct) + 1.0); }
+double cosine_anneal(double start, double end, double pct) {
+  return end + (start - end) / 2.0 * (std::cos(std::numbers::pi * pct) + 1.0);
+}
 
 }  // namespace
 
 core::Status SyntheticOptions::check() const {
   const std::string_view what = "synthetic data options";
-  TRACKSCOPE_RETURN_IF_ERROR(require(batch_size >= 1 && batch_size <= 4096, what, fmt::format("batch size {} not in [1, 4096]", batch_size)));
-  TRACKSCOPE_RETURN_IF_ERROR(require(frames >= 2 && frames <= 4096, what, fmt::format("frames {} not in [2, 4096]", frames)));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(batch_size >= 1 && batch_size <= 4096, what, fmt::format("batch size {} not in [1, 4096]", batch_size)));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(frames >= 2 && frames <= 4096, what, fmt::format("frames {} not in [2, 4096]", frames)));
   TRACKSCOPE_RETURN_IF_ERROR(require(height >= 16 && height <= 4096 && width >= 16 && width <= 4096, what,
                                      fmt::format("size {}x{} not within 16..4096 px", width, height)));
-  TRACKSCOPE_RETURN_IF_ERROR(require(points >= 1 && points <= 1 << 20, what, fmt::format("points {} not in [1, 2^20]", points)));
-  TRACKSCOPE_RETURN_IF_ERROR(require(min_objects >= 0 && max_objects >= 1 && min_objects <= max_objects && max_objects <= 32,
-                                     what, fmt::format("objects [{}, {}] not within 0 <= min <= max, 1 <= max <= 32",
-                                                       min_objects, max_objects)));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(points >= 1 && points <= 1 << 20, what, fmt::format("points {} not in [1, 2^20]", points)));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(min_objects >= 0 && max_objects >= 1 && min_objects <= max_objects && max_objects <= 32, what,
+              fmt::format("objects [{}, {}] not within 0 <= min <= max, 1 <= max <= 32", min_objects, max_objects)));
   TRACKSCOPE_RETURN_IF_ERROR(require(object_texture_size >= 16 && object_texture_size <= 2048 &&
                                          background_texture_size >= 16 && background_texture_size <= 4096,
-                                     what, fmt::format("texture sizes {} / {} not within 16..2048 / 16..4096",
-                                                       object_texture_size, background_texture_size)));
+                                     what,
+                                     fmt::format("texture sizes {} / {} not within 16..2048 / 16..4096",
+                                                 object_texture_size, background_texture_size)));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(query_first_fraction, 0, 1) && in_range(foreground_point_fraction, 0, 1),
                                      what, "query_first_fraction and foreground_point_fraction must lie in [0, 1]"));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_object_speed, 0, 10) && in_range(max_camera_speed, 0, 10), what,
                                      fmt::format("speeds {} / {} not in [0, 10]", max_object_speed, max_camera_speed)));
-  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_warp, 0, 0.9), what,
-                                     fmt::format("max_warp {} not in [0, 0.9] (the inverse warp must contract)", max_warp)));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(in_range(max_warp, 0, 0.9), what,
+              fmt::format("max_warp {} not in [0, 0.9] (the inverse warp must contract)", max_warp)));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_blur_sigma_px, 0, 1.5), what,
                                      fmt::format("max_blur_sigma_px {} not in [0, 1.5]", max_blur_sigma_px)));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_noise_std, 0, 0.5) && in_range(max_lighting_change, 0, 0.5), what,
                                      "max_noise_std and max_lighting_change must lie in [0, 0.5]"));
-  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(limb_fraction, 0, 1), what,
-                                     fmt::format("limb_fraction {} not in [0, 1]", limb_fraction)));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(in_range(limb_fraction, 0, 1), what, fmt::format("limb_fraction {} not in [0, 1]", limb_fraction)));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_aspect_squeeze, 1, 4), what,
                                      fmt::format("max_aspect_squeeze {} not in [1, 4]", max_aspect_squeeze)));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_temporal_blur, 0, 0.45), what,
@@ -58,8 +65,8 @@ core::Status SyntheticOptions::check() const {
   const double pixels = static_cast<double>(batch_size) * static_cast<double>(frames) * static_cast<double>(height) *
                         static_cast<double>(width);
   TRACKSCOPE_RETURN_IF_ERROR(require(pixels <= 2147483648.0, what,
-                                     fmt::format("{} x {} x {}x{} is {:.2g} pixels per batch, more than 2^31", batch_size,
-                                                 frames, width, height, pixels)));
+                                     fmt::format("{} x {} x {}x{} is {:.2g} pixels per batch, more than 2^31",
+                                                 batch_size, frames, width, height, pixels)));
   return {};
 }
 
@@ -71,12 +78,16 @@ core::Status LossOptions::check() const {
 
 core::Status OptimizerOptions::check() const {
   const std::string_view what = "optimizer options";
-  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(learning_rate, 1e-12, 10), what, fmt::format("learning rate {} not in (0, 10]", learning_rate)));
-  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(weight_decay, 0, 10), what, fmt::format("weight decay {} not in [0, 10]", weight_decay)));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(in_range(learning_rate, 1e-12, 10), what, fmt::format("learning rate {} not in (0, 10]", learning_rate)));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(in_range(weight_decay, 0, 10), what, fmt::format("weight decay {} not in [0, 10]", weight_decay)));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(beta1, 0, 0.999999) && in_range(beta2, 0, 0.999999999), what,
                                      fmt::format("betas ({}, {}) must lie in [0, 1)", beta1, beta2)));
-  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(epsilon, 1e-20, 1), what, fmt::format("epsilon {} not in (0, 1]", epsilon)));
-  return require(in_range(gradient_clip_norm, 0, 1e9), what, fmt::format("gradient clip {} must be >= 0", gradient_clip_norm));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(in_range(epsilon, 1e-20, 1), what, fmt::format("epsilon {} not in (0, 1]", epsilon)));
+  return require(in_range(gradient_clip_norm, 0, 1e9), what,
+                 fmt::format("gradient clip {} must be >= 0", gradient_clip_norm));
 }
 
 const char* to_string(LearningRateSchedule schedule) {
@@ -98,11 +109,14 @@ core::Expected<LearningRateSchedule> parse_learning_rate_schedule(std::string_vi
 core::Status ScheduleOptions::check() const {
   const std::string_view what = "schedule options";
   TRACKSCOPE_RETURN_IF_ERROR(require(total_steps >= 1, what, fmt::format("total steps {} must be >= 1", total_steps)));
-  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(warmup_fraction, 0, 1), what, fmt::format("warm-up fraction {} not in [0, 1]", warmup_fraction)));
-  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(one_cycle_div_factor, 1, 1e9) && in_range(one_cycle_final_div_factor, 1, 1e12),
-                                     what, "one-cycle division factors must be >= 1"));
-  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(base_momentum, 0, 0.999999) && in_range(max_momentum, base_momentum, 0.999999),
-                                     what, fmt::format("momenta base {} / max {} need 0 <= base <= max < 1", base_momentum, max_momentum)));
+  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(warmup_fraction, 0, 1), what,
+                                     fmt::format("warm-up fraction {} not in [0, 1]", warmup_fraction)));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(in_range(one_cycle_div_factor, 1, 1e9) && in_range(one_cycle_final_div_factor, 1, 1e12), what,
+              "one-cycle division factors must be >= 1"));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(in_range(base_momentum, 0, 0.999999) && in_range(max_momentum, base_momentum, 0.999999), what,
+              fmt::format("momenta base {} / max {} need 0 <= base <= max < 1", base_momentum, max_momentum)));
   return require(in_range(cosine_final_fraction, 0, 1), what, "cosine final fraction must lie in [0, 1]");
 }
 
@@ -110,8 +124,7 @@ ScheduleOptions::Point ScheduleOptions::at(int64_t step, double peak, double def
   const double s = static_cast<double>(std::clamp<int64_t>(step, 0, total_steps - 1));
   const double total = static_cast<double>(total_steps);
   switch (kind) {
-    case LearningRateSchedule::constant:
-      return {peak, default_beta1};
+    case LearningRateSchedule::constant: return {peak, default_beta1};
     case LearningRateSchedule::cosine: {
       const double warmup = std::round(warmup_fraction * total);
       if (s < warmup) return {peak * (s + 1.0) / warmup, default_beta1};
@@ -179,8 +192,10 @@ core::Status TrainingOptions::check() const {
                                      what, "step counts must be >= 0 (log interval >= 1)"));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_minutes, 0, 1e6) && in_range(checkpoint_every_minutes, 0, 1e6), what,
                                      "minutes must be >= 0"));
-  TRACKSCOPE_RETURN_IF_ERROR(require(max_steps > 0 || max_minutes > 0.0, what, "give a budget: max_steps or max_minutes"));
-  return require(max_shard_bytes >= (1 << 20), what, fmt::format("max shard size {} B is below 1 MiB", max_shard_bytes));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(max_steps > 0 || max_minutes > 0.0, what, "give a budget: max_steps or max_minutes"));
+  return require(max_shard_bytes >= (1 << 20), what,
+                 fmt::format("max shard size {} B is below 1 MiB", max_shard_bytes));
 }
 
 }  // namespace trackscope::gpu

@@ -11,6 +11,8 @@ PACKAGES=(
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev ffmpeg
   nlohmann-json3-dev libfmt-dev libcli11-dev libzip-dev
   libgtest-dev libgmock-dev
+  # the format gate (tools/lint/check-format.sh) and the lint gate
+  clang-format clang-tidy
   # numpy reads the exported TAP-Vid .npz in tests/core/track_formats_test.cpp (skipped without it)
   python3-numpy
   xvfb xauth

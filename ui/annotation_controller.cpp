@@ -56,11 +56,14 @@ void AnnotationController::connect_actions() {
   connect(actions.retrack_forward, &QAction::triggered, this, [this] { retrack(core::RetrackDirection::forward); });
   connect(actions.retrack_backward, &QAction::triggered, this, [this] { retrack(core::RetrackDirection::backward); });
   connect(actions.retrack_both, &QAction::triggered, this, [this] { retrack(core::RetrackDirection::both); });
-  connect(actions.merge_overwrite, &QAction::triggered, this, [this] { set_merge_policy(core::MergePolicy::overwrite); });
-  connect(actions.merge_fill_missing, &QAction::triggered, this, [this] { set_merge_policy(core::MergePolicy::fill_missing); });
+  connect(actions.merge_overwrite, &QAction::triggered, this,
+          [this] { set_merge_policy(core::MergePolicy::overwrite); });
+  connect(actions.merge_fill_missing, &QAction::triggered, this,
+          [this] { set_merge_policy(core::MergePolicy::fill_missing); });
   connect(actions.check_consistency, &QAction::triggered, this, [this] {
     const std::optional<core::PointId> selected = window_->editor()->selected_point();
-    if (service_) service_->check_consistency(selected ? std::vector<core::PointId>{*selected} : std::vector<core::PointId>{});
+    if (service_)
+      service_->check_consistency(selected ? std::vector<core::PointId>{*selected} : std::vector<core::PointId>{});
   });
   connect(actions.show_quality_strip, &QAction::toggled, this, &AnnotationController::set_quality_strip_visible);
   connect(strip_, &QualityStrip::frame_requested, window_, [this](qint64 frame) {
@@ -107,7 +110,8 @@ void AnnotationController::align_strip() {
 }
 
 core::MergePolicy AnnotationController::merge_policy() const {
-  return window_->actions().merge_fill_missing->isChecked() ? core::MergePolicy::fill_missing : core::MergePolicy::overwrite;
+  return window_->actions().merge_fill_missing->isChecked() ? core::MergePolicy::fill_missing
+                                                            : core::MergePolicy::overwrite;
 }
 
 void AnnotationController::set_merge_policy(core::MergePolicy policy) {
@@ -119,7 +123,8 @@ void AnnotationController::set_merge_policy(core::MergePolicy policy) {
 
 void AnnotationController::set_quality_strip_visible(bool visible) {
   strip_->setVisible(visible);
-  if (window_->actions().show_quality_strip->isChecked() != visible) window_->actions().show_quality_strip->setChecked(visible);
+  if (window_->actions().show_quality_strip->isChecked() != visible)
+    window_->actions().show_quality_strip->setChecked(visible);
   window_->settings().set_show_quality_strip(visible);
 }
 
@@ -163,7 +168,8 @@ void AnnotationController::delete_track(bool after) {
 
 std::optional<int64_t> AnnotationController::go_to_keyframe(bool backward) {
   const std::optional<core::PointId> selected = window_->editor()->selected_point();
-  const std::vector<core::PointId> ids = selected ? std::vector<core::PointId>{*selected} : std::vector<core::PointId>{};
+  const std::vector<core::PointId> ids =
+      selected ? std::vector<core::PointId>{*selected} : std::vector<core::PointId>{};
   const std::optional<int64_t> frame = quality_->next_keyframe(ids, window_->session()->requested_frame(), backward);
   if (!frame) {
     message(backward ? tr("No keyframe before this frame") : tr("No keyframe after this frame"));
@@ -176,8 +182,10 @@ std::optional<int64_t> AnnotationController::go_to_keyframe(bool backward) {
 
 std::optional<int64_t> AnnotationController::go_to_suspicious(bool backward) {
   const std::optional<core::PointId> selected = window_->editor()->selected_point();
-  const std::vector<core::PointId> ids = selected ? std::vector<core::PointId>{*selected} : std::vector<core::PointId>{};
-  const std::optional<int64_t> frame = quality_->next_suspicious_frame(ids, window_->session()->requested_frame(), backward);
+  const std::vector<core::PointId> ids =
+      selected ? std::vector<core::PointId>{*selected} : std::vector<core::PointId>{};
+  const std::optional<int64_t> frame =
+      quality_->next_suspicious_frame(ids, window_->session()->requested_frame(), backward);
   if (!frame) {
     message(backward ? tr("No suspicious frame before this one") : tr("No suspicious frame after this one"));
     return std::nullopt;

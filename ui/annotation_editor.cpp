@@ -3,20 +3,22 @@
 namespace trackscope::ui {
 
 AnnotationEditor::AnnotationEditor(QObject* parent)
-    : QObject(parent), annotation_(std::make_shared<core::Annotation>()),
+    : QObject(parent),
+      annotation_(std::make_shared<core::Annotation>()),
       history_(std::make_unique<core::AnnotationHistory>(*annotation_)) {}
 
 AnnotationEditor::~AnnotationEditor() = default;
 
-bool AnnotationEditor::edit(const QString& label, core::PointId id, const std::function<void(core::Annotation&)>& mutate,
-                            const std::string& merge_key) {
+bool AnnotationEditor::edit(const QString& label, core::PointId id,
+                            const std::function<void(core::Annotation&)>& mutate, const std::string& merge_key) {
   const bool changed = history_->apply(label.toStdString(), {id}, mutate, merge_key);
   if (changed) Q_EMIT history_changed();
   return changed;
 }
 
-bool AnnotationEditor::edit_track(const QString& label, core::PointId id,
-                                  const std::function<std::optional<core::PointTrack>(const core::PointTrack&)>& change) {
+bool AnnotationEditor::edit_track(
+    const QString& label, core::PointId id,
+    const std::function<std::optional<core::PointTrack>(const core::PointTrack&)>& change) {
   const core::PointTrack* track = annotation_->track(id);
   if (track == nullptr) return false;
   const std::optional<core::PointTrack> changed = change(*track);
@@ -33,7 +35,9 @@ std::string AnnotationEditor::drag_key() const { return "drag-" + std::to_string
 
 core::PointId AnnotationEditor::add_point(const core::Query& query, bool starts_drag) {
   const core::PointId id = annotation_->next_id();
-  edit(tr("Add point %1").arg(id), id, [&](core::Annotation& a) { (void)a.add(query); }, starts_drag ? drag_key() : std::string());
+  edit(
+      tr("Add point %1").arg(id), id, [&](core::Annotation& a) { (void)a.add(query); },
+      starts_drag ? drag_key() : std::string());
   select_point(id);
   return id;
 }
@@ -41,21 +45,24 @@ core::PointId AnnotationEditor::add_point(const core::Query& query, bool starts_
 bool AnnotationEditor::move_point(core::PointId id, const core::Query& query) {
   const core::QueryPoint* point = annotation_->find(id);
   if (point == nullptr) return false;
-  edit(tr("Move point %1").arg(id), id, [&](core::Annotation& a) {
-    // The query frame is a keyframe of the point's track: its estimate there follows the query (when the track
-    // still covers that frame; a track whose past was deleted only learns the new query).
-    std::optional<core::PointTrack> corrected;
-    if (const core::PointTrack* track = a.track(id); track != nullptr && query.frame == track->track.query.frame) {
-      if (track->track.covers(query.frame)) {
-        corrected = core::with_correction(*track, query.frame, query.x_px, query.y_px);
-      } else {
-        corrected = *track;
-        corrected->track.query = query;
-      }
-    }
-    (void)a.move(id, query);
-    if (corrected) (void)a.set_track(id, *corrected);
-  }, drag_key());
+  edit(
+      tr("Move point %1").arg(id), id,
+      [&](core::Annotation& a) {
+        // The query frame is a keyframe of the point's track: its estimate there follows the query (when the track
+        // still covers that frame; a track whose past was deleted only learns the new query).
+        std::optional<core::PointTrack> corrected;
+        if (const core::PointTrack* track = a.track(id); track != nullptr && query.frame == track->track.query.frame) {
+          if (track->track.covers(query.frame)) {
+            corrected = core::with_correction(*track, query.frame, query.x_px, query.y_px);
+          } else {
+            corrected = *track;
+            corrected->track.query = query;
+          }
+        }
+        (void)a.move(id, query);
+        if (corrected) (void)a.set_track(id, *corrected);
+      },
+      drag_key());
   return true;
 }
 
@@ -64,9 +71,10 @@ bool AnnotationEditor::move_estimate(core::PointId id, int64_t frame, double x_p
   if (track == nullptr) return false;
   const core::QueryPoint* point = annotation_->find(id);
   if (frame == point->query.frame) return move_point(id, {frame, x_px, y_px});
-  edit(tr("Correct point %1 on frame %2").arg(id).arg(frame), id, [&](core::Annotation& a) {
-    (void)a.set_track(id, core::with_correction(*a.track(id), frame, x_px, y_px));
-  }, drag_key());
+  edit(
+      tr("Correct point %1 on frame %2").arg(id).arg(frame), id,
+      [&](core::Annotation& a) { (void)a.set_track(id, core::with_correction(*a.track(id), frame, x_px, y_px)); },
+      drag_key());
   return true;
 }
 
@@ -94,11 +102,14 @@ bool AnnotationEditor::set_track(core::PointId id, core::Track track, core::Trac
                                  const QString& label, const QString& merge_key) {
   if (annotation_->find(id) == nullptr) return false;
   const QString name = label.isEmpty() ? tr("Track point %1").arg(id) : label;
-  edit(name, id, [&](core::Annotation& a) {
-    const core::PointTrack* existing = a.track(id);
-    (void)a.set_track(id, core::merge_retracked(existing ? std::optional(*existing) : std::nullopt, track,
-                                                core::MergePolicy::overwrite, provenance));
-  }, merge_key.toStdString());
+  edit(
+      name, id,
+      [&](core::Annotation& a) {
+        const core::PointTrack* existing = a.track(id);
+        (void)a.set_track(id, core::merge_retracked(existing ? std::optional(*existing) : std::nullopt, track,
+                                                    core::MergePolicy::overwrite, provenance));
+      },
+      merge_key.toStdString());
   return true;
 }
 
@@ -107,7 +118,8 @@ bool AnnotationEditor::apply_retracked(core::PointId id, const core::Track& retr
   if (annotation_->find(id) == nullptr) return false;
   edit(label, id, [&](core::Annotation& a) {
     const core::PointTrack* existing = a.track(id);
-    (void)a.set_track(id, core::merge_retracked(existing ? std::optional(*existing) : std::nullopt, retracked, policy, provenance));
+    (void)a.set_track(
+        id, core::merge_retracked(existing ? std::optional(*existing) : std::nullopt, retracked, policy, provenance));
   });
   return true;
 }
@@ -137,7 +149,8 @@ bool AnnotationEditor::delete_track_before(core::PointId id, int64_t frame) {
 
 int AnnotationEditor::import_tracks(const core::io::TrackTable& table, const QString& label) {
   std::vector<core::PointId> ids;
-  for (size_t i = 0; i < table.tracks.size(); ++i) ids.push_back(annotation_->next_id() + static_cast<core::PointId>(i));
+  for (size_t i = 0; i < table.tracks.size(); ++i)
+    ids.push_back(annotation_->next_id() + static_cast<core::PointId>(i));
   int added = 0;
   const bool changed = history_->apply(label.toStdString(), ids, [&](core::Annotation& a) {
     for (const core::io::TableTrack& entry : table.tracks) {
@@ -158,7 +171,7 @@ void AnnotationEditor::load(const core::io::Project& project, bool clean) {
   core::io::load_into(project, *annotation_);
   history_->clear();
   ++load_count_;
-  if (!clean) history_->mark_unsaved();   // recovered edits: unsaved until the next save
+  if (!clean) history_->mark_unsaved();  // recovered edits: unsaved until the next save
   Q_EMIT history_changed();
   if (project.view.selected_point) select_point(*project.view.selected_point);
 }

@@ -12,8 +12,8 @@ class QPainter;
 namespace trackscope::ui {
 
 enum class MarkerFill {
-  solid,    // a visible point: filled disc
-  hollow,   // an occluded estimate: coloured ring, the video shows through
+  solid,   // a visible point: filled disc
+  hollow,  // an occluded estimate: coloured ring, the video shows through
 };
 
 struct MarkerStyle {

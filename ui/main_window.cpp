@@ -67,7 +67,7 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
   tracking.telemetry_factory = options_.telemetry_factory;
   tracking.video_opener = options_.video_opener;
   tracking.tracker = options_.tracker_options;
-  tracking_ = new TrackingController(this, std::move(tracking));   // before restoreState: it adds docks and a toolbar
+  tracking_ = new TrackingController(this, std::move(tracking));  // before restoreState: it adds docks and a toolbar
   annotations_ = new AnnotationController(this, tracking_->service());
   prompts_ = complete_prompts(options_.project.prompts);
   options_.project.prompts = prompts_;
@@ -87,7 +87,8 @@ MainWindow::~MainWindow() {
   exports_->shutdown();
   timeline_->pause();
   // Children are deleted after this body; none of them may call back into a half-destroyed window.
-  for (QObject* sender : std::initializer_list<QObject*>{canvas_, timeline_, point_list_}) disconnect(sender, nullptr, this, nullptr);
+  for (QObject* sender : std::initializer_list<QObject*>{canvas_, timeline_, point_list_})
+    disconnect(sender, nullptr, this, nullptr);
   // Join the decode thread while every widget it could reach through queued calls still exists.
   delete session_;
   session_ = nullptr;
@@ -229,13 +230,15 @@ QString MainWindow::status_fields() const {
 
 void MainWindow::choose_and_open_video() {
   if (!projects_->confirm_discard(tr("opening another video"))) return;
-  const QString path = QFileDialog::getOpenFileName(this, tr("Open Video"), settings_->last_open_folder(), tr(kVideoFilter));
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Open Video"), settings_->last_open_folder(), tr(kVideoFilter));
   open_video(path);
 }
 
 void MainWindow::choose_and_open_image_folder() {
   if (!projects_->confirm_discard(tr("opening another video"))) return;
-  const QString path = QFileDialog::getExistingDirectory(this, tr("Open Image Sequence Folder"), settings_->last_open_folder());
+  const QString path =
+      QFileDialog::getExistingDirectory(this, tr("Open Image Sequence Folder"), settings_->last_open_folder());
   open_video(path);
 }
 
@@ -339,10 +342,10 @@ void MainWindow::update_status_fields() {
   if (session_->frame_pending()) frame += tr(" (decoding)");
   frame_label_->setText(frame);
   const core::FrameServerStats stats = session_->stats();
-  decode_label_->setText(stats.decoded_frames > 0 ? tr("decode %1 ms (mean %2)")
-                                                        .arg(stats.last_decode_ms, 0, 'f', 1)
-                                                        .arg(stats.mean_decode_ms, 0, 'f', 1)
-                                                  : tr("decode – ms"));
+  decode_label_->setText(
+      stats.decoded_frames > 0
+          ? tr("decode %1 ms (mean %2)").arg(stats.last_decode_ms, 0, 'f', 1).arg(stats.mean_decode_ms, 0, 'f', 1)
+          : tr("decode – ms"));
   zoom_label_->setText(tr("zoom %1%").arg(std::lround(canvas_->zoom() * 100.0)));
 }
 

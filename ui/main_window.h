@@ -52,14 +52,14 @@ class VideoCanvas;
 class VideoSession;
 
 struct MainWindowOptions {
-  FrameServerFactory frame_server_factory;   // required: how videos are opened
-  ErrorPresenter error_presenter;            // empty: show_error_message_box
-  QString settings_file;                     // empty: the platform's default settings location
-  std::unique_ptr<core::TrackerFactory> tracker_factory;   // null: Track explains that there is no tracker
-  TelemetrySourceFactory telemetry_factory;  // device telemetry; empty: CPU only (/proc/stat)
-  VideoOpenerFactory video_opener;           // the tracking thread's decoder; empty: core::open_video_file
-  core::TrackerOptions tracker_options;      // initial model ("default"), device ("auto"), precision
-  ProjectOptions project;                    // recovery folder, autosave interval, prompts (tests answer them)
+  FrameServerFactory frame_server_factory;                // required: how videos are opened
+  ErrorPresenter error_presenter;                         // empty: show_error_message_box
+  QString settings_file;                                  // empty: the platform's default settings location
+  std::unique_ptr<core::TrackerFactory> tracker_factory;  // null: Track explains that there is no tracker
+  TelemetrySourceFactory telemetry_factory;               // device telemetry; empty: CPU only (/proc/stat)
+  VideoOpenerFactory video_opener;                        // the tracking thread's decoder; empty: core::open_video_file
+  core::TrackerOptions tracker_options;                   // initial model ("default"), device ("auto"), precision
+  ProjectOptions project;  // recovery folder, autosave interval, prompts (tests answer them)
 };
 
 class MainWindow : public QMainWindow {
@@ -146,7 +146,7 @@ class MainWindow : public QMainWindow {
   QLabel* frame_label_ = nullptr;
   QLabel* decode_label_ = nullptr;
   QLabel* zoom_label_ = nullptr;
-  bool frame_error_reported_ = false;   // one dialog per video for undecodable frames; the rest go to the status bar
+  bool frame_error_reported_ = false;  // one dialog per video for undecodable frames; the rest go to the status bar
 };
 
 }  // namespace trackscope::ui

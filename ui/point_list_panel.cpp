@@ -33,7 +33,8 @@ QVariant PointTableModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
   const core::QueryPoint* point = annotation_->find(id_at(index.row()));
   if (point == nullptr) return {};
-  if (index.column() == track_column || index.column() == p_occluded_column) return track_data(index.column(), *point, role);
+  if (index.column() == track_column || index.column() == p_occluded_column)
+    return track_data(index.column(), *point, role);
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case id_column: return point->id;
@@ -54,7 +55,8 @@ QVariant PointTableModel::data(const QModelIndex& index, int role) const {
 QVariant PointTableModel::track_data(int column, const core::QueryPoint& point, int role) const {
   const TrackStateAtFrame at = track_state_at(*annotation_, point.id, current_frame_);
   if (role == Qt::DisplayRole) {
-    if (column == p_occluded_column) return at.state == TrackState::not_tracked ? QString() : QString::number(at.p_occluded, 'f', 2);
+    if (column == p_occluded_column)
+      return at.state == TrackState::not_tracked ? QString() : QString::number(at.p_occluded, 'f', 2);
     switch (at.state) {
       case TrackState::not_tracked: return tr("not tracked");
       case TrackState::visible: return tr("visible");
@@ -114,8 +116,8 @@ int PointTableModel::row_of(core::PointId id) const {
 }
 
 void PointTableModel::on_annotation_changed(const core::Annotation& annotation, const core::AnnotationChange& change) {
-  const bool rows_change = change.kind != core::AnnotationChangeKind::moved &&
-                           change.kind != core::AnnotationChangeKind::track_changed;
+  const bool rows_change =
+      change.kind != core::AnnotationChangeKind::moved && change.kind != core::AnnotationChangeKind::track_changed;
   if (rows_change) Q_EMIT rows_about_to_change();
   apply(annotation, change);
   if (rows_change) Q_EMIT rows_changed();
@@ -175,8 +177,10 @@ PointListPanel::PointListPanel(AnnotationEditor* editor, QWidget* parent) : QWid
   header->resizeSection(PointTableModel::x_column, metrics.horizontalAdvance(QStringLiteral("0000.00")) + padding);
   header->resizeSection(PointTableModel::y_column, metrics.horizontalAdvance(QStringLiteral("0000.00")) + padding);
   header->resizeSection(PointTableModel::colour_column, metrics.horizontalAdvance(QStringLiteral("colour")) + padding);
-  header->resizeSection(PointTableModel::track_column, metrics.horizontalAdvance(QStringLiteral("not tracked")) + padding);
-  header->resizeSection(PointTableModel::p_occluded_column, metrics.horizontalAdvance(QStringLiteral("p_occ")) + padding);
+  header->resizeSection(PointTableModel::track_column,
+                        metrics.horizontalAdvance(QStringLiteral("not tracked")) + padding);
+  header->resizeSection(PointTableModel::p_occluded_column,
+                        metrics.horizontalAdvance(QStringLiteral("p_occ")) + padding);
   table_->setAlternatingRowColors(true);
 
   auto* layout = new QVBoxLayout(this);
@@ -197,8 +201,8 @@ PointListPanel::PointListPanel(AnnotationEditor* editor, QWidget* parent) : QWid
 
 QSize PointListPanel::sizeHint() const {
   // Wide enough to show every column without a horizontal scroll bar.
-  const int width = table_->horizontalHeader()->length() + table_->verticalScrollBar()->sizeHint().width() +
-                    2 * table_->frameWidth();
+  const int width =
+      table_->horizontalHeader()->length() + table_->verticalScrollBar()->sizeHint().width() + 2 * table_->frameWidth();
   return {width, QWidget::sizeHint().height()};
 }
 

@@ -29,7 +29,16 @@ class AnnotationEditor;
 class PointTableModel : public QAbstractTableModel, public core::AnnotationObserver {
   Q_OBJECT
  public:
-  enum Column { id_column, frame_column, x_column, y_column, colour_column, track_column, p_occluded_column, column_count };
+  enum Column {
+    id_column,
+    frame_column,
+    x_column,
+    y_column,
+    colour_column,
+    track_column,
+    p_occluded_column,
+    column_count
+  };
 
   PointTableModel(std::shared_ptr<core::Annotation> annotation, QObject* parent);
   ~PointTableModel() override;
@@ -59,7 +68,7 @@ class PointTableModel : public QAbstractTableModel, public core::AnnotationObser
   QVariant track_data(int column, const core::QueryPoint& point, int role) const;
 
   std::shared_ptr<core::Annotation> annotation_;
-  std::vector<core::PointId> row_ids_;   // sorted, mirrors annotation_
+  std::vector<core::PointId> row_ids_;  // sorted, mirrors annotation_
   int64_t current_frame_ = 0;
 };
 

@@ -122,7 +122,9 @@ core::MergePolicy Settings::merge_policy() const {
                                                                                     : core::MergePolicy::overwrite;
 }
 
-void Settings::set_merge_policy(core::MergePolicy policy) { settings_->setValue(kMergePolicy, QString(core::to_string(policy))); }
+void Settings::set_merge_policy(core::MergePolicy policy) {
+  settings_->setValue(kMergePolicy, QString(core::to_string(policy)));
+}
 
 bool Settings::show_quality_strip() const { return settings_->value(kShowQualityStrip, true).toBool(); }
 

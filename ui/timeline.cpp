@@ -48,8 +48,8 @@ void Timeline::set_video(int64_t frame_count, double frames_per_second) {
   frame_count_ = std::max<int64_t>(0, frame_count);
   current_frame_ = 0;
   frame_pending_ = false;
-  const double fps = frames_per_second > 0.0 && std::isfinite(frames_per_second) ? frames_per_second
-                                                                                   : kFallbackFramesPerSecond;
+  const double fps =
+      frames_per_second > 0.0 && std::isfinite(frames_per_second) ? frames_per_second : kFallbackFramesPerSecond;
   timer_.setInterval(std::max(1, static_cast<int>(std::lround(1000.0 / fps))));
   {
     const QSignalBlocker blocker(slider_);

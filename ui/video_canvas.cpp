@@ -15,7 +15,7 @@
 namespace trackscope::ui {
 namespace {
 
-constexpr double kWheelZoomStep = 1.25;     // per wheel notch (120 eighths of a degree)
+constexpr double kWheelZoomStep = 1.25;  // per wheel notch (120 eighths of a degree)
 constexpr double kButtonZoomStep = 1.5;
 const QColor kBackground(40, 40, 44);
 
@@ -74,8 +74,9 @@ void VideoCanvas::fit_to_window() {
 
 void VideoCanvas::apply_fit() {
   if (image_.isNull() || width() <= 0 || height() <= 0) return;
-  zoom_ = std::clamp(std::min(width() / static_cast<double>(image_.width()), height() / static_cast<double>(image_.height())),
-                     min_zoom, max_zoom);
+  zoom_ = std::clamp(
+      std::min(width() / static_cast<double>(image_.width()), height() / static_cast<double>(image_.height())),
+      min_zoom, max_zoom);
   pan_offset_ = QPointF((width() - image_.width() * zoom_) / 2.0, (height() - image_.height() * zoom_) / 2.0);
 }
 
@@ -139,16 +140,18 @@ void VideoCanvas::paintEvent(QPaintEvent* /*event*/) {
     return;
   }
   paint_frame(painter);
-  paint_track_overlay(painter, *annotation_, frame_index(), track_overlay_,
-                      [this](QPointF point_in_image) { return widget_from_image(point_in_image); },
-                      point_radius_widget_px, editor_ ? editor_->selected_point() : std::nullopt);
+  paint_track_overlay(
+      painter, *annotation_, frame_index(), track_overlay_,
+      [this](QPointF point_in_image) { return widget_from_image(point_in_image); }, point_radius_widget_px,
+      editor_ ? editor_->selected_point() : std::nullopt);
   paint_points(painter);
 }
 
 void VideoCanvas::paint_frame(QPainter& painter) const {
   // Draw only the visible part of the image: at high zoom the full target rectangle would be enormous.
-  const QRectF visible_in_image = QRectF(image_from_widget(QPointF(0, 0)), image_from_widget(QPointF(width(), height())))
-                                      .intersected(QRectF(0, 0, image_.width(), image_.height()));
+  const QRectF visible_in_image =
+      QRectF(image_from_widget(QPointF(0, 0)), image_from_widget(QPointF(width(), height())))
+          .intersected(QRectF(0, 0, image_.width(), image_.height()));
   if (visible_in_image.isEmpty()) return;
   const QRectF source(std::floor(visible_in_image.left()), std::floor(visible_in_image.top()),
                       std::ceil(visible_in_image.right()) - std::floor(visible_in_image.left()),
@@ -196,8 +199,9 @@ void VideoCanvas::mousePressEvent(QMouseEvent* event) {
     return;
   }
   const QPointF pointer = pointer_in_widget(event->position());
-  const bool pan_gesture = event->button() == Qt::MiddleButton ||
-                           (event->button() == Qt::LeftButton && (space_held_ || event->modifiers() & Qt::ShiftModifier));
+  const bool pan_gesture =
+      event->button() == Qt::MiddleButton ||
+      (event->button() == Qt::LeftButton && (space_held_ || event->modifiers() & Qt::ShiftModifier));
   if (pan_gesture) {
     drag_ = Drag::pan;
     drag_last_in_widget_ = pointer;
@@ -260,9 +264,7 @@ void VideoCanvas::mouseMoveEvent(QMouseEvent* event) {
         editor_->move_estimate(drag_point_, frame_index(), target.x(), target.y());
       }
       break;
-    case Drag::none:
-      event->ignore();
-      return;
+    case Drag::none: event->ignore(); return;
   }
   event->accept();
 }
@@ -322,7 +324,7 @@ std::optional<core::PointId> VideoCanvas::estimate_at(QPointF pointer_in_image) 
     const core::PointTrack* attached = annotation_->track(point.id);
     if (attached == nullptr || point.query.frame == frame || !attached->track.covers(frame)) continue;
     const core::TrackPoint& estimate = attached->track.at(frame);
-    if (!estimate.visible && !track_overlay_.show_occluded) continue;   // hidden: not grabbable
+    if (!estimate.visible && !track_overlay_.show_occluded) continue;  // hidden: not grabbable
     const double distance = std::hypot(estimate.x_px - pointer_in_image.x(), estimate.y_px - pointer_in_image.y());
     if (distance < best_distance || (!best && distance <= best_distance)) {
       best = point.id;

@@ -121,7 +121,7 @@ class VideoCanvas : public QWidget, public core::AnnotationObserver {
   QPointer<AnnotationEditor> editor_;
   std::shared_ptr<core::Annotation> annotation_;
   core::FramePtr frame_;
-  QImage image_;                   // frame_ converted once for fast scaled drawing
+  QImage image_;  // frame_ converted once for fast scaled drawing
   double zoom_ = 1.0;
   QPointF pan_offset_;
   bool fit_active_ = true;
@@ -130,7 +130,7 @@ class VideoCanvas : public QWidget, public core::AnnotationObserver {
   Drag drag_ = Drag::none;
   QPointF drag_last_in_widget_;
   core::PointId drag_point_ = 0;
-  QPointF drag_grab_offset_in_image_;   // point position minus pointer position, so a grabbed point does not jump
+  QPointF drag_grab_offset_in_image_;  // point position minus pointer position, so a grabbed point does not jump
   bool space_held_ = false;
   bool space_used_for_pan_ = false;
 };

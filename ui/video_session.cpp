@@ -36,9 +36,7 @@ VideoSession::~VideoSession() {
   server_.reset();
 }
 
-const core::VideoInfo& VideoSession::info() const {
-  return server_ ? server_->info() : no_video_;
-}
+const core::VideoInfo& VideoSession::info() const { return server_ ? server_->info() : no_video_; }
 
 void VideoSession::open(const QString& path) {
   const uint64_t generation = ++open_counter_;
@@ -63,8 +61,8 @@ void VideoSession::open(const QString& path) {
   }).then(this, [this, generation, path](std::shared_ptr<OpenResult> result) {
     // then() runs a continuation at once when the work has already finished; queueing it makes open()
     // always report later, never from inside open() itself.
-    QMetaObject::invokeMethod(this, [this, generation, path, result] { finish_open(generation, path, result); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, generation, path, result] { finish_open(generation, path, result); }, Qt::QueuedConnection);
   });
 }
 
@@ -86,12 +84,12 @@ void VideoSession::finish_open(uint64_t generation, const QString& path, std::sh
   pending_poll_.stop();
   const uint64_t current = generation_;
   server_->set_frame_ready_callback([this, current](int64_t index, const core::Expected<core::FramePtr>& frame) {
-    QMetaObject::invokeMethod(this, [this, current, index, frame] { deliver(current, index, frame); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, current, index, frame] { deliver(current, index, frame); }, Qt::QueuedConnection);
   });
   const core::VideoInfo& video = server_->info();
-  core::log::info("opened {}: {}x{}, {} frames at {:.3f} fps, codec {}", path.toStdString(), video.width,
-                  video.height, video.frame_count, video.frame_rate.to_double(), video.codec);
+  core::log::info("opened {}: {}x{}, {} frames at {:.3f} fps, codec {}", path.toStdString(), video.width, video.height,
+                  video.frame_count, video.frame_rate.to_double(), video.codec);
   Q_EMIT video_opened();
 }
 

@@ -75,11 +75,11 @@ class VideoSession : public QObject {
   FrameServerFactory factory_;
   core::FrameServerOptions options_;
   std::unique_ptr<core::FrameServer> server_;
-  core::VideoInfo no_video_;          // what info() returns while no video is open
+  core::VideoInfo no_video_;  // what info() returns while no video is open
   QString path_;
-  uint64_t generation_ = 0;           // counts opened videos; tags callbacks so stale ones are dropped
+  uint64_t generation_ = 0;  // counts opened videos; tags callbacks so stale ones are dropped
   uint64_t open_counter_ = 0;
-  uint64_t opening_generation_ = 0;   // the open() in flight, 0 when none
+  uint64_t opening_generation_ = 0;  // the open() in flight, 0 when none
   int64_t requested_frame_ = 0;
   int64_t displayed_frame_ = -1;
   bool frame_pending_ = false;

@@ -40,21 +40,25 @@ WorkbenchActions create_workbench_actions(QMainWindow* window) {
   file->addSeparator();
   actions.open_project = make_action(window, file, QObject::tr("Open &Project..."),
                                      {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P)}, "action_open_project");
-  actions.save_project = make_action(window, file, QObject::tr("&Save Project"), {QKeySequence::Save}, "action_save_project");
+  actions.save_project =
+      make_action(window, file, QObject::tr("&Save Project"), {QKeySequence::Save}, "action_save_project");
   actions.save_project_as = make_action(window, file, QObject::tr("Save Project &As..."),
                                         {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S)}, "action_save_project_as");
   file->addSeparator();
-  actions.import_tracks = make_action(window, file, QObject::tr("&Import Tracks..."), {QKeySequence(Qt::CTRL | Qt::Key_I)},
-                                      "action_import_tracks");
+  actions.import_tracks = make_action(window, file, QObject::tr("&Import Tracks..."),
+                                      {QKeySequence(Qt::CTRL | Qt::Key_I)}, "action_import_tracks");
   actions.export_menu = file->addMenu(QObject::tr("&Export"));
   actions.export_menu->setObjectName("menu_export");
   actions.export_csv = make_action(window, actions.export_menu, QObject::tr("Tracks as &CSV..."),
                                    {QKeySequence(Qt::CTRL | Qt::Key_E)}, "action_export_csv");
-  actions.export_json = make_action(window, actions.export_menu, QObject::tr("Tracks as &JSON..."), {}, "action_export_json");
-  actions.export_npz = make_action(window, actions.export_menu, QObject::tr("Tracks as &TAP-Vid .npz..."), {}, "action_export_npz");
+  actions.export_json =
+      make_action(window, actions.export_menu, QObject::tr("Tracks as &JSON..."), {}, "action_export_json");
+  actions.export_npz =
+      make_action(window, actions.export_menu, QObject::tr("Tracks as &TAP-Vid .npz..."), {}, "action_export_npz");
   actions.export_deeplabcut = make_action(window, actions.export_menu, QObject::tr("Tracks as &DeepLabCut CSV..."), {},
                                           "action_export_deeplabcut");
-  actions.export_coco = make_action(window, actions.export_menu, QObject::tr("Tracks as C&OCO Keypoints..."), {}, "action_export_coco");
+  actions.export_coco =
+      make_action(window, actions.export_menu, QObject::tr("Tracks as C&OCO Keypoints..."), {}, "action_export_coco");
   actions.export_menu->addSeparator();
   actions.export_video = make_action(window, actions.export_menu, QObject::tr("Annotated &Video..."),
                                      {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E)}, "action_export_video");
@@ -64,50 +68,53 @@ WorkbenchActions create_workbench_actions(QMainWindow* window) {
 
   QMenu* edit = bar->addMenu(QObject::tr("&Edit"));
   actions.undo = make_action(window, edit, QObject::tr("&Undo"), {QKeySequence(Qt::CTRL | Qt::Key_Z)}, "action_undo");
-  actions.redo = make_action(window, edit, QObject::tr("&Redo"),
-                             {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)}, "action_redo");
+  actions.redo =
+      make_action(window, edit, QObject::tr("&Redo"),
+                  {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)}, "action_redo");
   actions.undo->setProperty("help_text", QObject::tr("Undo (every edit, re-tracking included)"));
   actions.redo->setProperty("help_text", QObject::tr("Redo"));
   actions.undo->setEnabled(false);
   actions.redo->setEnabled(false);
   edit->addSeparator();
-  actions.delete_point = make_action(window, edit, QObject::tr("&Delete Point"),
-                                     {QKeySequence(Qt::Key_Delete), QKeySequence(Qt::Key_Backspace)}, "action_delete_point");
-  actions.toggle_occluded = make_action(window, edit, QObject::tr("Mark &Occluded / Visible Here"), {QKeySequence(Qt::Key_O)},
-                                        "action_toggle_occluded");
+  actions.delete_point =
+      make_action(window, edit, QObject::tr("&Delete Point"),
+                  {QKeySequence(Qt::Key_Delete), QKeySequence(Qt::Key_Backspace)}, "action_delete_point");
+  actions.toggle_occluded = make_action(window, edit, QObject::tr("Mark &Occluded / Visible Here"),
+                                        {QKeySequence(Qt::Key_O)}, "action_toggle_occluded");
   actions.delete_track_after = make_action(window, edit, QObject::tr("Delete Track &After This Frame"),
                                            {QKeySequence(Qt::CTRL | Qt::Key_Delete)}, "action_delete_track_after");
   actions.delete_track_before = make_action(window, edit, QObject::tr("Delete Track &Before This Frame"),
                                             {QKeySequence(Qt::CTRL | Qt::Key_Backspace)}, "action_delete_track_before");
 
   QMenu* playback = bar->addMenu(QObject::tr("&Playback"));
-  actions.play_pause = make_action(window, playback, QObject::tr("&Play / Pause"), {QKeySequence(Qt::Key_Space)},
-                                   "action_play_pause");
+  actions.play_pause =
+      make_action(window, playback, QObject::tr("&Play / Pause"), {QKeySequence(Qt::Key_Space)}, "action_play_pause");
   playback->addSeparator();
   actions.previous_frame = make_action(window, playback, QObject::tr("Previous Frame"), {QKeySequence(Qt::Key_Left)},
                                        "action_previous_frame");
-  actions.next_frame = make_action(window, playback, QObject::tr("Next Frame"), {QKeySequence(Qt::Key_Right)},
-                                   "action_next_frame");
+  actions.next_frame =
+      make_action(window, playback, QObject::tr("Next Frame"), {QKeySequence(Qt::Key_Right)}, "action_next_frame");
   actions.back_10_frames = make_action(window, playback, QObject::tr("Back 10 Frames"),
                                        {QKeySequence(Qt::CTRL | Qt::Key_Left)}, "action_back_10_frames");
   actions.forward_10_frames = make_action(window, playback, QObject::tr("Forward 10 Frames"),
                                           {QKeySequence(Qt::CTRL | Qt::Key_Right)}, "action_forward_10_frames");
-  actions.first_frame = make_action(window, playback, QObject::tr("First Frame"), {QKeySequence(Qt::Key_Home)},
-                                    "action_first_frame");
-  actions.last_frame = make_action(window, playback, QObject::tr("Last Frame"), {QKeySequence(Qt::Key_End)},
-                                   "action_last_frame");
+  actions.first_frame =
+      make_action(window, playback, QObject::tr("First Frame"), {QKeySequence(Qt::Key_Home)}, "action_first_frame");
+  actions.last_frame =
+      make_action(window, playback, QObject::tr("Last Frame"), {QKeySequence(Qt::Key_End)}, "action_last_frame");
   playback->addSeparator();
-  actions.next_keyframe = make_action(window, playback, QObject::tr("Next &Keyframe"), {QKeySequence(Qt::Key_K)},
-                                      "action_next_keyframe");
+  actions.next_keyframe =
+      make_action(window, playback, QObject::tr("Next &Keyframe"), {QKeySequence(Qt::Key_K)}, "action_next_keyframe");
   actions.previous_keyframe = make_action(window, playback, QObject::tr("Previous Keyframe"),
                                           {QKeySequence(Qt::SHIFT | Qt::Key_K)}, "action_previous_keyframe");
-  actions.next_suspicious = make_action(window, playback, QObject::tr("Next &Suspicious Frame"), {QKeySequence(Qt::Key_N)},
-                                        "action_next_suspicious");
+  actions.next_suspicious = make_action(window, playback, QObject::tr("Next &Suspicious Frame"),
+                                        {QKeySequence(Qt::Key_N)}, "action_next_suspicious");
   actions.previous_suspicious = make_action(window, playback, QObject::tr("Previous Suspicious Frame"),
                                             {QKeySequence(Qt::SHIFT | Qt::Key_N)}, "action_previous_suspicious");
 
   QMenu* tracking = bar->addMenu(QObject::tr("&Tracking"));
-  actions.track = make_action(window, tracking, QObject::tr("&Track"), {QKeySequence(Qt::CTRL | Qt::Key_T)}, "action_track");
+  actions.track =
+      make_action(window, tracking, QObject::tr("&Track"), {QKeySequence(Qt::CTRL | Qt::Key_T)}, "action_track");
   actions.track->setToolTip(QObject::tr("Track every point through the whole clip (Ctrl+T)"));
   actions.track_selected = make_action(window, tracking, QObject::tr("Track &Selected Point"),
                                        {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T)}, "action_track_selected");
@@ -125,8 +132,10 @@ WorkbenchActions create_workbench_actions(QMainWindow* window) {
                                      {QKeySequence(Qt::CTRL | Qt::Key_R)}, "action_retrack_both");
   QMenu* merge = tracking->addMenu(QObject::tr("&Merge Re-tracked Frames"));
   auto* merge_group = new QActionGroup(window);
-  actions.merge_overwrite = make_action(window, merge, QObject::tr("&Overwrite from the Keyframe On"), {}, "action_merge_overwrite");
-  actions.merge_fill_missing = make_action(window, merge, QObject::tr("&Fill Only Missing Frames"), {}, "action_merge_fill_missing");
+  actions.merge_overwrite =
+      make_action(window, merge, QObject::tr("&Overwrite from the Keyframe On"), {}, "action_merge_overwrite");
+  actions.merge_fill_missing =
+      make_action(window, merge, QObject::tr("&Fill Only Missing Frames"), {}, "action_merge_fill_missing");
   for (QAction* action : {actions.merge_overwrite, actions.merge_fill_missing}) {
     action->setCheckable(true);
     merge_group->addAction(action);
@@ -149,15 +158,17 @@ WorkbenchActions create_workbench_actions(QMainWindow* window) {
   actions.show_tracks = make_action(window, actions.tracks_menu, QObject::tr("Show &Tracks"), {}, "action_show_tracks");
   actions.show_tracks->setCheckable(true);
   actions.show_tracks->setChecked(true);
-  actions.show_occluded = make_action(window, actions.tracks_menu, QObject::tr("Show &Occluded Estimates"), {},
-                                      "action_show_occluded");
+  actions.show_occluded =
+      make_action(window, actions.tracks_menu, QObject::tr("Show &Occluded Estimates"), {}, "action_show_occluded");
   actions.show_occluded->setCheckable(true);
   actions.show_occluded->setChecked(true);
   actions.show_occluded->setIconText(QObject::tr("Occluded"));
-  actions.show_occluded->setToolTip(QObject::tr("Draw estimates the model thinks are occluded as hollow rings "
-                                                "(off: hide them)"));
-  actions.colour_by_direction = make_action(window, actions.tracks_menu, QObject::tr("Colour Trails by &Motion Direction"),
-                                            {QKeySequence(Qt::Key_C)}, "action_colour_by_direction");
+  actions.show_occluded->setToolTip(
+      QObject::tr("Draw estimates the model thinks are occluded as hollow rings "
+                  "(off: hide them)"));
+  actions.colour_by_direction =
+      make_action(window, actions.tracks_menu, QObject::tr("Colour Trails by &Motion Direction"),
+                  {QKeySequence(Qt::Key_C)}, "action_colour_by_direction");
   actions.colour_by_direction->setCheckable(true);
   actions.show_quality_strip = make_action(window, view, QObject::tr("Show &Quality Strip"), {QKeySequence(Qt::Key_Q)},
                                            "action_show_quality_strip");
@@ -166,24 +177,53 @@ WorkbenchActions create_workbench_actions(QMainWindow* window) {
   actions.panels_menu = view->addMenu(QObject::tr("&Panels"));
 
   QMenu* help = bar->addMenu(QObject::tr("&Help"));
-  actions.keyboard_shortcuts = make_action(window, help, QObject::tr("&Keyboard Shortcuts"),
-                                           {QKeySequence(Qt::Key_F1)}, "action_keyboard_shortcuts");
+  actions.keyboard_shortcuts = make_action(window, help, QObject::tr("&Keyboard Shortcuts"), {QKeySequence(Qt::Key_F1)},
+                                           "action_keyboard_shortcuts");
   return actions;
 }
 
 std::vector<ShortcutDescription> shortcut_descriptions(const WorkbenchActions& actions) {
   std::vector<ShortcutDescription> result;
-  const QAction* listed[] = {actions.open, actions.open_image_folder, actions.open_project, actions.save_project,
-                             actions.save_project_as, actions.import_tracks, actions.export_csv, actions.export_video,
-                             actions.quit, actions.undo, actions.redo, actions.delete_point, actions.toggle_occluded,
-                             actions.delete_track_after, actions.delete_track_before, actions.play_pause,
-                             actions.previous_frame, actions.next_frame, actions.back_10_frames, actions.forward_10_frames,
-                             actions.first_frame, actions.last_frame, actions.next_keyframe, actions.previous_keyframe,
-                             actions.next_suspicious, actions.previous_suspicious, actions.track, actions.track_selected,
-                             actions.cancel_tracking, actions.retrack_forward, actions.retrack_backward,
-                             actions.retrack_both, actions.check_consistency, actions.fit, actions.zoom_in,
-                             actions.zoom_out, actions.actual_size, actions.colour_by_direction,
-                             actions.show_quality_strip, actions.keyboard_shortcuts};
+  const QAction* listed[] = {actions.open,
+                             actions.open_image_folder,
+                             actions.open_project,
+                             actions.save_project,
+                             actions.save_project_as,
+                             actions.import_tracks,
+                             actions.export_csv,
+                             actions.export_video,
+                             actions.quit,
+                             actions.undo,
+                             actions.redo,
+                             actions.delete_point,
+                             actions.toggle_occluded,
+                             actions.delete_track_after,
+                             actions.delete_track_before,
+                             actions.play_pause,
+                             actions.previous_frame,
+                             actions.next_frame,
+                             actions.back_10_frames,
+                             actions.forward_10_frames,
+                             actions.first_frame,
+                             actions.last_frame,
+                             actions.next_keyframe,
+                             actions.previous_keyframe,
+                             actions.next_suspicious,
+                             actions.previous_suspicious,
+                             actions.track,
+                             actions.track_selected,
+                             actions.cancel_tracking,
+                             actions.retrack_forward,
+                             actions.retrack_backward,
+                             actions.retrack_both,
+                             actions.check_consistency,
+                             actions.fit,
+                             actions.zoom_in,
+                             actions.zoom_out,
+                             actions.actual_size,
+                             actions.colour_by_direction,
+                             actions.show_quality_strip,
+                             actions.keyboard_shortcuts};
   for (const QAction* action : listed) {
     if (action == nullptr || action->shortcuts().isEmpty()) continue;
     QStringList keys;

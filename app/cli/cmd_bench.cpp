@@ -144,9 +144,13 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
   command->add_option("--precision", args->precisions, "fp32,tf32,bf16,fp16 (comma-separated)")->capture_default_str();
   command->add_option("--chunk", args->chunks, "queries per chunk, comma-separated (0 = all)")->capture_default_str();
   command->add_option("--path", args->path, "auto, fused or eager")->capture_default_str();
-  command->add_option("--corr-kernel", args->corr_kernel, "CUDA 4D-correlation kernel: auto, classic, tensor or pipelined")
+  command
+      ->add_option("--corr-kernel", args->corr_kernel, "CUDA 4D-correlation kernel: auto, classic, tensor or pipelined")
       ->capture_default_str();
-  command->add_option("--cmdtop", args->cmdtop, "CMDTop convolutions: auto, im2col, dense or fused (one CUDA kernel, float32)")->capture_default_str();
+  command
+      ->add_option("--cmdtop", args->cmdtop,
+                   "CMDTop convolutions: auto, im2col, dense or fused (one CUDA kernel, float32)")
+      ->capture_default_str();
   command->add_option("--cudnn-benchmark", args->cudnn_benchmark, "cuDNN autotuning: auto (on), on, off")
       ->capture_default_str();
   command->add_option("--norm", args->norm, "backbone InstanceNorm+ReLU on CUDA: auto (fused), fused, reference")

@@ -50,9 +50,11 @@ void add_bench_video_command(CLI::App& app, CliContext& context) {
   };
   auto arguments = std::make_shared<Arguments>();
   command->add_option("video", arguments->video, "video file, image folder or image pattern")->required();
-  command->add_option("--seeks", arguments->seeks, "number of random frame reads (default 100)")->check(CLI::Range(1, 100000));
+  command->add_option("--seeks", arguments->seeks, "number of random frame reads (default 100)")
+      ->check(CLI::Range(1, 100000));
   command->add_option("--seed", arguments->seed, "seed of the random frame indices (default 1)");
-  command->add_option("--threads", arguments->threads, "decoder threads (0 = FFmpeg's choice)")->check(CLI::Range(0, 64));
+  command->add_option("--threads", arguments->threads, "decoder threads (0 = FFmpeg's choice)")
+      ->check(CLI::Range(0, 64));
   command->add_option("--json", arguments->json, "also write the results to this JSON file");
   command->callback([&context, arguments] {
     context.exit_code = 1;
@@ -96,25 +98,27 @@ void add_bench_video_command(CLI::App& app, CliContext& context) {
     for (double ms : seek_ms) mean_ms += ms / static_cast<double>(seek_ms.size());
 
     const double fps = static_cast<double>(info.frame_count) / (sequential_ms / 1000.0);
-    nlohmann::json out = {
-        {"video", info.path.string()},
-        {"codec", info.codec},
-        {"width", info.width},
-        {"height", info.height},
-        {"frame_count", info.frame_count},
-        {"decoder_threads", arguments->threads},
-        {"hardware_threads", std::thread::hardware_concurrency()},
-        {"open_ms", open_ms},
-        {"sequential",
-         {{"frames", info.frame_count}, {"total_ms", sequential_ms}, {"frames_per_s", fps}, {"cpu_ms", sequential_cpu_ms}}},
-        {"random_seek",
-         {{"count", seek_ms.size()},
-          {"seed", arguments->seed},
-          {"median_ms", percentile(seek_ms, 0.5)},
-          {"p95_ms", percentile(seek_ms, 0.95)},
-          {"mean_ms", mean_ms},
-          {"mean_cpu_ms", seek_cpu_ms / static_cast<double>(seek_ms.size())},
-          {"max_ms", *std::max_element(seek_ms.begin(), seek_ms.end())}}}};
+    nlohmann::json out = {{"video", info.path.string()},
+                          {"codec", info.codec},
+                          {"width", info.width},
+                          {"height", info.height},
+                          {"frame_count", info.frame_count},
+                          {"decoder_threads", arguments->threads},
+                          {"hardware_threads", std::thread::hardware_concurrency()},
+                          {"open_ms", open_ms},
+                          {"sequential",
+                           {{"frames", info.frame_count},
+                            {"total_ms", sequential_ms},
+                            {"frames_per_s", fps},
+                            {"cpu_ms", sequential_cpu_ms}}},
+                          {"random_seek",
+                           {{"count", seek_ms.size()},
+                            {"seed", arguments->seed},
+                            {"median_ms", percentile(seek_ms, 0.5)},
+                            {"p95_ms", percentile(seek_ms, 0.95)},
+                            {"mean_ms", mean_ms},
+                            {"mean_cpu_ms", seek_cpu_ms / static_cast<double>(seek_ms.size())},
+                            {"max_ms", *std::max_element(seek_ms.begin(), seek_ms.end())}}}};
     std::cerr << fmt::format("{}: {}x{} {} frames ({}), open {:.1f} ms\n", info.path.string(), info.width, info.height,
                              info.frame_count, info.codec, open_ms)
               << fmt::format("  sequential decode: {:.1f} frames/s ({:.2f} ms/frame, {:.2f} CPU ms/frame)\n", fps,

@@ -104,7 +104,8 @@ int run_compare(const CompareArguments& args) {
   const std::string a_label = fmt::format("A: {} {}", a->device.name, run_a.name);
   if (b) {
     std::cout << "\n== A vs B ==\n";
-    print_comparison({&*a, &run_a, a_label}, {&*b, &b->cases[b_index], fmt::format("B: {} {}", b->device.name, b->cases[b_index].name)});
+    print_comparison({&*a, &run_a, a_label},
+                     {&*b, &b->cases[b_index], fmt::format("B: {} {}", b->device.name, b->cases[b_index].name)});
   }
   if (predicted) {
     const std::string p_label = fmt::format("what-if: {} {}", predicted->device.name, predicted->cases[0].name);
@@ -124,14 +125,19 @@ int run_compare(const CompareArguments& args) {
 void add_compare_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<CompareArguments>();
   CLI::App* command = app.add_subcommand(
-      "compare", "compare two bench profiles per stage (measured vs predicted ratio, diagnosis), or predict one on another GPU");
-  command->add_option("A", args->a_path, "profile JSON of side A (trackscope-cli bench --json)")->required()->check(CLI::ExistingFile);
+      "compare",
+      "compare two bench profiles per stage (measured vs predicted ratio, diagnosis), or predict one on another GPU");
+  command->add_option("A", args->a_path, "profile JSON of side A (trackscope-cli bench --json)")
+      ->required()
+      ->check(CLI::ExistingFile);
   command->add_option("B", args->b_path, "profile JSON of side B")->check(CLI::ExistingFile);
   command->add_option("--case-a", args->a_case, "case of A: index or name (default 0)");
   command->add_option("--case-b", args->b_case, "case of B: index or name (default 0)");
-  command->add_option("--what-if", args->what_if, "predict A's case on this GPU of the table (see `gpus`): key or CUDA name");
+  command->add_option("--what-if", args->what_if,
+                      "predict A's case on this GPU of the table (see `gpus`): key or CUDA name");
   command->add_option("--precision", args->precision, "what-if precision: fp32, tf32, bf16, fp16 (default: A's)");
-  command->add_option("--tf32", args->tf32, "what-if TF32 flags: on or off (default: A's)")->check(CLI::IsMember({"on", "off"}));
+  command->add_option("--tf32", args->tf32, "what-if TF32 flags: on or off (default: A's)")
+      ->check(CLI::IsMember({"on", "off"}));
   command->add_option("--write-prediction", args->prediction_path, "write the what-if profile to this JSON file");
   command->add_flag("--roofline", args->roofline, "also print the roofline table of each side");
   command->callback([args, &context] { context.exit_code = run_compare(*args); });
@@ -139,7 +145,8 @@ void add_compare_command(CLI::App& app, CliContext& context) {
 
 void add_gpus_command(CLI::App& app, CliContext& context) {
   auto with_sources = std::make_shared<bool>(false);
-  CLI::App* command = app.add_subcommand("gpus", "list the GPU specification table used by the roofline and the what-if");
+  CLI::App* command =
+      app.add_subcommand("gpus", "list the GPU specification table used by the roofline and the what-if");
   command->add_flag("--sources", *with_sources, "also print the datasheet each row comes from");
   command->callback([with_sources, &context] {
     std::cout << core::format_gpu_spec_table(*with_sources);

@@ -13,8 +13,10 @@ void add_convert_command(CLI::App& app, CliContext& context) {
   CLI::App* command = app.add_subcommand(
       "convert", "convert LocoTrack weights (PyTorch .ckpt, .safetensors or shards) to one .safetensors file");
   auto options = std::make_shared<gpu::ConvertOptions>();
-  command->add_option("input", options->input, "weights to read: .ckpt/.pt (torch.save zip) or .safetensors, "
-                                               "a '*' pattern or the stem of shards stem-0/-1/...")
+  command
+      ->add_option("input", options->input,
+                   "weights to read: .ckpt/.pt (torch.save zip) or .safetensors, "
+                   "a '*' pattern or the stem of shards stem-0/-1/...")
       ->required();
   command->add_option("output", options->output, "the .safetensors file to write")->required();
   command->add_option("--dtype", options->dtype, "dtype of the written tensors")

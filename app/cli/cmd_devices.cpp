@@ -9,7 +9,8 @@
 namespace trackscope::app {
 
 void add_devices_command(CLI::App& app, CliContext& context) {
-  CLI::App* command = app.add_subcommand("devices", "list the CPU and every CUDA device, with runtime versions, as JSON");
+  CLI::App* command =
+      app.add_subcommand("devices", "list the CPU and every CUDA device, with runtime versions, as JSON");
   command->callback([&context] {
     nlohmann::json out;
     for (const auto& d : gpu::list_devices()) {
@@ -21,8 +22,9 @@ void add_devices_command(CLI::App& app, CliContext& context) {
                                                            std::to_string(d.compute_capability_minor)}});
     }
     const gpu::RuntimeVersions v = gpu::runtime_versions();
-    out["runtime"] = {{"libtorch", v.libtorch}, {"cuda_runtime", v.cuda_runtime}, {"cudnn", v.cudnn},
-                      {"driver", v.driver}, {"torch_cuda", v.cuda_compiled}, {"trackscope_cuda_kernels", v.kernels_compiled}};
+    out["runtime"] = {
+        {"libtorch", v.libtorch}, {"cuda_runtime", v.cuda_runtime}, {"cudnn", v.cudnn},
+        {"driver", v.driver},     {"torch_cuda", v.cuda_compiled},  {"trackscope_cuda_kernels", v.kernels_compiled}};
     std::cout << out.dump(2) << "\n";
     context.exit_code = 0;
   });

@@ -75,22 +75,24 @@ core::Expected<EvalPlan> make_plan(const EvalArguments& args, const std::vector<
   if (!extras.empty()) return core::invalid_argument(fmt::format("unknown argument '{}' (see --help)", extras.front()));
   EvalPlan plan;
   if (args.badja.empty() && args.synthetic_seed.empty()) {
-    return core::invalid_argument("nothing to evaluate: give --badja ANNOTATIONS --video VIDEO and/or --synthetic SEED");
+    return core::invalid_argument(
+        "nothing to evaluate: give --badja ANNOTATIONS --video VIDEO and/or --synthetic SEED");
   }
   if (!args.badja.empty()) {
     if (args.video.empty()) return core::invalid_argument("--badja needs --video (the clip's frames folder or file)");
     plan.badja = args.badja;
     plan.video = args.video;
     plan.masks = args.masks;
-    TRACKSCOPE_RETURN_IF_ERROR(parse_integer<int64_t>(args.end_frame, "--end-frame", -1, int64_t{1} << 40,
-                                                      plan.badja_options.end_frame));
+    TRACKSCOPE_RETURN_IF_ERROR(
+        parse_integer<int64_t>(args.end_frame, "--end-frame", -1, int64_t{1} << 40, plan.badja_options.end_frame));
     TRACKSCOPE_RETURN_IF_ERROR(plan.badja_options.check());
   } else if (!args.video.empty() || !args.masks.empty()) {
     return core::invalid_argument("--video and --masks belong to --badja");
   }
   if (!args.synthetic_seed.empty()) {
     gpu::SyntheticEvaluationOptions synthetic;
-    TRACKSCOPE_RETURN_IF_ERROR(parse_integer<uint64_t>(args.synthetic_seed, "--synthetic", 0, ~uint64_t{0}, synthetic.seed));
+    TRACKSCOPE_RETURN_IF_ERROR(
+        parse_integer<uint64_t>(args.synthetic_seed, "--synthetic", 0, ~uint64_t{0}, synthetic.seed));
     TRACKSCOPE_RETURN_IF_ERROR(parse_integer<int64_t>(args.clips, "--clips", 1, 4096, synthetic.clips));
     TRACKSCOPE_RETURN_IF_ERROR(parse_integer<int64_t>(args.frames, "--frames", 2, 4096, synthetic.data.frames));
     TRACKSCOPE_RETURN_IF_ERROR(parse_integer<int64_t>(args.points, "--points", 1, 1 << 20, synthetic.data.points));
@@ -120,9 +122,10 @@ class ProgressBar final : public core::TrackObserver {
     if (!enabled_) return;
     constexpr int kWidth = 24;
     const int filled = static_cast<int>(p.fraction * kWidth + 0.5);
-    std::fprintf(stderr, "\r%-16s [%s%s] %3d%% %-36.36s", label_.c_str(), std::string(static_cast<size_t>(filled), '#').c_str(),
-                 std::string(static_cast<size_t>(kWidth - filled), '.').c_str(), static_cast<int>(p.fraction * 100 + 0.5),
-                 p.phase.c_str());
+    std::fprintf(stderr, "\r%-16s [%s%s] %3d%% %-36.36s", label_.c_str(),
+                 std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(kWidth - filled), '.').c_str(),
+                 static_cast<int>(p.fraction * 100 + 0.5), p.phase.c_str());
     if (p.fraction >= 1.0) std::fputc('\n', stderr);
   }
 
@@ -143,8 +146,8 @@ struct RunResult {
 Json number(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
 
 Json model_json(const core::TrackerDescription& d, const std::string& requested) {
-  return {{"requested", requested}, {"name", d.model_name}, {"size", d.model_size}, {"weights", d.weights_path},
-          {"sha256", d.weights_sha256}, {"parameters", d.parameter_count}};
+  return {{"requested", requested},    {"name", d.model_name},       {"size", d.model_size},
+          {"weights", d.weights_path}, {"sha256", d.weights_sha256}, {"parameters", d.parameter_count}};
 }
 
 Json pck_json(const core::PckResult& pck, const core::BadjaAnnotations& annotations) {
@@ -154,8 +157,12 @@ Json pck_json(const core::PckResult& pck, const core::BadjaAnnotations& annotati
     for (const core::BadjaFrame& a : annotations.frames) {
       if (a.frame == f.frame) threshold = a.pck_threshold_px;
     }
-    frames.push_back({{"frame", f.frame}, {"threshold_px", threshold}, {"correct", f.correct}, {"evaluated", f.evaluated},
-                      {"pck", number(f.evaluated > 0 ? static_cast<double>(f.correct) / static_cast<double>(f.evaluated) : NAN)}});
+    frames.push_back(
+        {{"frame", f.frame},
+         {"threshold_px", threshold},
+         {"correct", f.correct},
+         {"evaluated", f.evaluated},
+         {"pck", number(f.evaluated > 0 ? static_cast<double>(f.correct) / static_cast<double>(f.evaluated) : NAN)}});
   }
   return {{"pck", number(pck.pck)}, {"correct", pck.correct}, {"evaluated", pck.evaluated}, {"per_frame", frames}};
 }
@@ -166,9 +173,13 @@ Json tapvid_json(const core::TapVidMetrics& m) {
     within.push_back(number(m.pts_within[k]));
     jaccard.push_back(number(m.jaccard[k]));
   }
-  return {{"average_jaccard", number(m.average_jaccard)}, {"average_pts_within", number(m.average_pts_within)},
-          {"occlusion_accuracy", number(m.occlusion_accuracy)}, {"pts_within", within}, {"jaccard", jaccard},
-          {"videos", m.videos}, {"evaluated_points", m.counts.evaluated_points}};
+  return {{"average_jaccard", number(m.average_jaccard)},
+          {"average_pts_within", number(m.average_pts_within)},
+          {"occlusion_accuracy", number(m.occlusion_accuracy)},
+          {"pts_within", within},
+          {"jaccard", jaccard},
+          {"videos", m.videos},
+          {"evaluated_points", m.counts.evaluated_points}};
 }
 
 Json report_json(const EvalPlan& plan, const RunResult& model, const std::optional<RunResult>& baseline) {
@@ -187,7 +198,8 @@ Json report_json(const EvalPlan& plan, const RunResult& model, const std::option
     section["annotations"] = plan.badja->string();
     section["video"] = plan.video.string();
     section["masks"] = plan.masks.empty() ? Json(nullptr) : Json(plan.masks.string());
-    section["protocol"] = "one track per visible joint of the first annotated frame; correct within 0.2 sqrt(foreground area) px";
+    section["protocol"] =
+        "one track per visible joint of the first annotated frame; correct within 0.2 sqrt(foreground area) px";
     section["video_size"] = {b.annotations.width, b.annotations.height};
     section["frames"] = {b.first_frame, b.end_frame};
     section["tracks"] = b.queries.size();
@@ -216,10 +228,12 @@ Json report_json(const EvalPlan& plan, const RunResult& model, const std::option
 void print_badja(const EvalPlan& plan, const RunResult& model, const std::optional<RunResult>& baseline) {
   const core::BadjaEvaluation& b = *model.badja;
   std::printf("BADJA %s on %s (%dx%d): frames [%lld, %lld), %zu tracks, PCK within 0.2 sqrt(area)\n",
-              plan.badja->filename().string().c_str(), plan.video.string().c_str(), b.annotations.width, b.annotations.height,
-              static_cast<long long>(b.first_frame), static_cast<long long>(b.end_frame), b.queries.size());
+              plan.badja->filename().string().c_str(), plan.video.string().c_str(), b.annotations.width,
+              b.annotations.height, static_cast<long long>(b.first_frame), static_cast<long long>(b.end_frame),
+              b.queries.size());
   auto row = [](const char* name, const core::PckResult& p) {
-    std::printf("  %-24s %6.3f  (%lld / %lld)\n", name, p.pck, static_cast<long long>(p.correct), static_cast<long long>(p.evaluated));
+    std::printf("  %-24s %6.3f  (%lld / %lld)\n", name, p.pck, static_cast<long long>(p.correct),
+                static_cast<long long>(p.evaluated));
   };
   row("model", b.pck);
   row("stationary", b.stationary);
@@ -242,8 +256,9 @@ void print_badja(const EvalPlan& plan, const RunResult& model, const std::option
 void print_synthetic(const EvalPlan& plan, const RunResult& model, const std::optional<RunResult>& baseline) {
   const gpu::SyntheticEvaluationOptions& o = *plan.synthetic;
   std::printf("synthetic seed %llu: %lld clips x %lld frames x %lld points, %lldx%lld, query-first, at 256x256\n",
-              static_cast<unsigned long long>(o.seed), static_cast<long long>(o.clips), static_cast<long long>(o.data.frames),
-              static_cast<long long>(o.data.points), static_cast<long long>(o.data.width), static_cast<long long>(o.data.height));
+              static_cast<unsigned long long>(o.seed), static_cast<long long>(o.clips),
+              static_cast<long long>(o.data.frames), static_cast<long long>(o.data.points),
+              static_cast<long long>(o.data.width), static_cast<long long>(o.data.height));
   std::printf("  %-24s %6s %9s %9s\n", "", "AJ", "delta_avg", "occ_acc");
   auto row = [](const char* name, const core::TapVidMetrics& m) {
     std::printf("  %-24s %6.3f %9.3f %9.3f\n", name, m.average_jaccard, m.average_pts_within, m.occlusion_accuracy);
@@ -279,8 +294,8 @@ core::Expected<core::BadjaAnnotations> load_annotations(const EvalPlan& plan) {
   return annotations;
 }
 
-core::Expected<RunResult> run_tracker(core::TrackerFactory& factory, const core::TrackerOptions& options, const EvalPlan& plan,
-                                      EvalInputs& inputs, const std::string& label) {
+core::Expected<RunResult> run_tracker(core::TrackerFactory& factory, const core::TrackerOptions& options,
+                                      const EvalPlan& plan, EvalInputs& inputs, const std::string& label) {
   core::Expected<std::unique_ptr<core::PointTracker>> tracker = factory.create(options);
   if (!tracker) return tracker.status().with_context(fmt::format("loading {} '{}'", label, options.model));
   RunResult result;
@@ -334,7 +349,7 @@ int run_eval(const EvalArguments& args, const std::vector<std::string>& extras) 
   if (!plan->baseline_weights.empty()) {
     core::TrackerOptions options = plan->tracker;
     options.model = plan->baseline_weights;
-    options.device = model->description.device.id;   // the same device as the model, also for "auto"
+    options.device = model->description.device.id;  // the same device as the model, also for "auto"
     core::Expected<RunResult> random = run_tracker(*factory, options, *plan, inputs, "random weights");
     if (!random) return fail(random.status(), 1);
     baseline = std::move(*random);
@@ -357,30 +372,44 @@ int run_eval(const EvalArguments& args, const std::vector<std::string>& extras) 
 
 void add_eval_command(CLI::App& app, CliContext& context) {
   CLI::App* command = app.add_subcommand(
-      "eval", "accuracy on BADJA (PCK) and/or seeded synthetic clips (TAP-Vid AJ, delta_avg, occlusion accuracy), "
-              "next to the 'does not move' and random-weights baselines");
+      "eval",
+      "accuracy on BADJA (PCK) and/or seeded synthetic clips (TAP-Vid AJ, delta_avg, occlusion accuracy), "
+      "next to the 'does not move' and random-weights baselines");
   auto args = std::make_shared<EvalArguments>();
-  command->add_option("--badja", args->badja, "BADJA joint annotations: derived CSV (with thresholds) or BADJA JSON (needs --masks)");
+  command->add_option("--badja", args->badja,
+                      "BADJA joint annotations: derived CSV (with thresholds) or BADJA JSON (needs --masks)");
   command->add_option("--video", args->video, "the annotated clip: frames folder, image pattern or video file");
-  command->add_option("--masks", args->masks, "folder of per-frame foreground masks (00026.png ...): PCK thresholds 0.2 sqrt(area)");
-  command->add_option("--end-frame", args->end_frame, "BADJA: track frames [0, N) only, score the annotated frames inside (-1 = all)")
-      ->type_name("INT")->capture_default_str();
-  command->add_option("--synthetic", args->synthetic_seed, "synthetic clips from this seed (1000000 = the trainer's validation set)")
+  command->add_option("--masks", args->masks,
+                      "folder of per-frame foreground masks (00026.png ...): PCK thresholds 0.2 sqrt(area)");
+  command
+      ->add_option("--end-frame", args->end_frame,
+                   "BADJA: track frames [0, N) only, score the annotated frames inside (-1 = all)")
+      ->type_name("INT")
+      ->capture_default_str();
+  command
+      ->add_option("--synthetic", args->synthetic_seed,
+                   "synthetic clips from this seed (1000000 = the trainer's validation set)")
       ->type_name("SEED");
   command->add_option("--clips", args->clips, "synthetic clips")->type_name("INT")->capture_default_str();
   command->add_option("--frames", args->frames, "frames per synthetic clip")->type_name("INT")->capture_default_str();
-  command->add_option("--points", args->points, "query points per synthetic clip")->type_name("INT")->capture_default_str();
-  command->add_option("--model", args->model, "default, small, base (official checkpoints) or a weights file")->capture_default_str();
+  command->add_option("--points", args->points, "query points per synthetic clip")
+      ->type_name("INT")
+      ->capture_default_str();
+  command->add_option("--model", args->model, "default, small, base (official checkpoints) or a weights file")
+      ->capture_default_str();
   command->add_option("--device", args->device, "auto, cpu, cuda, cuda:N")->capture_default_str();
   command->add_option("--precision", args->precision, "fp32 (exact), tf32, bf16, fp16")->capture_default_str();
-  command->add_option("--resize", args->resize, "lanczos (PIL Lanczos to 256x256, as the official evaluation) or bilinear")
+  command
+      ->add_option("--resize", args->resize, "lanczos (PIL Lanczos to 256x256, as the official evaluation) or bilinear")
       ->capture_default_str();
-  command->add_option("--baseline-weights", args->baseline_weights, "random weights of the same model: a second, baseline run");
+  command->add_option("--baseline-weights", args->baseline_weights,
+                      "random weights of the same model: a second, baseline run");
   command->add_option("--json", args->json, "write the results here");
-  command->add_option("--threads", args->threads, "CPU threads for LibTorch (0 = leave the default)")->type_name("INT")
+  command->add_option("--threads", args->threads, "CPU threads for LibTorch (0 = leave the default)")
+      ->type_name("INT")
       ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bars");
-  command->allow_extras();   // reported by run_eval as a bad argument (exit 2) like every other argument error
+  command->allow_extras();  // reported by run_eval as a bad argument (exit 2) like every other argument error
   command->callback([&context, args, command] { context.exit_code = run_eval(*args, command->remaining()); });
 }
 

@@ -16,7 +16,8 @@ nlohmann::json video_info_json(const core::VideoInfo& info) {
           {"codec", info.codec},
           {"width", info.width},
           {"height", info.height},
-          {"frame_rate", {{"num", info.frame_rate.num}, {"den", info.frame_rate.den}, {"fps", info.frame_rate.to_double()}}},
+          {"frame_rate",
+           {{"num", info.frame_rate.num}, {"den", info.frame_rate.den}, {"fps", info.frame_rate.to_double()}}},
           {"frame_count", info.frame_count},
           {"duration_us", info.duration_us},
           {"rotation_deg", info.rotation_deg},
@@ -26,7 +27,8 @@ nlohmann::json video_info_json(const core::VideoInfo& info) {
 }  // namespace
 
 void add_info_command(CLI::App& app, CliContext& context) {
-  CLI::App* command = app.add_subcommand("info", "print a video's metadata (size, frame rate, exact frame count, ...) as JSON");
+  CLI::App* command =
+      app.add_subcommand("info", "print a video's metadata (size, frame rate, exact frame count, ...) as JSON");
   auto video = std::make_shared<std::string>();
   command->add_option("video", *video, "video file, image folder or image pattern (dir/%05d.jpg)")->required();
   command->callback([&context, video] {

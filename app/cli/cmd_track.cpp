@@ -59,8 +59,8 @@ class ProgressBar final : public core::TrackObserver {
     constexpr int kWidth = 30;
     const int filled = static_cast<int>(p.fraction * kWidth + 0.5);
     std::fprintf(stderr, "\r[%s%s] %3d%% %-28s", std::string(static_cast<size_t>(filled), '#').c_str(),
-                 std::string(static_cast<size_t>(kWidth - filled), '.').c_str(), static_cast<int>(p.fraction * 100 + 0.5),
-                 p.phase.c_str());
+                 std::string(static_cast<size_t>(kWidth - filled), '.').c_str(),
+                 static_cast<int>(p.fraction * 100 + 0.5), p.phase.c_str());
     if (p.fraction >= 1.0) std::fputc('\n', stderr);
   }
 
@@ -70,9 +70,9 @@ class ProgressBar final : public core::TrackObserver {
 
 // The output format from the file name: .csv, .json, .npz (TAP-Vid), _dlc.csv (DeepLabCut), _coco.json.
 std::optional<core::io::TrackFormat> format_of(const std::string& path) {
-  for (const core::io::TrackFormat f : {core::io::TrackFormat::deeplabcut_csv, core::io::TrackFormat::coco_json,
-                                        core::io::TrackFormat::csv, core::io::TrackFormat::json,
-                                        core::io::TrackFormat::tapvid_npz}) {
+  for (const core::io::TrackFormat f :
+       {core::io::TrackFormat::deeplabcut_csv, core::io::TrackFormat::coco_json, core::io::TrackFormat::csv,
+        core::io::TrackFormat::json, core::io::TrackFormat::tapvid_npz}) {
     if (ends_with(path, core::io::default_suffix(f))) return f;
   }
   return std::nullopt;
@@ -167,13 +167,13 @@ int run_track(const TrackArguments& args) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const double device_peak_mib = static_cast<double>(gpu::peak_device_memory_bytes(description.device.id)) / (1 << 20);
-  std::fprintf(stderr,
-               "tracked %zu points over %lld frames in %.2f s on %s (%s, %s); peak host RSS %.0f MiB%s; wrote %s\n",
-               tracks->tracks.size(), static_cast<long long>(tracks->frame_count), seconds, description.device.id.c_str(),
-               description.model_name.c_str(), core::to_string(description.precision),
-               static_cast<double>(usage.ru_maxrss) / 1024.0,
-               description.device.is_cuda() ? fmt::format(", peak device memory {:.0f} MiB", device_peak_mib).c_str() : "",
-               args.out.c_str());
+  std::fprintf(
+      stderr, "tracked %zu points over %lld frames in %.2f s on %s (%s, %s); peak host RSS %.0f MiB%s; wrote %s\n",
+      tracks->tracks.size(), static_cast<long long>(tracks->frame_count), seconds, description.device.id.c_str(),
+      description.model_name.c_str(), core::to_string(description.precision),
+      static_cast<double>(usage.ru_maxrss) / 1024.0,
+      description.device.is_cuda() ? fmt::format(", peak device memory {:.0f} MiB", device_peak_mib).c_str() : "",
+      args.out.c_str());
   return 0;
 }
 
@@ -184,9 +184,10 @@ void add_track_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<TrackArguments>();
   command->add_option("video", args->video, "video file, image folder or image pattern")->required();
   command->add_option("--queries", args->queries, "CSV with a 'frame,x,y' header (original-video pixels)")->required();
-  command->add_option("--out", args->out,
-                      "tracks.csv (one row per track and frame), .json, .npz (TAP-Vid), _dlc.csv, _coco.json, or a "
-                      ".trackscope project the GUI opens")
+  command
+      ->add_option("--out", args->out,
+                   "tracks.csv (one row per track and frame), .json, .npz (TAP-Vid), _dlc.csv, _coco.json, or a "
+                   ".trackscope project the GUI opens")
       ->required();
   command->add_option("--view-frame", args->view_frame, "frame a .trackscope project opens on")->capture_default_str();
   command->add_option("--model", args->model, "default, small, base (official checkpoints) or a weights file")
@@ -200,7 +201,8 @@ void add_track_command(CLI::App& app, CliContext& context) {
       ->capture_default_str();
   command->add_option("--first", args->first_frame, "first frame to track")->capture_default_str();
   command->add_option("--end", args->end_frame, "one past the last frame (-1 = to the end)")->capture_default_str();
-  command->add_option("--threads", args->threads, "CPU threads for LibTorch (0 = leave the default)")->capture_default_str();
+  command->add_option("--threads", args->threads, "CPU threads for LibTorch (0 = leave the default)")
+      ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bar");
   command->callback([&context, args] { context.exit_code = run_track(*args); });
 }

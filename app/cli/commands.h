@@ -14,13 +14,13 @@ struct CliContext {
 
 void add_devices_command(CLI::App& app, CliContext& context);
 void add_convert_command(CLI::App& app, CliContext& context);
-void add_compare_command(CLI::App& app, CliContext& context);   // cmd_compare.cpp
-void add_gpus_command(CLI::App& app, CliContext& context);      // cmd_compare.cpp
+void add_compare_command(CLI::App& app, CliContext& context);  // cmd_compare.cpp
+void add_gpus_command(CLI::App& app, CliContext& context);     // cmd_compare.cpp
 void add_info_command(CLI::App& app, CliContext& context);
 void add_frames_command(CLI::App& app, CliContext& context);
 void add_bench_video_command(CLI::App& app, CliContext& context);
 void add_track_command(CLI::App& app, CliContext& context);
-void add_eval_command(CLI::App& app, CliContext& context);      // cmd_eval.cpp
+void add_eval_command(CLI::App& app, CliContext& context);  // cmd_eval.cpp
 /// `command_line` is recorded in the bench JSON.
 void add_bench_command(CLI::App& app, CliContext& context, std::string command_line);
 

@@ -28,7 +28,8 @@ namespace log = trackscope::core::log;
 
 void write_to_stderr(log::Level level, std::string_view text) {
   const std::string time = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss.zzz")).toStdString();
-  std::fprintf(stderr, "%s [%s] %.*s\n", time.c_str(), log::to_string(level), static_cast<int>(text.size()), text.data());
+  std::fprintf(stderr, "%s [%s] %.*s\n", time.c_str(), log::to_string(level), static_cast<int>(text.size()),
+               text.data());
 }
 
 void route_qt_message(QtMsgType type, const QMessageLogContext& /*context*/, const QString& message) {

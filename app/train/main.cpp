@@ -2,8 +2,8 @@
 // validate) and prints a JSON summary; resumable from its checkpoint folder. See docs/training.md.
 //
 //   trackscope-train --model locotrack-small --out runs/s --minutes 8 --batch 4
-//   trackscope-train --model locotrack-small --out runs/s --continue --minutes 8   # resumes when runs/s has a checkpoint
-//   trackscope-train --data-bench 20 --device cpu --batch 1 --frames 24      # generator throughput only
+//   trackscope-train --model locotrack-small --out runs/s --continue --minutes 8   # resumes when runs/s has a
+//   checkpoint trackscope-train --data-bench 20 --device cpu --batch 1 --frames 24      # generator throughput only
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -19,8 +19,10 @@ namespace {
 using namespace trackscope;
 
 nlohmann::json metrics_json(const core::TapVidMetrics& m) {
-  return {{"average_jaccard", m.average_jaccard}, {"average_pts_within", m.average_pts_within},
-          {"occlusion_accuracy", m.occlusion_accuracy}, {"videos", m.videos}};
+  return {{"average_jaccard", m.average_jaccard},
+          {"average_pts_within", m.average_pts_within},
+          {"occlusion_accuracy", m.occlusion_accuracy},
+          {"videos", m.videos}};
 }
 
 }  // namespace
@@ -32,15 +34,20 @@ int main(int argc, char** argv) {
   double max_shard_mib = 15.0;
   bool no_self_check = false, no_cycle_momentum = false, verbose = false;
 
-  CLI::App app{"trackscope-train: train a tracker on synthetic video (one call: self-check, train, checkpoint, validate)"};
-  app.add_option("--model", o.model, "model to train (a name gpu/training/trainable_models.cpp knows)")->capture_default_str();
+  CLI::App app{
+      "trackscope-train: train a tracker on synthetic video (one call: self-check, train, checkpoint, validate)"};
+  app.add_option("--model", o.model, "model to train (a name gpu/training/trainable_models.cpp knows)")
+      ->capture_default_str();
   app.add_option("--out", o.output_dir, "folder for the checkpoint, train_log.jsonl and validation.json");
   app.add_option("--device", o.device, "auto, cpu, cuda, cuda:N")->capture_default_str();
   app.add_option("--precision", precision, "bf16 (autocast on CUDA), tf32 or fp32")->capture_default_str();
-  app.add_option("--minutes", o.max_minutes, "wall-clock budget of the training loop (final checkpoint and validation come on top)");
+  app.add_option("--minutes", o.max_minutes,
+                 "wall-clock budget of the training loop (final checkpoint and validation come on top)");
   app.add_option("--steps", o.max_steps, "optimiser steps in this call (0 = no limit)");
-  app.add_option("--resume", o.resume_from, "checkpoint folder to continue from (weights*.safetensors, trainer_state.json, optimizer.pt)");
-  app.add_flag("--continue", o.continue_in_output, "resume from --out if it holds a checkpoint, else start fresh (same command every call)");
+  app.add_option("--resume", o.resume_from,
+                 "checkpoint folder to continue from (weights*.safetensors, trainer_state.json, optimizer.pt)");
+  app.add_flag("--continue", o.continue_in_output,
+               "resume from --out if it holds a checkpoint, else start fresh (same command every call)");
   app.add_option("--init-weights", o.init_weights, "weights (.safetensors) to start a fresh run from");
   app.add_option("--model-seed", o.model_seed, "seed of the model's initialisation")->capture_default_str();
   app.add_option("--batch", o.data.batch_size, "clips per step")->capture_default_str();
@@ -49,7 +56,8 @@ int main(int argc, char** argv) {
   app.add_option("--size", size_px, "clip height and width in px")->capture_default_str();
   app.add_option("--min-objects", o.data.min_objects, "fewest foreground objects per clip")->capture_default_str();
   app.add_option("--max-objects", o.data.max_objects, "most foreground objects per clip")->capture_default_str();
-  app.add_option("--query-first", o.data.query_first_fraction, "share of training queries on frame 0")->capture_default_str();
+  app.add_option("--query-first", o.data.query_first_fraction, "share of training queries on frame 0")
+      ->capture_default_str();
   app.add_option("--object-speed", o.data.max_object_speed, "fastest object motion, image half-widths per clip")
       ->capture_default_str();
   app.add_option("--limbs", o.data.limb_fraction, "share of objects that are swinging limbs")->capture_default_str();
@@ -58,24 +66,33 @@ int main(int argc, char** argv) {
   app.add_option("--temporal-blur", o.data.max_temporal_blur,
                  "largest weight of each neighbouring frame in a frame (half the clips)")
       ->capture_default_str();
-  app.add_option("--data-seed", o.data_seed, "seed of the training stream (batch s = f(seed, s))")->capture_default_str();
-  app.add_option("--val-clips", o.validation_clips, "clips in the fixed validation set (0 = no validation)")->capture_default_str();
+  app.add_option("--data-seed", o.data_seed, "seed of the training stream (batch s = f(seed, s))")
+      ->capture_default_str();
+  app.add_option("--val-clips", o.validation_clips, "clips in the fixed validation set (0 = no validation)")
+      ->capture_default_str();
   app.add_option("--val-batch", o.validation_data.batch_size, "clips per validation batch")->capture_default_str();
   app.add_option("--val-seed", o.validation_seed, "seed of the validation set")->capture_default_str();
-  app.add_option("--val-every", o.validation_every_steps, "validate every N steps (0 = at the end only)")->capture_default_str();
+  app.add_option("--val-every", o.validation_every_steps, "validate every N steps (0 = at the end only)")
+      ->capture_default_str();
   app.add_option("--lr", o.optimizer.learning_rate, "peak learning rate")->capture_default_str();
   app.add_option("--weight-decay", o.optimizer.weight_decay, "AdamW weight decay")->capture_default_str();
-  app.add_option("--beta1", o.optimizer.beta1, "AdamW beta1 (one-cycle with momentum cycling overrides it)")->capture_default_str();
+  app.add_option("--beta1", o.optimizer.beta1, "AdamW beta1 (one-cycle with momentum cycling overrides it)")
+      ->capture_default_str();
   app.add_option("--beta2", o.optimizer.beta2, "AdamW beta2")->capture_default_str();
   app.add_option("--clip", o.optimizer.gradient_clip_norm, "gradient clipping norm (0 = off)")->capture_default_str();
   app.add_option("--schedule", schedule, "one-cycle, cosine or constant")->capture_default_str();
-  app.add_option("--schedule-steps", o.schedule.total_steps, "steps the schedule spans over the whole run (all calls)")->capture_default_str();
-  app.add_option("--warmup", o.schedule.warmup_fraction, "warm-up share of the schedule (one-cycle pct_start)")->capture_default_str();
+  app.add_option("--schedule-steps", o.schedule.total_steps, "steps the schedule spans over the whole run (all calls)")
+      ->capture_default_str();
+  app.add_option("--warmup", o.schedule.warmup_fraction, "warm-up share of the schedule (one-cycle pct_start)")
+      ->capture_default_str();
   app.add_flag("--no-cycle-momentum", no_cycle_momentum, "one-cycle: keep beta1 fixed");
   app.add_option("--log-every", o.log_every_steps, "steps per train_log.jsonl line")->capture_default_str();
-  app.add_option("--checkpoint-every-steps", o.checkpoint_every_steps, "also checkpoint every N steps (0 = off)")->capture_default_str();
-  app.add_option("--checkpoint-every-minutes", o.checkpoint_every_minutes, "also checkpoint every M minutes (0 = off)")->capture_default_str();
-  app.add_option("--weights-dtype", weights_dtype, "dtype of the checkpoint weights: fp32, bf16, fp16")->capture_default_str();
+  app.add_option("--checkpoint-every-steps", o.checkpoint_every_steps, "also checkpoint every N steps (0 = off)")
+      ->capture_default_str();
+  app.add_option("--checkpoint-every-minutes", o.checkpoint_every_minutes, "also checkpoint every M minutes (0 = off)")
+      ->capture_default_str();
+  app.add_option("--weights-dtype", weights_dtype, "dtype of the checkpoint weights: fp32, bf16, fp16")
+      ->capture_default_str();
   app.add_option("--max-shard-mib", max_shard_mib, "split weights files above this size")->capture_default_str();
   app.add_flag("--no-self-check", no_self_check, "skip the generator/forward/backward self-check");
   app.add_option("--summary-json", summary_path, "also write the summary JSON here");
@@ -117,9 +134,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "trackscope-train: %s\n", bench.status().message().c_str());
       return 1;
     }
-    const nlohmann::json out = {{"benchmark", "synthetic_data"}, {"device", bench->device}, {"batch_size", o.data.batch_size},
-                                {"frames", o.data.frames}, {"size_px", size_px}, {"points", o.data.points},
-                                {"batches", bench->batches}, {"seconds", bench->seconds}, {"clips_per_second", bench->clips_per_second}};
+    const nlohmann::json out = {
+        {"benchmark", "synthetic_data"}, {"device", bench->device},   {"batch_size", o.data.batch_size},
+        {"frames", o.data.frames},       {"size_px", size_px},        {"points", o.data.points},
+        {"batches", bench->batches},     {"seconds", bench->seconds}, {"clips_per_second", bench->clips_per_second}};
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -129,12 +147,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "trackscope-train: %s\n", summary.status().message().c_str());
     return 1;
   }
-  nlohmann::json out = {{"first_step", summary->first_step}, {"last_step", summary->last_step},
-                        {"train_seconds", summary->train_seconds}, {"steps_per_second", summary->steps_per_second},
-                        {"clips_per_second", summary->clips_per_second}, {"last_loss", summary->last_loss},
+  nlohmann::json out = {{"first_step", summary->first_step},
+                        {"last_step", summary->last_step},
+                        {"train_seconds", summary->train_seconds},
+                        {"steps_per_second", summary->steps_per_second},
+                        {"clips_per_second", summary->clips_per_second},
+                        {"last_loss", summary->last_loss},
                         {"checkpoint", summary->checkpoint_dir.string()}};
   if (summary->validation) {
-    out["validation"] = {{"step", summary->validation->step}, {"loss", summary->validation->loss},
+    out["validation"] = {{"step", summary->validation->step},
+                         {"loss", summary->validation->loss},
                          {"model", metrics_json(summary->validation->metrics)},
                          {"stationary", metrics_json(summary->validation->stationary_baseline)}};
   }

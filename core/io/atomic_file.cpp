@@ -112,11 +112,13 @@ Status write_file_atomically(const fs::path& path, std::string_view contents, co
 Expected<std::string> read_file(const fs::path& path, size_t max_bytes) {
   std::error_code error;
   if (!fs::exists(path, error)) return not_found(fmt::format("'{}' does not exist", path.string()));
-  if (fs::is_directory(path, error)) return invalid_argument(fmt::format("'{}' is a folder, not a file", path.string()));
+  if (fs::is_directory(path, error))
+    return invalid_argument(fmt::format("'{}' is a folder, not a file", path.string()));
   const auto size = fs::file_size(path, error);
   if (error) return io_error(fmt::format("cannot read '{}': {}", path.string(), error.message()));
   if (size > max_bytes) {
-    return invalid_argument(fmt::format("'{}' is {} bytes, more than the {} this reader accepts", path.string(), size, max_bytes));
+    return invalid_argument(
+        fmt::format("'{}' is {} bytes, more than the {} this reader accepts", path.string(), size, max_bytes));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return io_error(fmt::format("cannot open '{}' for reading", path.string()));

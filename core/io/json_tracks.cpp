@@ -39,7 +39,8 @@ std::vector<float> float_array(const json& object, const char* key, const std::s
   if (!array.is_array()) fail(here, "expected an array");
   std::vector<float> values;
   values.reserve(array.size());
-  for (size_t i = 0; i < array.size(); ++i) values.push_back(static_cast<float>(number(array[i], fmt::format("{}[{}]", here, i))));
+  for (size_t i = 0; i < array.size(); ++i)
+    values.push_back(static_cast<float>(number(array[i], fmt::format("{}[{}]", here, i))));
   return values;
 }
 
@@ -65,8 +66,9 @@ PointTrack track_from_json(const json& value, const std::string& where) {
   if (!visible.is_array()) fail(where + ".visible", "expected an array");
   const size_t n = x.size();
   if (y.size() != n || p_occluded.size() != n || p_far.size() != n || visible.size() != n) {
-    fail(where, fmt::format("x, y, visible, p_occluded and p_far must have one entry per frame (got {}, {}, {}, {}, {})",
-                            n, y.size(), visible.size(), p_occluded.size(), p_far.size()));
+    fail(where,
+         fmt::format("x, y, visible, p_occluded and p_far must have one entry per frame (got {}, {}, {}, {}, {})", n,
+                     y.size(), visible.size(), p_occluded.size(), p_far.size()));
   }
   track.points.resize(n);
   for (size_t i = 0; i < n; ++i) {
@@ -77,7 +79,8 @@ PointTrack track_from_json(const json& value, const std::string& where) {
     point.p_occluded = p_occluded[i];
     point.p_far = p_far[i];
     if (!(point.p_occluded >= 0.0f && point.p_occluded <= 1.0f && point.p_far >= 0.0f && point.p_far <= 1.0f)) {
-      fail(fmt::format("{} frame {}", where, track.first_frame + static_cast<int64_t>(i)), "probabilities must lie in [0, 1]");
+      fail(fmt::format("{} frame {}", where, track.first_frame + static_cast<int64_t>(i)),
+           "probabilities must lie in [0, 1]");
     }
   }
   if (auto it = value.find("keyframes"); it != value.end()) {
@@ -86,7 +89,8 @@ PointTrack track_from_json(const json& value, const std::string& where) {
       const std::string here = fmt::format("{}.keyframes[{}]", where, i);
       const int64_t frame = integer((*it)[i], here);
       if (!track.covers(frame)) fail(here, fmt::format("frame {} is not covered by the track", frame));
-      if (!result.keyframes.empty() && result.keyframes.back() >= frame) fail(here, "keyframes must be sorted and unique");
+      if (!result.keyframes.empty() && result.keyframes.back() >= frame)
+        fail(here, "keyframes must be sorted and unique");
       result.keyframes.push_back(frame);
     }
   }

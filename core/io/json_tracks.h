@@ -23,7 +23,9 @@ struct SchemaError {
   std::string message;
 };
 
-[[noreturn]] inline void fail(const std::string& where, const std::string& what) { throw SchemaError{where + ": " + what}; }
+[[noreturn]] inline void fail(const std::string& where, const std::string& what) {
+  throw SchemaError{where + ": " + what};
+}
 
 inline const json& field(const json& object, const char* key, const std::string& where) {
   if (!object.is_object()) fail(where, "expected an object");
@@ -51,7 +53,8 @@ inline std::string text(const json& value, const std::string& where) {
 
 inline bool boolean(const json& value, const std::string& where) {
   if (value.is_boolean()) return value.get<bool>();
-  if (value.is_number_integer() && (value.get<int64_t>() == 0 || value.get<int64_t>() == 1)) return value.get<int64_t>() == 1;
+  if (value.is_number_integer() && (value.get<int64_t>() == 0 || value.get<int64_t>() == 1))
+    return value.get<int64_t>() == 1;
   fail(where, "expected true/false (or 0/1)");
 }
 

@@ -97,11 +97,13 @@ Expected<NpyArray> parse_npy(std::string_view bytes, std::string name) {
   const int major = static_cast<unsigned char>(bytes[6]);
   size_t header_length = 0, header_start = 0;
   if (major == 1) {
-    header_length = static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    header_length =
+        static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     header_start = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return corrupt_data(fmt::format("{}.npy: truncated header", name));
-    for (int i = 0; i < 4; ++i) header_length |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      header_length |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
     header_start = 12;
   } else {
     return unsupported(fmt::format("{}.npy: .npy format version {} is not supported", name, major));
@@ -122,9 +124,11 @@ Expected<NpyArray> parse_npy(std::string_view bytes, std::string name) {
   if (array.dtype == "<b1" || array.dtype == "?") array.dtype = "|b1";
   if (array.dtype == "<u1") array.dtype = "|u1";
   if (array.element_size() == 0) {
-    return unsupported(fmt::format("{}.npy: dtype '{}' is not supported (float32/64, int32/64, uint8, bool)", array.name, array.dtype));
+    return unsupported(fmt::format("{}.npy: dtype '{}' is not supported (float32/64, int32/64, uint8, bool)",
+                                   array.name, array.dtype));
   }
-  if (order[1].str() == "True") return unsupported(fmt::format("{}.npy: Fortran-ordered arrays are not supported", array.name));
+  if (order[1].str() == "True")
+    return unsupported(fmt::format("{}.npy: Fortran-ordered arrays are not supported", array.name));
   static const std::regex kExtent(R"(\d+)");
   const std::string extents = shape[1].str();
   for (std::sregex_iterator it(extents.begin(), extents.end(), kExtent), end; it != end; ++it) {
@@ -147,7 +151,7 @@ Status write_npz(const std::filesystem::path& path, const std::vector<NpyArray>&
   zip_error_init(&error);
   zip_source_t* buffer = zip_source_buffer_create(nullptr, 0, 0, &error);
   if (buffer == nullptr) return internal_error(fmt::format("libzip: {}", zip_error_strerror(&error)));
-  zip_source_keep(buffer);   // read the finished archive back out of it after zip_close
+  zip_source_keep(buffer);  // read the finished archive back out of it after zip_close
   ZipHandle archive(zip_open_from_source(buffer, ZIP_TRUNCATE, &error));
   if (!archive) {
     zip_source_free(buffer);
@@ -158,7 +162,8 @@ Status write_npz(const std::filesystem::path& path, const std::vector<NpyArray>&
   for (const NpyArray& array : arrays) {
     members.push_back(npy_bytes(array));
     zip_source_t* member = zip_source_buffer(archive.get(), members.back().data(), members.back().size(), 0);
-    const zip_int64_t index = member ? zip_file_add(archive.get(), (array.name + ".npy").c_str(), member, ZIP_FL_ENC_UTF_8) : -1;
+    const zip_int64_t index =
+        member ? zip_file_add(archive.get(), (array.name + ".npy").c_str(), member, ZIP_FL_ENC_UTF_8) : -1;
     if (index < 0) {
       if (member) zip_source_free(member);
       zip_source_free(buffer);
@@ -171,7 +176,7 @@ Status write_npz(const std::filesystem::path& path, const std::vector<NpyArray>&
     zip_source_free(buffer);
     return internal_error(fmt::format("libzip: writing the archive: {}", message));
   }
-  archive.release();   // zip_close freed it
+  archive.release();  // zip_close freed it
   std::string bytes;
   zip_stat_t stat;
   if (zip_source_stat(buffer, &stat) == 0 && zip_source_open(buffer) == 0) {
@@ -192,7 +197,8 @@ Expected<std::vector<NpyArray>> read_npz(const std::filesystem::path& path) {
   ZipHandle archive(zip_open(path.c_str(), ZIP_RDONLY, &code));
   if (!archive) {
     if (code == ZIP_ER_NOZIP || code == ZIP_ER_INCONS) {
-      return corrupt_data(fmt::format("'{}' is not a readable .npz (zip) archive: {}", path.string(), zip_message(code)));
+      return corrupt_data(
+          fmt::format("'{}' is not a readable .npz (zip) archive: {}", path.string(), zip_message(code)));
     }
     return io_error(fmt::format("cannot open '{}': {}", path.string(), zip_message(code)));
   }
@@ -205,7 +211,8 @@ Expected<std::vector<NpyArray>> read_npz(const std::filesystem::path& path) {
     if (name.size() < 4 || name.substr(name.size() - 4) != ".npy") continue;
     if (stat.size > kMaxMemberBytes) return unsupported(fmt::format("{} in '{}' is too large", name, path.string()));
     zip_file_t* file = zip_fopen_index(archive.get(), static_cast<zip_uint64_t>(i), 0);
-    if (file == nullptr) return corrupt_data(fmt::format("'{}': cannot read {}: {}", path.string(), name, zip_strerror(archive.get())));
+    if (file == nullptr)
+      return corrupt_data(fmt::format("'{}': cannot read {}: {}", path.string(), name, zip_strerror(archive.get())));
     std::string bytes(static_cast<size_t>(stat.size), '\0');
     const zip_int64_t got = zip_fread(file, bytes.data(), stat.size);
     const bool ok = got == static_cast<zip_int64_t>(stat.size);

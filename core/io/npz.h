@@ -22,13 +22,13 @@
 namespace trackscope::core::io {
 
 struct NpyArray {
-  std::string name;                 // member name without ".npy"
-  std::string dtype;                // numpy descr: "<f4", "<f8", "<i4", "<i8", "|u1", "|b1"
+  std::string name;   // member name without ".npy"
+  std::string dtype;  // numpy descr: "<f4", "<f8", "<i4", "<i8", "|u1", "|b1"
   std::vector<size_t> shape;
-  std::vector<std::byte> data;      // C order, little-endian
+  std::vector<std::byte> data;  // C order, little-endian
 
   size_t element_count() const;
-  size_t element_size() const;      // bytes of one element of dtype (0: unknown dtype)
+  size_t element_size() const;  // bytes of one element of dtype (0: unknown dtype)
 
   template <typename T>
   static NpyArray of(std::string name, std::vector<size_t> shape, const std::vector<T>& values);
@@ -39,12 +39,30 @@ struct NpyArray {
 /// The descr of T ("<f4" for float, "|b1" for bool, ...).
 template <typename T>
 constexpr const char* npy_dtype();
-template <> constexpr const char* npy_dtype<float>() { return "<f4"; }
-template <> constexpr const char* npy_dtype<double>() { return "<f8"; }
-template <> constexpr const char* npy_dtype<int32_t>() { return "<i4"; }
-template <> constexpr const char* npy_dtype<int64_t>() { return "<i8"; }
-template <> constexpr const char* npy_dtype<uint8_t>() { return "|u1"; }
-template <> constexpr const char* npy_dtype<bool>() { return "|b1"; }
+template <>
+constexpr const char* npy_dtype<float>() {
+  return "<f4";
+}
+template <>
+constexpr const char* npy_dtype<double>() {
+  return "<f8";
+}
+template <>
+constexpr const char* npy_dtype<int32_t>() {
+  return "<i4";
+}
+template <>
+constexpr const char* npy_dtype<int64_t>() {
+  return "<i8";
+}
+template <>
+constexpr const char* npy_dtype<uint8_t>() {
+  return "|u1";
+}
+template <>
+constexpr const char* npy_dtype<bool>() {
+  return "|b1";
+}
 
 template <typename T>
 NpyArray NpyArray::of(std::string name, std::vector<size_t> shape, const std::vector<T>& values) {
@@ -53,7 +71,7 @@ NpyArray NpyArray::of(std::string name, std::vector<size_t> shape, const std::ve
   if constexpr (std::is_same_v<T, bool>) {
     for (size_t i = 0; i < values.size(); ++i) array.data[i] = static_cast<std::byte>(values[i] ? 1 : 0);
   } else {
-    std::memcpy(array.data.data(), values.data(), array.data.size());   // x86-64 and arm64 are little-endian
+    std::memcpy(array.data.data(), values.data(), array.data.size());  // x86-64 and arm64 are little-endian
   }
   return array;
 }

@@ -28,7 +28,8 @@ json video_to_json(const ProjectVideo& video) {
 ProjectVideo video_from_json(const json& value, const std::string& where) {
   ProjectVideo video;
   video.path = text(field(value, "path", where), where + ".path");
-  if (auto it = value.find("relative_path"); it != value.end()) video.relative_path = text(*it, where + ".relative_path");
+  if (auto it = value.find("relative_path"); it != value.end())
+    video.relative_path = text(*it, where + ".relative_path");
   video.fingerprint.size_bytes = integer(field(value, "size_bytes", where), where + ".size_bytes");
   video.fingerprint.sha256 = text(field(value, "fingerprint", where), where + ".fingerprint");
   video.frame_count = integer(field(value, "frame_count", where), where + ".frame_count");
@@ -40,12 +41,9 @@ ProjectVideo video_from_json(const json& value, const std::string& where) {
 }
 
 json view_to_json(const ProjectView& view) {
-  json result = {{"current_frame", view.current_frame},
-                 {"show_tracks", view.show_tracks},
-                 {"show_occluded", view.show_occluded},
-                 {"trail_before_frames", view.trail_before_frames},
-                 {"trail_after_frames", view.trail_after_frames},
-                 {"colouring", view.colouring},
+  json result = {{"current_frame", view.current_frame},           {"show_tracks", view.show_tracks},
+                 {"show_occluded", view.show_occluded},           {"trail_before_frames", view.trail_before_frames},
+                 {"trail_after_frames", view.trail_after_frames}, {"colouring", view.colouring},
                  {"show_quality_strip", view.show_quality_strip}};
   result["selected_point"] = view.selected_point ? json(*view.selected_point) : json(nullptr);
   return result;
@@ -74,7 +72,8 @@ ProjectView view_from_json(const json& value) {
   get("trail_after_frames", view.trail_after_frames);
   get("colouring", view.colouring);
   get("show_quality_strip", view.show_quality_strip);
-  if (auto it = value.find("selected_point"); it != value.end() && it->is_number_integer()) view.selected_point = it->get<PointId>();
+  if (auto it = value.find("selected_point"); it != value.end() && it->is_number_integer())
+    view.selected_point = it->get<PointId>();
   return view;
 }
 
@@ -88,9 +87,10 @@ Project parse(const json& root, const std::string& source) {
   const std::string top = "the project";
   project.version = static_cast<int>(integer(field(root, "version", top), "version"));
   if (project.version > kProjectVersion) {
-    throw Status(unsupported(fmt::format("{} is a version {} project, written by a newer Trackscope; this one reads "
-                                         "versions up to {}. Open it with a newer Trackscope.",
-                                         source, project.version, kProjectVersion)));
+    throw Status(
+        unsupported(fmt::format("{} is a version {} project, written by a newer Trackscope; this one reads "
+                                "versions up to {}. Open it with a newer Trackscope.",
+                                source, project.version, kProjectVersion)));
   }
   if (project.version < 1) fail(source, fmt::format("version {} is not a valid project version", project.version));
   project.video = video_from_json(field(root, "video", top), "video");
@@ -108,7 +108,8 @@ Project parse(const json& root, const std::string& source) {
     point.point.colour_index = static_cast<int>(integer(field(entry, "colour_index", where), where + ".colour_index"));
     point.point.query = query_from_json(field(entry, "query", where), where + ".query");
     if (point.point.id < 0 || point.point.id >= project.next_id) fail(where + ".id", "must be in [0, next_id)");
-    if (point.point.colour_index < 0 || point.point.colour_index >= (1 << 30)) fail(where + ".colour_index", "must be in [0, 2^30)");
+    if (point.point.colour_index < 0 || point.point.colour_index >= (1 << 30))
+      fail(where + ".colour_index", "must be in [0, 2^30)");
     if (!ids.insert(point.point.id).second) fail(where + ".id", fmt::format("id {} appears twice", point.point.id));
     if (auto track = entry.find("track"); track != entry.end() && !track->is_null()) {
       point.track = track_from_json(*track, where + ".track");
@@ -121,7 +122,8 @@ Project parse(const json& root, const std::string& source) {
   if (auto recovery = root.find("recovery"); recovery != root.end() && recovery->is_object()) {
     RecoveryInfo info;
     info.project_path = text(field(*recovery, "project_path", "recovery"), "recovery.project_path");
-    if (auto at = recovery->find("written_at_utc"); at != recovery->end() && at->is_string()) info.written_at_utc = at->get<std::string>();
+    if (auto at = recovery->find("written_at_utc"); at != recovery->end() && at->is_string())
+      info.written_at_utc = at->get<std::string>();
     project.recovery = info;
   }
   return project;
@@ -164,19 +166,19 @@ void load_into(const Project& project, Annotation& annotation) {
 std::string project_to_json(const Project& project) {
   json points = json::array();
   for (const ProjectPoint& point : project.points) {
-    json entry = {{"id", point.point.id}, {"colour_index", point.point.colour_index}, {"query", query_to_json(point.point.query)}};
+    json entry = {{"id", point.point.id},
+                  {"colour_index", point.point.colour_index},
+                  {"query", query_to_json(point.point.query)}};
     entry["track"] = point.track ? track_to_json(*point.track) : json(nullptr);
     points.push_back(std::move(entry));
   }
-  json root = {{"format", kProjectFormat},
-               {"version", project.version},
-               {"coordinates", kCoordinates},
-               {"video", video_to_json(project.video)},
-               {"next_id", project.next_id},
-               {"points", std::move(points)},
+  json root = {{"format", kProjectFormat},          {"version", project.version},
+               {"coordinates", kCoordinates},       {"video", video_to_json(project.video)},
+               {"next_id", project.next_id},        {"points", std::move(points)},
                {"view", view_to_json(project.view)}};
   if (project.recovery) {
-    root["recovery"] = {{"project_path", project.recovery->project_path}, {"written_at_utc", project.recovery->written_at_utc}};
+    root["recovery"] = {{"project_path", project.recovery->project_path},
+                        {"written_at_utc", project.recovery->written_at_utc}};
   }
   return root.dump(1, '\t', false, json::error_handler_t::replace) + "\n";
 }
@@ -233,10 +235,11 @@ Status check_project_video(const Project& project, const fs::path& candidate) {
   Expected<VideoFingerprint> fingerprint = fingerprint_video(candidate);
   if (!fingerprint) return fingerprint.status();
   if (*fingerprint == project.video.fingerprint) return {};
-  return corrupt_data(fmt::format("'{}' is not the project's video: its fingerprint is {} ({} bytes), the project's "
-                                  "video had {} ({} bytes)",
-                                  candidate.string(), fingerprint->sha256.substr(0, 16), fingerprint->size_bytes,
-                                  project.video.fingerprint.sha256.substr(0, 16), project.video.fingerprint.size_bytes));
+  return corrupt_data(
+      fmt::format("'{}' is not the project's video: its fingerprint is {} ({} bytes), the project's "
+                  "video had {} ({} bytes)",
+                  candidate.string(), fingerprint->sha256.substr(0, 16), fingerprint->size_bytes,
+                  project.video.fingerprint.sha256.substr(0, 16), project.video.fingerprint.size_bytes));
 }
 
 }  // namespace trackscope::core::io

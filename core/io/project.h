@@ -39,8 +39,8 @@ inline constexpr const char* kProjectExtension = ".trackscope";
 inline constexpr size_t kMaxProjectBytes = size_t{2} << 30;
 
 struct ProjectVideo {
-  std::string path;            // absolute path when saved
-  std::string relative_path;   // relative to the project's folder ("" when on another root)
+  std::string path;           // absolute path when saved
+  std::string relative_path;  // relative to the project's folder ("" when on another root)
   VideoFingerprint fingerprint;
   int64_t frame_count = 0;
   int width = 0;
@@ -57,7 +57,7 @@ struct ProjectView {
   bool show_occluded = true;
   int trail_before_frames = 10;
   int trail_after_frames = 0;
-  std::string colouring = "track";          // "track" or "direction"
+  std::string colouring = "track";  // "track" or "direction"
   bool show_quality_strip = true;
   bool operator==(const ProjectView&) const = default;
 };
@@ -78,7 +78,7 @@ struct RecoveryInfo {
 struct Project {
   int version = kProjectVersion;
   ProjectVideo video;
-  std::vector<ProjectPoint> points;   // id order
+  std::vector<ProjectPoint> points;  // id order
   PointId next_id = 0;
   ProjectView view;
   std::optional<RecoveryInfo> recovery;
@@ -106,7 +106,8 @@ Expected<Project> load_project(const std::filesystem::path& path);
 
 /// Where the project's video is: `video.path` if it exists, else `video.relative_path` from the project's
 /// folder if that exists; nullopt when neither does (the video moved: ask the user).
-std::optional<std::filesystem::path> locate_project_video(const Project& project, const std::filesystem::path& project_path);
+std::optional<std::filesystem::path> locate_project_video(const Project& project,
+                                                          const std::filesystem::path& project_path);
 
 /// Checks that the file at `candidate` is the project's video (fingerprint). corrupt_data with both values
 /// when it differs.

@@ -20,7 +20,8 @@ std::vector<std::string_view> split(std::string_view line) {
   std::vector<std::string_view> fields;
   for (size_t start = 0;;) {
     const size_t comma = line.find(',', start);
-    fields.push_back(trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    fields.push_back(
+        trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
     if (comma == std::string_view::npos) return fields;
     start = comma + 1;
   }
@@ -36,7 +37,8 @@ bool parse(std::string_view text, T& value) {
 
 Expected<std::vector<Query>> read_queries_csv(const std::filesystem::path& path) {
   std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) return not_found(fmt::format("query file {} does not exist", path.string()));
+  if (!std::filesystem::is_regular_file(path, error))
+    return not_found(fmt::format("query file {} does not exist", path.string()));
   std::ifstream in(path);
   if (!in) return io_error(fmt::format("cannot read {}", path.string()));
   std::vector<Query> queries;
@@ -49,7 +51,8 @@ Expected<std::vector<Query>> read_queries_csv(const std::filesystem::path& path)
     const std::vector<std::string_view> fields = split(text);
     if (!header) {
       if (fields.size() < 3 || fields[0] != "frame" || fields[1] != "x" || fields[2] != "y") {
-        return corrupt_data(fmt::format("{}:{}: the header must be 'frame,x,y', got '{}'", path.string(), line_number, text));
+        return corrupt_data(
+            fmt::format("{}:{}: the header must be 'frame,x,y', got '{}'", path.string(), line_number, text));
       }
       header = true;
       continue;
@@ -57,8 +60,10 @@ Expected<std::vector<Query>> read_queries_csv(const std::filesystem::path& path)
     Query q;
     if (fields.size() < 3 || !parse(fields[0], q.frame) || !parse(fields[1], q.x_px) || !parse(fields[2], q.y_px) ||
         q.frame < 0 || !std::isfinite(q.x_px) || !std::isfinite(q.y_px)) {
-      return corrupt_data(fmt::format("{}:{}: expected 'frame,x,y' with a frame index >= 0 and finite pixel "
-                                      "coordinates, got '{}'", path.string(), line_number, text));
+      return corrupt_data(
+          fmt::format("{}:{}: expected 'frame,x,y' with a frame index >= 0 and finite pixel "
+                      "coordinates, got '{}'",
+                      path.string(), line_number, text));
     }
     queries.push_back(q);
   }

@@ -30,11 +30,20 @@ struct DtypeInfo {
 };
 
 constexpr std::array<DtypeInfo, 15> kDtypes = {{
-    {TensorDtype::boolean, "BOOL", 1}, {TensorDtype::u8, "U8", 1},     {TensorDtype::i8, "I8", 1},
-    {TensorDtype::u16, "U16", 2},      {TensorDtype::i16, "I16", 2},   {TensorDtype::f16, "F16", 2},
-    {TensorDtype::bf16, "BF16", 2},    {TensorDtype::u32, "U32", 4},   {TensorDtype::i32, "I32", 4},
-    {TensorDtype::f32, "F32", 4},      {TensorDtype::u64, "U64", 8},   {TensorDtype::i64, "I64", 8},
-    {TensorDtype::f64, "F64", 8},      {TensorDtype::f8_e4m3, "F8_E4M3", 1},
+    {TensorDtype::boolean, "BOOL", 1},
+    {TensorDtype::u8, "U8", 1},
+    {TensorDtype::i8, "I8", 1},
+    {TensorDtype::u16, "U16", 2},
+    {TensorDtype::i16, "I16", 2},
+    {TensorDtype::f16, "F16", 2},
+    {TensorDtype::bf16, "BF16", 2},
+    {TensorDtype::u32, "U32", 4},
+    {TensorDtype::i32, "I32", 4},
+    {TensorDtype::f32, "F32", 4},
+    {TensorDtype::u64, "U64", 8},
+    {TensorDtype::i64, "I64", 8},
+    {TensorDtype::f64, "F64", 8},
+    {TensorDtype::f8_e4m3, "F8_E4M3", 1},
     {TensorDtype::f8_e5m2, "F8_E5M2", 1},
 }};
 
@@ -113,9 +122,8 @@ bool wildcard_match(std::string_view pattern, std::string_view text) {
 }
 
 std::vector<std::filesystem::path> sorted_naturally(std::vector<std::filesystem::path> paths) {
-  std::sort(paths.begin(), paths.end(), [](const auto& a, const auto& b) {
-    return natural_less(a.filename().string(), b.filename().string());
-  });
+  std::sort(paths.begin(), paths.end(),
+            [](const auto& a, const auto& b) { return natural_less(a.filename().string(), b.filename().string()); });
   return paths;
 }
 
@@ -162,8 +170,8 @@ Expected<std::vector<std::filesystem::path>> resolve_shards(const std::filesyste
     }
   }
   if (found.empty()) {
-    return not_found(fmt::format("'{}' does not exist (nor do shards named {}-0.safetensors, -1, ...)",
-                                 path.string(), path.stem().string()));
+    return not_found(fmt::format("'{}' does not exist (nor do shards named {}-0.safetensors, -1, ...)", path.string(),
+                                 path.stem().string()));
   }
   return found;
 }
@@ -204,8 +212,10 @@ Status SafetensorsSet::add_shard(std::vector<std::byte> bytes, const std::string
   std::uint64_t header_size = 0;
   std::memcpy(&header_size, bytes.data(), 8);
   if (header_size > file_size - 8) {
-    return fail(fmt::format("the header length {} runs past the end of the file ({} bytes): truncated, or not "
-                            "a safetensors file", header_size, file_size));
+    return fail(
+        fmt::format("the header length {} runs past the end of the file ({} bytes): truncated, or not "
+                    "a safetensors file",
+                    header_size, file_size));
   }
   if (header_size > kMaxHeaderBytes) return fail(fmt::format("the header length {} is absurd", header_size));
   if (header_size < 2 || static_cast<char>(bytes[8]) != '{') return fail("the header is not a JSON object");
@@ -217,14 +227,15 @@ Status SafetensorsSet::add_shard(std::vector<std::byte> bytes, const std::string
   std::set<std::string> seen;
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(
-        header_text.begin(), header_text.end(),
-        [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-          if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string()) {
-            if (!seen.insert(parsed.get<std::string>()).second) duplicates.push_back(parsed.get<std::string>());
-          }
-          return true;
-        });
+    header =
+        nlohmann::json::parse(header_text.begin(), header_text.end(),
+                              [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+                                if (depth == 1 && event == nlohmann::json::parse_event_t::key && parsed.is_string()) {
+                                  if (!seen.insert(parsed.get<std::string>()).second)
+                                    duplicates.push_back(parsed.get<std::string>());
+                                }
+                                return true;
+                              });
   } catch (const nlohmann::json::exception& e) {
     return fail(fmt::format("bad JSON header: {}", e.what()));
   }
@@ -258,12 +269,13 @@ Status SafetensorsSet::add_shard(std::vector<std::byte> bytes, const std::string
     entry.shard = shard_index;
     const std::optional<TensorDtype> dtype = dtype_from_name(dtype_it->get<std::string>());
     if (!dtype) {
-      return unsupported(fmt::format("'{}': tensor '{}' has the unknown dtype '{}'", source, name,
-                                     dtype_it->get<std::string>()));
+      return unsupported(
+          fmt::format("'{}': tensor '{}' has the unknown dtype '{}'", source, name, dtype_it->get<std::string>()));
     }
     entry.dtype = *dtype;
     for (const auto& dim : *shape_it) {
-      if (!dim.is_number_unsigned()) return fail(fmt::format("'{}' has a shape entry that is not a natural number", name));
+      if (!dim.is_number_unsigned())
+        return fail(fmt::format("'{}' has a shape entry that is not a natural number", name));
       const std::uint64_t d = dim.get<std::uint64_t>();
       if (d > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
         return fail(fmt::format("'{}' has an absurd dimension {}", name, d));
@@ -271,7 +283,8 @@ Status SafetensorsSet::add_shard(std::vector<std::byte> bytes, const std::string
       entry.shape.push_back(static_cast<std::int64_t>(d));
     }
     for (const auto& offset : *offsets_it) {
-      if (!offset.is_number_unsigned()) return fail(fmt::format("'{}' has data_offsets that are not natural numbers", name));
+      if (!offset.is_number_unsigned())
+        return fail(fmt::format("'{}' has data_offsets that are not natural numbers", name));
     }
     entry.data_begin = (*offsets_it)[0].get<std::uint64_t>();
     entry.data_end = (*offsets_it)[1].get<std::uint64_t>();
@@ -308,8 +321,8 @@ Status SafetensorsSet::add_shard(std::vector<std::byte> bytes, const std::string
                               entry.data_end, previous->describe(), previous->data_begin, previous->data_end));
     }
     if (entry.data_begin > cursor) {
-      return fail(fmt::format("{} begins at byte {}, leaving a gap after byte {}", entry.describe(),
-                              entry.data_begin, cursor));
+      return fail(
+          fmt::format("{} begins at byte {}, leaving a gap after byte {}", entry.describe(), entry.data_begin, cursor));
     }
     cursor = entry.data_end;
     previous = &entry;

@@ -112,11 +112,15 @@ std::string tracks_to_csv(const TrackTable& table) {
   out += "# Trackscope tracks (csv, format version 1)\n";
   out += fmt::format("# video: {} ({} x {} px, {} frames, {} fps)\n", video.path, video.width, video.height,
                      video.frame_count, video.frames_per_second);
-  out += "# coordinates: x, y in raster pixels of the original video; pixel (i, j) covers [j, j+1) x [i, i+1), its "
-         "centre is (j + 0.5, i + 0.5)\n";
-  out += "# time_s = frame / frames_per_second; visible = 1 when (1 - p_occluded) * (1 - p_far) >= 0.5 (or set by hand "
-         "at a keyframe); p_occluded: occlusion probability; p_far: probability of an error above 6 px at 256x256\n";
-  out += "# one row per track and covered frame; a '# track {...}' line per track holds its query, keyframes and provenance\n";
+  out +=
+      "# coordinates: x, y in raster pixels of the original video; pixel (i, j) covers [j, j+1) x [i, i+1), its "
+      "centre is (j + 0.5, i + 0.5)\n";
+  out +=
+      "# time_s = frame / frames_per_second; visible = 1 when (1 - p_occluded) * (1 - p_far) >= 0.5 (or set by hand "
+      "at a keyframe); p_occluded: occlusion probability; p_far: probability of an error above 6 px at 256x256\n";
+  out +=
+      "# one row per track and covered frame; a '# track {...}' line per track holds its query, keyframes and "
+      "provenance\n";
   for (const TableTrack& entry : table.tracks) {
     const json_detail::json meta = {{"id", entry.id},
                                     {"query", json_detail::query_to_json(entry.query)},
@@ -164,8 +168,8 @@ Expected<TrackTable> tracks_from_csv(std::string_view text, const std::string& s
       for (size_t i = 0; i < cells.size(); ++i) columns[std::string(trim(cells[i]))] = static_cast<int>(i);
       for (const char* required : {"track_id", "frame", "x", "y"}) {
         if (!columns.count(required)) {
-          return corrupt_data(fmt::format("{} line {}: the header has no '{}' column (expected {})", source, line_number,
-                                          required, kCsvColumns));
+          return corrupt_data(fmt::format("{} line {}: the header has no '{}' column (expected {})", source,
+                                          line_number, required, kCsvColumns));
         }
       }
       continue;
@@ -247,9 +251,11 @@ Status write_tracks(const std::filesystem::path& path, const TrackTable& table, 
   return invalid_argument("unknown track format");
 }
 
-Expected<TrackTable> read_tracks(const std::filesystem::path& path, TrackFormat format, const TrackImportOptions& options) {
+Expected<TrackTable> read_tracks(const std::filesystem::path& path, TrackFormat format,
+                                 const TrackImportOptions& options) {
   if (!can_read(format)) {
-    return unsupported(fmt::format("{} files can be exported but not imported; import csv, json or npz", to_string(format)));
+    return unsupported(
+        fmt::format("{} files can be exported but not imported; import csv, json or npz", to_string(format)));
   }
   if (format == TrackFormat::tapvid_npz) return read_tracks_npz(path, options);
   Expected<std::string> text = read_file(path, kMaxTrackFileBytes);

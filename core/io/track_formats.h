@@ -45,7 +45,7 @@ struct TrackVideo {
   int width = 0;
   int height = 0;
   int64_t frame_count = 0;
-  double frames_per_second = 0.0;   // time_s = frame / frames_per_second (0: time_s is written as 0)
+  double frames_per_second = 0.0;  // time_s = frame / frames_per_second (0: time_s is written as 0)
 };
 
 /// One exported track: the point's id, its query and its PointTrack.
@@ -82,6 +82,7 @@ Expected<TrackTable> read_tracks_npz(const std::filesystem::path& path, const Tr
 /// Writes `table` to `path` in `format` (text formats atomically).
 Status write_tracks(const std::filesystem::path& path, const TrackTable& table, TrackFormat format);
 /// Reads tracks from `path` (csv, json, tapvid_npz). unsupported for the write-only formats.
-Expected<TrackTable> read_tracks(const std::filesystem::path& path, TrackFormat format, const TrackImportOptions& options = {});
+Expected<TrackTable> read_tracks(const std::filesystem::path& path, TrackFormat format,
+                                 const TrackImportOptions& options = {});
 
 }  // namespace trackscope::core::io

@@ -36,10 +36,12 @@ std::string tracks_to_json(const TrackTable& table) {
   const json root = {
       {"format", kTracksFormat},
       {"version", kTracksVersion},
-      {"coordinates", "x, y: raster pixels of the original video; pixel (i, j) covers [j, j+1) x [i, i+1), its centre is "
-                      "(j + 0.5, i + 0.5)"},
-      {"fields", "per track, one entry per frame from first_frame: x, y, visible (0/1), p_occluded (occlusion "
-                 "probability), p_far (probability of an error above 6 px at 256x256); keyframes: frames set by hand"},
+      {"coordinates",
+       "x, y: raster pixels of the original video; pixel (i, j) covers [j, j+1) x [i, i+1), its centre is "
+       "(j + 0.5, i + 0.5)"},
+      {"fields",
+       "per track, one entry per frame from first_frame: x, y, visible (0/1), p_occluded (occlusion "
+       "probability), p_far (probability of an error above 6 px at 256x256); keyframes: frames set by hand"},
       {"video", video_json(table.video)},
       {"tracks", std::move(tracks)}};
   return root.dump(1, '\t', false, json::error_handler_t::replace) + "\n";
@@ -50,7 +52,8 @@ Expected<TrackTable> tracks_from_json(std::string_view text, const std::string& 
     const json root = json::parse(text.begin(), text.end());
     auto format = root.find("format");
     if (!root.is_object() || format == root.end() || *format != kTracksFormat) {
-      return corrupt_data(fmt::format("{} is not a Trackscope tracks file (\"format\" is not \"{}\")", source, kTracksFormat));
+      return corrupt_data(
+          fmt::format("{} is not a Trackscope tracks file (\"format\" is not \"{}\")", source, kTracksFormat));
     }
     const int64_t version = integer(field(root, "version", source), source + ": version");
     if (version > kTracksVersion) {
@@ -74,8 +77,9 @@ Expected<TrackTable> tracks_from_json(std::string_view text, const std::string& 
       entry.id = static_cast<PointId>(integer(field(tracks[i], "id", where), where + ".id"));
       if (entry.id < 0 || !ids.insert(entry.id).second) fail(where + ".id", "ids must be unique and >= 0");
       entry.track = track_from_json(tracks[i], where);
-      entry.query = tracks[i].contains("point_query") ? query_from_json(tracks[i]["point_query"], where + ".point_query")
-                                                      : entry.track.track.query;
+      entry.query = tracks[i].contains("point_query")
+                        ? query_from_json(tracks[i]["point_query"], where + ".point_query")
+                        : entry.track.track.query;
       table.tracks.push_back(std::move(entry));
     }
     return table;
@@ -131,18 +135,20 @@ std::string tracks_to_coco_json(const TrackTable& table) {
                            {"area", w * h},
                            {"iscrowd", 0}});
   }
-  const json root = {
-      {"info",
-       {{"description", "Trackscope tracks as COCO keypoints: one image per video frame, one annotation per image "
+  const json root = {{"info",
+                      {{"description",
+                        "Trackscope tracks as COCO keypoints: one image per video frame, one annotation per image "
                         "holding every track as a keypoint; x, y in pixel indices (pixel centres at integers, i.e. "
                         "Trackscope's raster coordinate minus 0.5); v = 2 visible, 1 occluded, 0 not tracked"},
-        {"video", table.video.path},
-        {"frames_per_second", table.video.frames_per_second}}},
-      {"images", std::move(images)},
-      {"annotations", std::move(annotations)},
-      {"categories",
-       json::array({{{"id", 1}, {"name", "tracked_points"}, {"supercategory", "trackscope"}, {"keypoints", names},
-                     {"skeleton", json::array()}}})}};
+                       {"video", table.video.path},
+                       {"frames_per_second", table.video.frames_per_second}}},
+                     {"images", std::move(images)},
+                     {"annotations", std::move(annotations)},
+                     {"categories", json::array({{{"id", 1},
+                                                  {"name", "tracked_points"},
+                                                  {"supercategory", "trackscope"},
+                                                  {"keypoints", names},
+                                                  {"skeleton", json::array()}}})}};
   return root.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

@@ -78,14 +78,17 @@ Expected<TrackTable> read_tracks_npz(const std::filesystem::path& path, const Tr
     return corrupt_data(fmt::format("{}: 'points' must have shape [N, T, 2]", source));
   }
   const size_t n = points->shape[0], t = points->shape[1];
-  auto matches = [&](const NpyArray* array, std::vector<size_t> shape) { return array == nullptr || array->shape == shape; };
-  if (occluded->shape != std::vector<size_t>{n, t}) return corrupt_data(fmt::format("{}: 'occluded' must have shape [N, T]", source));
+  auto matches = [&](const NpyArray* array, std::vector<size_t> shape) {
+    return array == nullptr || array->shape == shape;
+  };
+  if (occluded->shape != std::vector<size_t>{n, t})
+    return corrupt_data(fmt::format("{}: 'occluded' must have shape [N, T]", source));
   auto optional = [&](const char* name) { return by_name.count(name) ? by_name[name] : nullptr; };
   const NpyArray *tracked = optional("tracked"), *p_occluded = optional("p_occluded"), *p_far = optional("p_far"),
                  *keyframe = optional("keyframe"), *ids = optional("track_ids"), *queries = optional("queries"),
                  *size = optional("video_size");
-  if (!matches(tracked, {n, t}) || !matches(p_occluded, {n, t}) || !matches(p_far, {n, t}) || !matches(keyframe, {n, t}) ||
-      !matches(ids, {n}) || !matches(queries, {n, 3}) || !matches(size, {2})) {
+  if (!matches(tracked, {n, t}) || !matches(p_occluded, {n, t}) || !matches(p_far, {n, t}) ||
+      !matches(keyframe, {n, t}) || !matches(ids, {n}) || !matches(queries, {n, 3}) || !matches(size, {2})) {
     return corrupt_data(fmt::format("{}: an array's shape does not match 'points' [{}, {}, 2]", source, n, t));
   }
   double width = options.width, height = options.height;
@@ -95,8 +98,10 @@ Expected<TrackTable> read_tracks_npz(const std::filesystem::path& path, const Tr
     height = wh[1];
   }
   if (!(width > 0.0 && height > 0.0)) {
-    return invalid_argument(fmt::format("{} has no video_size: open its video first so that its normalised points can "
-                                        "be turned into pixels", source));
+    return invalid_argument(
+        fmt::format("{} has no video_size: open its video first so that its normalised points can "
+                    "be turned into pixels",
+                    source));
   }
   const std::vector<double> xy = points->as_doubles(), occ = occluded->as_doubles();
   const std::vector<double> covered = tracked ? tracked->as_doubles() : std::vector<double>(n * t, 1.0);
@@ -124,7 +129,8 @@ Expected<TrackTable> read_tracks_npz(const std::filesystem::path& path, const Tr
       if (Status s = builder.add(id, {static_cast<int64_t>(f), point}, static_cast<int>(k)); !s) return s;
     }
     std::optional<Query> query;
-    if (queries) query = Query{static_cast<int64_t>(query_values[i * 3]), query_values[i * 3 + 1], query_values[i * 3 + 2]};
+    if (queries)
+      query = Query{static_cast<int64_t>(query_values[i * 3]), query_values[i * 3 + 1], query_values[i * 3 + 2]};
     builder.set_metadata(id, query, std::move(keyframes), {});
   }
   Expected<TrackTable> table = builder.finish();

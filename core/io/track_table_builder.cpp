@@ -46,15 +46,16 @@ void TrackTableBuilder::set_metadata(PointId id, std::optional<Query> query, std
 Status TrackTableBuilder::add(PointId id, const ImportedEstimate& estimate, int line) {
   const TrackPoint& p = estimate.point;
   if (!std::isfinite(p.x_px) || !std::isfinite(p.y_px)) {
-    return corrupt_data(fmt::format("{} entry {}: the position of track {} on frame {} is not finite", source_, line, id,
-                                    estimate.frame));
+    return corrupt_data(fmt::format("{} entry {}: the position of track {} on frame {} is not finite", source_, line,
+                                    id, estimate.frame));
   }
   if (!(p.p_occluded >= 0.0f && p.p_occluded <= 1.0f && p.p_far >= 0.0f && p.p_far <= 1.0f)) {
     return corrupt_data(fmt::format("{} entry {}: probabilities must lie in [0, 1]", source_, line));
   }
   if (id < 0) return corrupt_data(fmt::format("{} entry {}: track ids must be >= 0 (got {})", source_, line, id));
   if (!estimates_[id].emplace(estimate.frame, p).second) {
-    return corrupt_data(fmt::format("{} entry {}: track {} has two estimates for frame {}", source_, line, id, estimate.frame));
+    return corrupt_data(
+        fmt::format("{} entry {}: track {} has two estimates for frame {}", source_, line, id, estimate.frame));
   }
   return {};
 }
@@ -72,7 +73,8 @@ Expected<TrackTable> TrackTableBuilder::finish() {
     auto previous = by_frame.begin();
     for (auto it = by_frame.begin(); it != by_frame.end(); ++it) {
       for (int64_t frame = previous->first + 1; frame < it->first; ++frame) {
-        const double fraction = static_cast<double>(frame - previous->first) / static_cast<double>(it->first - previous->first);
+        const double fraction =
+            static_cast<double>(frame - previous->first) / static_cast<double>(it->first - previous->first);
         track.at(frame) = gap_estimate(previous->second, it->second, fraction);
       }
       track.at(it->first) = it->second;

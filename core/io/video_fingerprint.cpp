@@ -49,7 +49,8 @@ Expected<VideoFingerprint> fingerprint_video(const fs::path& path) {
   if (error) return io_error(fmt::format("cannot read '{}': {}", path.string(), error.message()));
   fingerprint.size_bytes = static_cast<int64_t>(size);
   std::array<std::byte, 8> size_bytes{};
-  for (size_t i = 0; i < 8; ++i) size_bytes[i] = static_cast<std::byte>((static_cast<uint64_t>(size) >> (8 * i)) & 0xFF);
+  for (size_t i = 0; i < 8; ++i)
+    size_bytes[i] = static_cast<std::byte>((static_cast<uint64_t>(size) >> (8 * i)) & 0xFF);
   hasher.update(size_bytes);
   std::ifstream in(path, std::ios::binary);
   if (!in) return io_error(fmt::format("cannot open '{}' for reading", path.string()));

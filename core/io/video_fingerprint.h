@@ -20,8 +20,8 @@
 namespace trackscope::core::io {
 
 struct VideoFingerprint {
-  int64_t size_bytes = 0;    // file size (a folder: the sum of its files)
-  std::string sha256;        // 64 lower-case hex digits
+  int64_t size_bytes = 0;  // file size (a folder: the sum of its files)
+  std::string sha256;      // 64 lower-case hex digits
   bool operator==(const VideoFingerprint&) const = default;
 };
 

@@ -13,11 +13,11 @@ namespace {
 constexpr double kHighestChannels = 64.0;
 constexpr double kHiresChannels = 128.0;
 constexpr double kLowresChannels = 256.0;
-constexpr double kAllChannels = kHighestChannels + kHiresChannels + kLowresChannels;   // 448
-constexpr double kSupport = 49.0;          // 7x7 support / neighbourhood cells
-constexpr double kCorrelation = 49.0 * 49.0;   // 7x7x7x7 per level and frame
+constexpr double kAllChannels = kHighestChannels + kHiresChannels + kLowresChannels;  // 448
+constexpr double kSupport = 49.0;             // 7x7 support / neighbourhood cells
+constexpr double kCorrelation = 49.0 * 49.0;  // 7x7x7x7 per level and frame
 constexpr double kLevels = 3.0;
-constexpr double kCmdtopOutputs = 768.0;   // 3 levels x 256 features
+constexpr double kCmdtopOutputs = 768.0;  // 3 levels x 256 features
 constexpr double kMixerInput = 854.0;
 constexpr double kMixerOutput = 388.0;
 constexpr double kMixerLayers = 3.0;
@@ -41,11 +41,11 @@ std::vector<Conv> backbone_convs(double r) {
   const double c128 = (r / 2) * (r / 2), c64 = (r / 4) * (r / 4), c32 = (r / 8) * (r / 8);
   std::vector<Conv> convs = {{c128, 64, 3, 49}};
   auto group = [&convs](double cells, double in, double out) {
-    convs.push_back({cells, out, in, 9});    // block 0 conv_0 (stride s)
-    convs.push_back({cells, out, out, 9});   // block 0 conv_1
-    convs.push_back({cells, out, in, 1});    // block 0 1x1 projection
-    convs.push_back({cells, out, out, 9});   // block 1 conv_0
-    convs.push_back({cells, out, out, 9});   // block 1 conv_1
+    convs.push_back({cells, out, in, 9});   // block 0 conv_0 (stride s)
+    convs.push_back({cells, out, out, 9});  // block 0 conv_1
+    convs.push_back({cells, out, in, 1});   // block 0 1x1 projection
+    convs.push_back({cells, out, out, 9});  // block 1 conv_0
+    convs.push_back({cells, out, out, 9});  // block 1 conv_1
   };
   group(c128, 64, 64);
   group(c64, 64, 128);
@@ -64,13 +64,13 @@ double mixer_width(ModelSize size) { return size == ModelSize::small ? 256.0 : 3
 
 double mixer_parameters(ModelSize size) {
   const double d = mixer_width(size);
-  const double layer = 4 * (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d) + 4 * d;   // attention, MLP, 2 LN
+  const double layer = 4 * (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d) + 4 * d;  // attention, MLP, 2 LN
   return kMixerInput * d + d + kMixerLayers * layer + 2 * d + d * kMixerOutput + kMixerOutput;
 }
 
 double cmdtop_parameters(ModelSize size) {
   double total = 0.0;
-  for (const Conv& conv : cmdtop_convs(size)) total += conv.parameters() + 3 * conv.out_channels;   // bias, GN
+  for (const Conv& conv : cmdtop_convs(size)) total += conv.parameters() + 3 * conv.out_channels;  // bias, GN
   return kLevels * total;
 }
 
@@ -94,7 +94,7 @@ WorkCost init_per_query(const CostModelConfig& c) {
   return {einsums + cost_conv + elementwise, bytes};
 }
 WorkCost init_per_chunk(const CostModelConfig& c) {
-  const Grids g = grids(c);   // the lowres and hires feature maps, read once per chunk by the einsums
+  const Grids g = grids(c);  // the lowres and hires feature maps, read once per chunk by the einsums
   return {0.0, c.frames * (g.lowres_cells * kLowresChannels + g.hires_cells * kHiresChannels) * c.dtype_bytes};
 }
 WorkCost sampling_per_query(const CostModelConfig& c) {
@@ -121,7 +121,7 @@ WorkCost encoder_per_chunk(const CostModelConfig& c) { return {0.0, cmdtop_param
 WorkCost mixer_per_query(const CostModelConfig& c) {
   const double d = mixer_width(c.model_size), t = c.frames;
   const double per_token = 2 * kMixerInput * d + kMixerLayers * 24 * d * d + 2 * d * kMixerOutput;
-  const double attention = kMixerLayers * 4 * t * t * d;   // QK^T and AV over T keys
+  const double attention = kMixerLayers * 4 * t * t * d;  // QK^T and AV over T keys
   return {t * per_token + attention, t * (kMixerInput + kMixerOutput) * c.dtype_bytes};
 }
 WorkCost mixer_per_chunk(const CostModelConfig& c) { return {0.0, mixer_parameters(c.model_size) * c.dtype_bytes}; }
@@ -156,13 +156,16 @@ Expected<ModelSize> parse_model_size(std::string_view text) {
 }
 
 Status CostModelConfig::check() const {
-  if (frames < 1 || frames > 1'000'000) return invalid_argument(fmt::format("frames {} out of range (1..1000000)", frames));
-  if (points < 1 || points > 10'000'000) return invalid_argument(fmt::format("points {} out of range (1..10^7)", points));
+  if (frames < 1 || frames > 1'000'000)
+    return invalid_argument(fmt::format("frames {} out of range (1..1000000)", frames));
+  if (points < 1 || points > 10'000'000)
+    return invalid_argument(fmt::format("points {} out of range (1..10^7)", points));
   if (chunk < 0) return invalid_argument(fmt::format("query chunk {} is negative", chunk));
   if (resolution < 8 || resolution % 8 != 0 || resolution > 4096) {
     return invalid_argument(fmt::format("resolution {} must be a multiple of 8 in 8..4096", resolution));
   }
-  if (dtype_bytes != 2 && dtype_bytes != 4) return invalid_argument(fmt::format("element size {} must be 2 or 4", dtype_bytes));
+  if (dtype_bytes != 2 && dtype_bytes != 4)
+    return invalid_argument(fmt::format("element size {} must be 2 or 4", dtype_bytes));
   if (refinement_iterations < 0 || refinement_iterations > 64) {
     return invalid_argument(fmt::format("refinement iterations {} out of range (0..64)", refinement_iterations));
   }
@@ -201,7 +204,7 @@ WorkCost chunk_stage_cost(Stage stage, const CostModelConfig& c, int chunk_point
   switch (stage) {
     case Stage::decode:
     case Stage::resize_normalize: return {};
-    case Stage::upload: return {0.0, c.frames * r * r * 3};   // uint8 frames at model resolution
+    case Stage::upload: return {0.0, c.frames * r * r * 3};  // uint8 frames at model resolution
     case Stage::backbone: return backbone_cost(c);
     case Stage::query_features: return query_features_per_query(c) * c.points;
     case Stage::init: {
@@ -224,7 +227,7 @@ WorkCost chunk_stage_cost(Stage stage, const CostModelConfig& c, int chunk_point
       cost += mixer_per_chunk(c);
       return cost;
     }
-    case Stage::assembly: return {0.0, 2.0 * n * c.frames * 4 * 4};   // x, y, occlusion, distance: read + write
+    case Stage::assembly: return {0.0, 2.0 * n * c.frames * 4 * 4};  // x, y, occlusion, distance: read + write
     case Stage::download: return {0.0, static_cast<double>(c.points) * c.frames * 4 * 4};
   }
   return {};

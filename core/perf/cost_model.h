@@ -26,13 +26,13 @@ Expected<ModelSize> parse_model_size(std::string_view text);
 
 struct CostModelConfig {
   ModelSize model_size = ModelSize::small;
-  int frames = 47;                  // T
-  int points = 1024;                // N
-  int chunk = 256;                  // queries per chunk; 0 = all points in one chunk
-  int resolution = 256;             // model input side in pixels (square), a multiple of 8
-  int dtype_bytes = 4;              // element size of activations and weights (4 fp32/tf32, 2 bf16/fp16)
+  int frames = 47;       // T
+  int points = 1024;     // N
+  int chunk = 256;       // queries per chunk; 0 = all points in one chunk
+  int resolution = 256;  // model input side in pixels (square), a multiple of 8
+  int dtype_bytes = 4;   // element size of activations and weights (4 fp32/tf32, 2 bf16/fp16)
   int refinement_iterations = 4;
-  bool fused_correlation = false;   // the neighbourhoods are never written (fused gather + dot kernel)
+  bool fused_correlation = false;  // the neighbourhoods are never written (fused gather + dot kernel)
 
   Status check() const;
   int chunk_points() const { return chunk <= 0 || chunk > points ? points : chunk; }
@@ -40,8 +40,8 @@ struct CostModelConfig {
 };
 
 struct WorkCost {
-  double flops = 0.0;   // floating-point operations, 2 per multiply-add
-  double bytes = 0.0;   // minimum device-memory traffic
+  double flops = 0.0;  // floating-point operations, 2 per multiply-add
+  double bytes = 0.0;  // minimum device-memory traffic
   WorkCost& operator+=(const WorkCost& other) {
     flops += other.flops;
     bytes += other.bytes;
@@ -55,10 +55,10 @@ struct LocoTrackCostBreakdown {
   WorkCost backbone;
   WorkCost query_features;
   WorkCost init;
-  WorkCost sampling;       // refinement neighbourhood sampling, all iterations
-  WorkCost correlation;    // refinement 4D correlation einsum, all iterations
-  WorkCost encoder;        // CMDTop, all iterations
-  WorkCost mixer;          // temporal transformer, all iterations
+  WorkCost sampling;     // refinement neighbourhood sampling, all iterations
+  WorkCost correlation;  // refinement 4D correlation einsum, all iterations
+  WorkCost encoder;      // CMDTop, all iterations
+  WorkCost mixer;        // temporal transformer, all iterations
   WorkCost total() const;
 };
 LocoTrackCostBreakdown locotrack_cost_breakdown(const CostModelConfig& config);
@@ -74,11 +74,11 @@ WorkCost chunk_stage_cost(Stage stage, const CostModelConfig& config, int chunk_
 
 /// What kind of work dominates a stage: which precision setting applies and which roofline to use.
 enum class StageWork {
-  convolution,   // cuDNN convolutions: TF32 follows the cuDNN flag (backbone, CMDTop)
-  matrix,        // matrix products / einsums: TF32 follows the matmul flag (init, correlation, transformer)
-  gather,        // sampling, elementwise: FP32 CUDA cores, memory-bound (query features, assembly)
-  transfer,      // host <-> device copies: PCIe, not device memory (upload, download)
-  host,          // host work timed by the steady clock (decode, resize, assembly)
+  convolution,  // cuDNN convolutions: TF32 follows the cuDNN flag (backbone, CMDTop)
+  matrix,       // matrix products / einsums: TF32 follows the matmul flag (init, correlation, transformer)
+  gather,       // sampling, elementwise: FP32 CUDA cores, memory-bound (query features, assembly)
+  transfer,     // host <-> device copies: PCIe, not device memory (upload, download)
+  host,         // host work timed by the steady clock (decode, resize, assembly)
 };
 StageWork stage_work(Stage stage);
 const char* to_string(StageWork work);

@@ -32,7 +32,8 @@ Expected<CpuTimes> read_cpu_times(const std::string& path) {
     std::array<uint64_t, 8> v{};
     size_t count = 0;
     while (count < v.size() && fields >> v[count]) ++count;
-    if (count < 4) return corrupt_data(fmt::format("{}: the 'cpu' line has {} fields, expected at least 4", path, count));
+    if (count < 4)
+      return corrupt_data(fmt::format("{}: the 'cpu' line has {} fields, expected at least 4", path, count));
     CpuTimes t;
     for (size_t i = 0; i < count; ++i) t.total += v[i];
     const uint64_t idle = v[3] + (count > 4 ? v[4] : 0);
@@ -56,8 +57,8 @@ class CpuTelemetrySource final : public TelemetrySource {
     TelemetrySample sample;
     sample.cpu_threads = static_cast<int>(std::thread::hardware_concurrency());
     if (previous_ && now->total > previous_->total && now->busy >= previous_->busy) {
-      sample.cpu_utilisation_percent = 100.0 * static_cast<double>(now->busy - previous_->busy) /
-                                       static_cast<double>(now->total - previous_->total);
+      sample.cpu_utilisation_percent =
+          100.0 * static_cast<double>(now->busy - previous_->busy) / static_cast<double>(now->total - previous_->total);
     }
     previous_ = *now;
     return sample;

@@ -17,7 +17,7 @@ struct Side {
   std::string label;
   const Profile* profile = nullptr;
   const ProfileCase* run = nullptr;
-  const StageStats* stage = nullptr;   // may be null
+  const StageStats* stage = nullptr;  // may be null
   DevicePeaks peaks;
   int capability = 0;
 };
@@ -29,13 +29,13 @@ std::string label_of(const RunRef& ref, char side) {
 
 std::string capability_text(int capability) { return fmt::format("{}.{}", capability / 10, capability % 10); }
 
-const char* work_noun(StageWork work) {
-  return work == StageWork::convolution ? "convolutions" : "matrix products";
-}
+const char* work_noun(StageWork work) { return work == StageWork::convolution ? "convolutions" : "matrix products"; }
 
 std::string tf32_reason(const RunConfig& config, int capability) {
-  if (capability > 0 && capability < 80) return fmt::format("compute capability {} has no TF32", capability_text(capability));
-  if (config.precision == Precision::bf16 || config.precision == Precision::fp16) return fmt::format("it ran {}", to_string(config.precision));
+  if (capability > 0 && capability < 80)
+    return fmt::format("compute capability {} has no TF32", capability_text(capability));
+  if (config.precision == Precision::bf16 || config.precision == Precision::fp16)
+    return fmt::format("it ran {}", to_string(config.precision));
   if (capability == 0) return "it ran on the CPU";
   return "its TF32 flags were off";
 }
@@ -43,12 +43,13 @@ std::string tf32_reason(const RunConfig& config, int capability) {
 void rule_precision_emulation(const Side& slow, StageWork work, std::vector<Cause>& causes) {
   if (slow.run->config.precision != Precision::bf16 || slow.capability == 0 || slow.capability >= 80) return;
   if (work != StageWork::convolution && work != StageWork::matrix) return;
-  causes.push_back({CauseKind::precision_emulation, slow.name,
-                    fmt::format("{} ran bf16 on compute capability {} ({}), which has no bf16 tensor cores: the {} are "
-                                "emulated at about {:.1f} TFLOP/s against the {:.0f} TFLOP/s of its 16-bit tensor cores; "
-                                "use fp16 or fp32 on this card",
-                                slow.label, capability_text(slow.capability), slow.profile->device.name, work_noun(work),
-                                slow.peaks.effective_tflops(Precision::bf16), slow.peaks.nominal_tflops(Precision::bf16))});
+  causes.push_back(
+      {CauseKind::precision_emulation, slow.name,
+       fmt::format("{} ran bf16 on compute capability {} ({}), which has no bf16 tensor cores: the {} are "
+                   "emulated at about {:.1f} TFLOP/s against the {:.0f} TFLOP/s of its 16-bit tensor cores; "
+                   "use fp16 or fp32 on this card",
+                   slow.label, capability_text(slow.capability), slow.profile->device.name, work_noun(work),
+                   slow.peaks.effective_tflops(Precision::bf16), slow.peaks.nominal_tflops(Precision::bf16))});
 }
 
 void rule_tf32_one_side(const Side& slow, const Side& fast, StageWork work, const StageComparison& row,
@@ -62,7 +63,8 @@ void rule_tf32_one_side(const Side& slow, const Side& fast, StageWork work, cons
     text += fmt::format(": the precision-aware prediction is {:.1f}x instead of {:.1f}x", *row.precision_aware_ratio,
                         *row.predicted_ratio);
   }
-  causes.push_back({CauseKind::tf32_one_side, fast.name, text + "; compare like for like by setting the TF32 flags on both sides"});
+  causes.push_back(
+      {CauseKind::tf32_one_side, fast.name, text + "; compare like for like by setting the TF32 flags on both sides"});
 }
 
 void rule_launch_bound(const Side& slow, const ComparisonOptions& options, std::vector<Cause>& causes) {
@@ -76,13 +78,15 @@ void rule_launch_bound(const Side& slow, const ComparisonOptions& options, std::
                        slow.label, ms / executions * 1e3, executions);
   } else if (floor && floor->ms() > 0.0 && ms > options.launch_far_from_floor * floor->ms() &&
              executions >= options.launch_many_executions) {
-    text = fmt::format("{} runs {:.0f}x above its floor ({:.2f} ms) with {} executions per run: launch-, sync- or "
-                       "latency-bound (many small kernels)",
-                       slow.label, ms / floor->ms(), floor->ms(), executions);
+    text = fmt::format(
+        "{} runs {:.0f}x above its floor ({:.2f} ms) with {} executions per run: launch-, sync- or "
+        "latency-bound (many small kernels)",
+        slow.label, ms / floor->ms(), floor->ms(), executions);
   }
   if (stage.kernel_launches_per_run && *stage.kernel_launches_per_run * kLaunchOverheadMs >= 0.3 * ms) {
-    text += fmt::format("{}{} kernel launches per run cost about {:.1f} ms of launch latency alone", text.empty() ? slow.label + ": " : "; ",
-                        *stage.kernel_launches_per_run, *stage.kernel_launches_per_run * kLaunchOverheadMs);
+    text += fmt::format("{}{} kernel launches per run cost about {:.1f} ms of launch latency alone",
+                        text.empty() ? slow.label + ": " : "; ", *stage.kernel_launches_per_run,
+                        *stage.kernel_launches_per_run * kLaunchOverheadMs);
   }
   if (!text.empty() && slow.run->host_syncs_per_run && *slow.run->host_syncs_per_run >= kManyHostSyncs) {
     text += fmt::format("; the run makes {} host syncs", *slow.run->host_syncs_per_run);
@@ -97,12 +101,13 @@ void rule_memory_bound(const Side& slow, const Side& fast, std::vector<Cause>& c
   const double achieved_gbps = stage.stats.median_ms > 0.0 ? stage.bytes / (stage.stats.median_ms / 1e3) / 1e9 : 0.0;
   const double share = achieved_gbps / slow.peaks.bandwidth_gbps;
   if (floor->bound() != Bound::memory && share < 0.5) return;
-  std::string text = fmt::format("memory-bound on {}: {:.2f} GB at {:.0f} GB/s is a {:.2f} ms floor; achieved {:.0f} GB/s "
-                                 "({:.0f}% of peak)",
-                                 slow.label, stage.bytes / 1e9, slow.peaks.bandwidth_gbps, floor->memory_ms, achieved_gbps,
-                                 share * 100);
+  std::string text = fmt::format(
+      "memory-bound on {}: {:.2f} GB at {:.0f} GB/s is a {:.2f} ms floor; achieved {:.0f} GB/s "
+      "({:.0f}% of peak)",
+      slow.label, stage.bytes / 1e9, slow.peaks.bandwidth_gbps, floor->memory_ms, achieved_gbps, share * 100);
   if (slow.peaks.l2_mb > 0.0 && fast.peaks.l2_mb >= 4 * slow.peaks.l2_mb) {
-    text += fmt::format("; its L2 is {:.0f} MB against {:.0f} MB: gathers lose their cache locality", slow.peaks.l2_mb, fast.peaks.l2_mb);
+    text += fmt::format("; its L2 is {:.0f} MB against {:.0f} MB: gathers lose their cache locality", slow.peaks.l2_mb,
+                        fast.peaks.l2_mb);
   }
   causes.push_back({CauseKind::memory_bound, slow.name, text});
 }
@@ -115,8 +120,8 @@ void rule_clocks_throttled(const Side& slow, const ComparisonOptions& options, s
   if (max_mhz <= 0.0) max_mhz = slow.peaks.boost_clock_mhz;
   std::vector<std::string> parts;
   if (t.sm_clock_median_mhz && max_mhz > 0.0 && *t.sm_clock_median_mhz < options.throttled_clock_fraction * max_mhz) {
-    parts.push_back(fmt::format("median SM clock {:.0f} MHz is {:.0f}% of its {:.0f} MHz maximum", *t.sm_clock_median_mhz,
-                                100 * *t.sm_clock_median_mhz / max_mhz, max_mhz));
+    parts.push_back(fmt::format("median SM clock {:.0f} MHz is {:.0f}% of its {:.0f} MHz maximum",
+                                *t.sm_clock_median_mhz, 100 * *t.sm_clock_median_mhz / max_mhz, max_mhz));
   }
   const uint64_t limiting = t.throttle_reasons_seen & throttle_reason::performance_limiting;
   if (limiting) {
@@ -124,7 +129,8 @@ void rule_clocks_throttled(const Side& slow, const ComparisonOptions& options, s
     for (const std::string& n : decode_throttle_reasons(limiting)) names += (names.empty() ? "" : ", ") + n;
     parts.push_back("throttle reasons seen: " + names);
   }
-  if (t.temperature_max_c && *t.temperature_max_c >= 85.0) parts.push_back(fmt::format("up to {:.0f} C", *t.temperature_max_c));
+  if (t.temperature_max_c && *t.temperature_max_c >= 85.0)
+    parts.push_back(fmt::format("up to {:.0f} C", *t.temperature_max_c));
   if (parts.empty()) return;
   std::string text = slow.label + " ran with throttled clocks: ";
   for (size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : "") + parts[i];
@@ -169,11 +175,13 @@ const char* to_string(CauseKind kind) {
 }
 
 int Comparison::highlighted_count() const {
-  return static_cast<int>(std::count_if(stages.begin(), stages.end(), [](const StageComparison& s) { return s.highlighted; }));
+  return static_cast<int>(
+      std::count_if(stages.begin(), stages.end(), [](const StageComparison& s) { return s.highlighted; }));
 }
 
 Expected<Comparison> compare_runs(const RunRef& a, const RunRef& b, const ComparisonOptions& options) {
-  if (!a.profile || !a.run || !b.profile || !b.run) return invalid_argument("a comparison needs a profile and a case on both sides");
+  if (!a.profile || !a.run || !b.profile || !b.run)
+    return invalid_argument("a comparison needs a profile and a case on both sides");
   Side sides[2];
   for (int i = 0; i < 2; ++i) {
     const RunRef& ref = i == 0 ? a : b;
@@ -182,7 +190,8 @@ Expected<Comparison> compare_runs(const RunRef& a, const RunRef& b, const Compar
     sides[i].profile = ref.profile;
     sides[i].run = ref.run;
     sides[i].peaks = peaks_for_device(ref.profile->device);
-    sides[i].capability = ref.profile->device.is_cuda() || !ref.profile->device.spec_key.empty() ? sides[i].peaks.compute_capability : 0;
+    sides[i].capability =
+        ref.profile->device.is_cuda() || !ref.profile->device.spec_key.empty() ? sides[i].peaks.compute_capability : 0;
   }
   Comparison result;
   result.a_label = sides[0].label;
@@ -229,8 +238,9 @@ Expected<Comparison> compare_runs(const RunRef& a, const RunRef& b, const Compar
           rule_clocks_throttled(slow, options, row.causes);
           rule_cold_start(slow, options, row.causes);
           if (row.causes.empty()) {
-            row.causes.push_back({CauseKind::unexplained, row.slow_side,
-                                  "no rule matches the recorded data: profile this stage with Nsight Systems on the slow side"});
+            row.causes.push_back(
+                {CauseKind::unexplained, row.slow_side,
+                 "no rule matches the recorded data: profile this stage with Nsight Systems on the slow side"});
           }
         }
       }
@@ -255,17 +265,20 @@ std::vector<std::string> run_traps(const Profile& profile, const ProfileCase& ru
   const RunConfig& c = run.config;
   const bool gpu = device.is_cuda() || !device.spec_key.empty();
   if (gpu && c.precision == Precision::bf16 && capability > 0 && capability < 80) {
-    traps.push_back(fmt::format("{} (compute capability {}) has no bf16 tensor cores: bf16 is emulated and slower than "
-                                "fp32 (LOCOTRACK.md §6.1); use fp16 or fp32 on this card",
-                                device.name, capability_text(capability)));
+    traps.push_back(
+        fmt::format("{} (compute capability {}) has no bf16 tensor cores: bf16 is emulated and slower than "
+                    "fp32 (LOCOTRACK.md §6.1); use fp16 or fp32 on this card",
+                    device.name, capability_text(capability)));
   }
   if (c.precision == Precision::tf32 && (!gpu || capability < 80)) {
-    traps.push_back(fmt::format("TF32 needs compute capability 8.0 or newer: on {} this run is plain fp32", device.name));
+    traps.push_back(
+        fmt::format("TF32 needs compute capability 8.0 or newer: on {} this run is plain fp32", device.name));
   }
   if (gpu && c.precision == Precision::fp32 && capability >= 80 && (c.tf32_cudnn || c.tf32_matmul)) {
-    traps.push_back(fmt::format("'fp32' run with TF32 flags on ({}{}{}): not strict FP32 and not bit-exact to the reference",
-                                c.tf32_cudnn ? "convolutions" : "", c.tf32_cudnn && c.tf32_matmul ? " and " : "",
-                                c.tf32_matmul ? "matrix products" : ""));
+    traps.push_back(
+        fmt::format("'fp32' run with TF32 flags on ({}{}{}): not strict FP32 and not bit-exact to the reference",
+                    c.tf32_cudnn ? "convolutions" : "", c.tf32_cudnn && c.tf32_matmul ? " and " : "",
+                    c.tf32_matmul ? "matrix products" : ""));
   }
   return traps;
 }
@@ -280,35 +293,45 @@ std::vector<std::string> comparison_traps(const RunRef& a, const RunRef& b) {
     const int capability = peaks_for_device(r.profile->device).compute_capability;
     const bool conv = uses_tf32(StageWork::convolution, r.run->config, capability);
     const bool matrix = uses_tf32(StageWork::matrix, r.run->config, capability);
-    return std::string(conv && matrix ? "convolutions and matrix products" : conv ? "convolutions" : matrix ? "matrix products" : "");
+    return std::string(conv && matrix ? "convolutions and matrix products"
+                       : conv         ? "convolutions"
+                       : matrix       ? "matrix products"
+                                      : "");
   };
   const std::string ta = tf32_use(a), tb = tf32_use(b);
   if (ta != tb) {
     const std::string what = [&] {
-      if (tb.empty()) return fmt::format("{} used TF32 for {}, {} ran them in strict FP32 or another precision", la, ta, lb);
-      if (ta.empty()) return fmt::format("{} used TF32 for {}, {} ran them in strict FP32 or another precision", lb, tb, la);
+      if (tb.empty())
+        return fmt::format("{} used TF32 for {}, {} ran them in strict FP32 or another precision", la, ta, lb);
+      if (ta.empty())
+        return fmt::format("{} used TF32 for {}, {} ran them in strict FP32 or another precision", lb, tb, la);
       return fmt::format("{} used TF32 for {}, {} for {}", la, ta, lb, tb);
     }();
     warnings.push_back("TF32 vs strict FP32: " + what +
-                       ": those stages are not compared like for like (LOCOTRACK.md §6.2); set the TF32 flags explicitly on both sides");
+                       ": those stages are not compared like for like (LOCOTRACK.md §6.2); set the TF32 flags "
+                       "explicitly on both sides");
   }
   const RunConfig& ca = a.run->config;
   const RunConfig& cb = b.run->config;
   std::vector<std::string> differences;
-  if (ca.model_size != cb.model_size) differences.push_back(fmt::format("model {} vs {}", ca.model_size, cb.model_size));
+  if (ca.model_size != cb.model_size)
+    differences.push_back(fmt::format("model {} vs {}", ca.model_size, cb.model_size));
   if (ca.points != cb.points) differences.push_back(fmt::format("N {} vs {}", ca.points, cb.points));
   if (ca.frames != cb.frames) differences.push_back(fmt::format("T {} vs {}", ca.frames, cb.frames));
-  if (ca.resolution != cb.resolution) differences.push_back(fmt::format("resolution {} vs {}", ca.resolution, cb.resolution));
+  if (ca.resolution != cb.resolution)
+    differences.push_back(fmt::format("resolution {} vs {}", ca.resolution, cb.resolution));
   if (ca.chunk != cb.chunk) differences.push_back(fmt::format("chunk {} vs {}", ca.chunk, cb.chunk));
   if (ca.engine != cb.engine) differences.push_back(fmt::format("engine {} vs {}", ca.engine, cb.engine));
   if (!differences.empty()) {
     std::string text;
     for (const std::string& d : differences) text += (text.empty() ? "" : ", ") + d;
-    warnings.push_back("different workloads (" + text + "): measured ratios include the difference; predicted ratios use each side's FLOPs and bytes");
+    warnings.push_back("different workloads (" + text +
+                       "): measured ratios include the difference; predicted ratios use each side's FLOPs and bytes");
   }
   for (const auto& [ref, label] : {std::pair{&a, la}, std::pair{&b, lb}}) {
     if (ref->profile->origin != ProfileOrigin::measured) {
-      warnings.push_back(fmt::format("{} is {}, not measured: {}", label, to_string(ref->profile->origin), ref->profile->origin_note));
+      warnings.push_back(
+          fmt::format("{} is {}, not measured: {}", label, to_string(ref->profile->origin), ref->profile->origin_note));
     }
     if (!peaks_for_device(ref->profile->device).known()) {
       warnings.push_back(fmt::format("{}: no specification or measured peaks for '{}': no predicted ratios", label,
@@ -333,20 +356,24 @@ std::vector<PrecisionChoice> precision_choices(const DeviceDescription& device) 
   } else {
     if (capability >= 80) {
       tf32.available = true;
-      tf32.warnings.push_back("TF32 rounds the inputs of convolutions and matrix products to a 10-bit mantissa: "
-                              "fast, but not bit-exact to the reference (fp32 is)");
+      tf32.warnings.push_back(
+          "TF32 rounds the inputs of convolutions and matrix products to a 10-bit mantissa: "
+          "fast, but not bit-exact to the reference (fp32 is)");
     } else {
-      tf32.reason = fmt::format("TF32 needs compute capability 8.0 or newer; {} is {} (the flags would be ignored: plain fp32)",
-                                device.name, cc);
+      tf32.reason =
+          fmt::format("TF32 needs compute capability 8.0 or newer; {} is {} (the flags would be ignored: plain fp32)",
+                      device.name, cc);
     }
     if (capability < 80) {
-      bf16.warnings.push_back(fmt::format("trap: {} (compute capability {}) has no bf16 tensor cores; bf16 is emulated "
-                                          "and slow, 2x or more slower than fp32 (LOCOTRACK.md §6.1); use fp16 or fp32",
-                                          device.name, cc));
+      bf16.warnings.push_back(
+          fmt::format("trap: {} (compute capability {}) has no bf16 tensor cores; bf16 is emulated "
+                      "and slow, 2x or more slower than fp32 (LOCOTRACK.md §6.1); use fp16 or fp32",
+                      device.name, cc));
     }
     fp16.available = true;
     fp16.warnings.push_back("fp16 has not been validated for this model (overflow in the cost volumes is possible)");
-    if (capability < 70) fp16.warnings.push_back(fmt::format("compute capability {} has no tensor cores: no speed-up from fp16", cc));
+    if (capability < 70)
+      fp16.warnings.push_back(fmt::format("compute capability {} has no tensor cores: no speed-up from fp16", cc));
   }
   choices = {fp32, tf32, bf16, fp16};
   return choices;

@@ -27,24 +27,24 @@ namespace trackscope::core {
 struct RunRef {
   const Profile* profile = nullptr;
   const ProfileCase* run = nullptr;
-  std::string label;   // "A: NVIDIA H200 small-n1024..." (empty: built from the device and case names)
+  std::string label;  // "A: NVIDIA H200 small-n1024..." (empty: built from the device and case names)
 };
 
 enum class CauseKind {
-  precision_emulation,   // bf16 on compute capability < 8.0
-  tf32_one_side,         // the fast side used TF32 tensor cores for this stage, the slow side did not
-  launch_bound,          // launch/sync-bound: tiny per execution, or far from both floors with many executions
-  memory_bound,          // the stage is bandwidth-bound on the slow side (and/or has much less L2)
-  clocks_throttled,      // telemetry: SM clock well below the maximum, or power/thermal throttle reasons
-  cold_start,            // the statistics include a cold first run
-  unexplained,           // highlighted, but no rule matched the data
+  precision_emulation,  // bf16 on compute capability < 8.0
+  tf32_one_side,        // the fast side used TF32 tensor cores for this stage, the slow side did not
+  launch_bound,         // launch/sync-bound: tiny per execution, or far from both floors with many executions
+  memory_bound,         // the stage is bandwidth-bound on the slow side (and/or has much less L2)
+  clocks_throttled,     // telemetry: SM clock well below the maximum, or power/thermal throttle reasons
+  cold_start,           // the statistics include a cold first run
+  unexplained,          // highlighted, but no rule matched the data
 };
 const char* to_string(CauseKind kind);
 
 struct Cause {
   CauseKind kind = CauseKind::unexplained;
-  char side = 'B';       // the side the cause is about
-  std::string text;      // one sentence with the numbers behind it
+  char side = 'B';   // the side the cause is about
+  std::string text;  // one sentence with the numbers behind it
 };
 
 struct StageComparison {
@@ -52,33 +52,33 @@ struct StageComparison {
   StageWork work = StageWork::host;
   std::optional<double> a_ms;
   std::optional<double> b_ms;
-  std::optional<double> measured_ratio;          // b_ms / a_ms
-  std::optional<double> predicted_ratio;         // nominal floors
-  std::optional<double> precision_aware_ratio;   // effective floors
-  std::optional<double> excess;                  // measured / predicted
-  Bound a_bound = Bound::none;                   // effective floors' bound
+  std::optional<double> measured_ratio;         // b_ms / a_ms
+  std::optional<double> predicted_ratio;        // nominal floors
+  std::optional<double> precision_aware_ratio;  // effective floors
+  std::optional<double> excess;                 // measured / predicted
+  Bound a_bound = Bound::none;                  // effective floors' bound
   Bound b_bound = Bound::none;
   bool highlighted = false;
-  char slow_side = 0;                            // 'A' or 'B' when highlighted
+  char slow_side = 0;  // 'A' or 'B' when highlighted
   std::vector<Cause> causes;
 };
 
 struct ComparisonOptions {
   double highlight_factor = 2.0;
-  double launch_tiny_execution_ms = 0.05;   // below this per execution a stage is launch-bound
-  double launch_far_from_floor = 10.0;      // ... or this far above its floor
-  int launch_many_executions = 8;           // ... with at least this many executions per run
-  double throttled_clock_fraction = 0.85;   // median SM clock below this fraction of the maximum
-  double cold_start_factor = 2.0;           // first repeat above this multiple of the median
+  double launch_tiny_execution_ms = 0.05;  // below this per execution a stage is launch-bound
+  double launch_far_from_floor = 10.0;     // ... or this far above its floor
+  int launch_many_executions = 8;          // ... with at least this many executions per run
+  double throttled_clock_fraction = 0.85;  // median SM clock below this fraction of the maximum
+  double cold_start_factor = 2.0;          // first repeat above this multiple of the median
 };
 
 struct Comparison {
   std::string a_label;
   std::string b_label;
-  std::vector<StageComparison> stages;           // stages of A in order, then those only in B
+  std::vector<StageComparison> stages;  // stages of A in order, then those only in B
   std::optional<double> end_to_end_measured_ratio;
   std::optional<double> end_to_end_predicted_ratio;
-  std::vector<std::string> warnings;             // traps and non-like-for-like settings
+  std::vector<std::string> warnings;  // traps and non-like-for-like settings
   int highlighted_count() const;
 };
 
@@ -96,8 +96,8 @@ std::vector<std::string> comparison_traps(const RunRef& a, const RunRef& b);
 struct PrecisionChoice {
   Precision precision = Precision::fp32;
   bool available = false;
-  std::string reason;                  // why unavailable
-  std::vector<std::string> warnings;   // traps (shown next to the selector)
+  std::string reason;                 // why unavailable
+  std::vector<std::string> warnings;  // traps (shown next to the selector)
 };
 std::vector<PrecisionChoice> precision_choices(const DeviceDescription& device);
 

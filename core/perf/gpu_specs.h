@@ -39,11 +39,11 @@ struct GpuSpec {
   double bandwidth_gbps = 0.0;
   double l2_mb = 0.0;
   double boost_clock_mhz = 0.0;
-  double fp32_tflops = 0.0;             // CUDA cores, non-tensor
-  double tf32_tensor_tflops = 0.0;      // 0: no TF32 tensor cores
-  double bf16_tensor_tflops = 0.0;      // 0: no BF16 tensor cores
-  double fp16_tensor_tflops = 0.0;      // 0: no tensor cores
-  std::string source;                   // the datasheet/whitepaper the row comes from
+  double fp32_tflops = 0.0;         // CUDA cores, non-tensor
+  double tf32_tensor_tflops = 0.0;  // 0: no TF32 tensor cores
+  double bf16_tensor_tflops = 0.0;  // 0: no BF16 tensor cores
+  double fp16_tensor_tflops = 0.0;  // 0: no tensor cores
+  std::string source;               // the datasheet/whitepaper the row comes from
 
   int compute_capability() const { return compute_capability_major * 10 + compute_capability_minor; }
   /// BF16 tensor cores exist from compute capability 8.0 (Ampere).
@@ -83,13 +83,13 @@ struct MeasuredPeaks {
 
 /// The peak rates used for one device in one roofline: the datasheet row (if any) with measured overrides.
 struct DevicePeaks {
-  std::string source;                  // "datasheet: ...", "measured", "datasheet + measured"
-  int compute_capability = 0;          // 75 for 7.5; 0 for the CPU
+  std::string source;          // "datasheet: ...", "measured", "datasheet + measured"
+  int compute_capability = 0;  // 75 for 7.5; 0 for the CPU
   double fp32_tflops = 0.0;
-  double tf32_tflops = 0.0;            // effective: 0 on cards without TF32 (use fp32)
-  double bf16_tflops = 0.0;            // effective: emulated rate on cc < 8.0
+  double tf32_tflops = 0.0;  // effective: 0 on cards without TF32 (use fp32)
+  double bf16_tflops = 0.0;  // effective: emulated rate on cc < 8.0
   double fp16_tflops = 0.0;
-  double nominal_bf16_tflops = 0.0;    // what a datasheet reader expects for bf16 (see GpuSpec)
+  double nominal_bf16_tflops = 0.0;  // what a datasheet reader expects for bf16 (see GpuSpec)
   double nominal_tf32_tflops = 0.0;
   double bandwidth_gbps = 0.0;
   double l2_mb = 0.0;

@@ -10,7 +10,7 @@ namespace {
 constexpr int64_t kGridElementsPerFrame = 32 * 32 * 256 + 64 * 64 * 128 + 128 * 128 * 64;  // 1,835,008
 constexpr int64_t kFramePixels = 256 * 256 * 3;
 constexpr int64_t kSupportElements = 49 * (256 + 128 + 64);
-constexpr int64_t kCorrelation = 2408;            // 7^4 per level, rows padded to a multiple of 8
+constexpr int64_t kCorrelation = 2408;  // 7^4 per level, rows padded to a multiple of 8
 constexpr int64_t kMixerInput = 854;
 constexpr int64_t kEncoded = 3 * 256;
 // Live activations of the backbone per frame: measured peak of the ResNet forward (stem output, block input,
@@ -72,9 +72,8 @@ std::string TrackerMemoryPlan::summary() const {
       "weights {:.2f} GiB + frames {:.2f} GiB + feature grids {:.2f} GiB + query features {:.2f} GiB + "
       "max(backbone of {} frames {:.2f} GiB, chunk of {} queries {:.2f} GiB) + reserve {:.2f} GiB = "
       "{:.2f} GiB of a {:.2f} GiB budget ({} chunks)",
-      gib(weights_bytes), gib(frames_bytes), gib(grids_bytes), gib(queries_bytes), backbone_frames,
-      gib(backbone_bytes), query_chunk, gib(chunk_bytes), gib(reserve_bytes), gib(peak_bytes), gib(budget_bytes),
-      chunk_count);
+      gib(weights_bytes), gib(frames_bytes), gib(grids_bytes), gib(queries_bytes), backbone_frames, gib(backbone_bytes),
+      query_chunk, gib(chunk_bytes), gib(reserve_bytes), gib(peak_bytes), gib(budget_bytes), chunk_count);
 }
 
 Expected<TrackerMemoryPlan> plan_tracker_memory(const TrackerMemoryInput& input) {
@@ -88,7 +87,8 @@ Expected<TrackerMemoryPlan> plan_tracker_memory(const TrackerMemoryInput& input)
   plan.grids_bytes = static_cast<int64_t>(input.frames) * kGridElementsPerFrame * e;
   plan.queries_bytes = static_cast<int64_t>(input.points) * kSupportElements * e +
                        std::min<int64_t>(input.points, 1024) * 49 * 256 * 4 * 6;
-  const int64_t fixed = plan.weights_bytes + plan.frames_bytes + plan.grids_bytes + plan.queries_bytes + plan.reserve_bytes;
+  const int64_t fixed =
+      plan.weights_bytes + plan.frames_bytes + plan.grids_bytes + plan.queries_bytes + plan.reserve_bytes;
   const int64_t available = input.budget_bytes - fixed;
   const int64_t minimum_chunk = input.points > 0 ? chunk_memory_bytes(input, 1) : 0;
   const int64_t minimum = std::max(backbone_memory_bytes(input, 1), minimum_chunk);
@@ -112,7 +112,10 @@ Expected<TrackerMemoryPlan> plan_tracker_memory(const TrackerMemoryInput& input)
       int low = 1, high = chunk;
       while (low < high) {
         const int middle = low + (high - low + 1) / 2;
-        if (chunk_memory_bytes(input, middle) <= available) low = middle; else high = middle - 1;
+        if (chunk_memory_bytes(input, middle) <= available)
+          low = middle;
+        else
+          high = middle - 1;
       }
       chunk = low;
     }

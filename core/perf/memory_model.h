@@ -32,19 +32,19 @@ namespace trackscope::core {
 
 struct TrackerMemoryInput {
   ModelSize model_size = ModelSize::small;
-  int frames = 0;                    // T
-  int points = 0;                    // N
-  int compute_dtype_bytes = 4;       // 4 fp32/tf32, 2 bf16/fp16
-  bool fused = true;                 // Trackscope's kernels (false: the eager reference path)
+  int frames = 0;                       // T
+  int points = 0;                       // N
+  int compute_dtype_bytes = 4;          // 4 fp32/tf32, 2 bf16/fp16
+  bool fused = true;                    // Trackscope's kernels (false: the eager reference path)
   bool attention_materialised = false;  // scores [n, heads, T, T] exist (CPU or LibTorch 1.x math path)
-  int64_t budget_bytes = 0;          // the run must fit here (> 0)
-  int requested_chunk = 0;           // queries per chunk; 0 = the largest that fits, at most max_chunk
+  int64_t budget_bytes = 0;             // the run must fit here (> 0)
+  int requested_chunk = 0;              // queries per chunk; 0 = the largest that fits, at most max_chunk
   int max_chunk = 1024;
   int max_backbone_frames = 32;
   int init_queries_per_pass = 256;
-  int source_width = 256;            // decoded frames (native size) held per backbone call
+  int source_width = 256;  // decoded frames (native size) held per backbone call
   int source_height = 256;
-  int64_t reserve_bytes = 0;         // allocator slack, library workspaces
+  int64_t reserve_bytes = 0;  // allocator slack, library workspaces
 
   Status check() const;
 };
@@ -57,8 +57,8 @@ struct TrackerMemoryPlan {
   int64_t frames_bytes = 0;
   int64_t grids_bytes = 0;
   int64_t queries_bytes = 0;
-  int64_t backbone_bytes = 0;        // for backbone_frames frames per call
-  int64_t chunk_bytes = 0;           // for query_chunk queries
+  int64_t backbone_bytes = 0;  // for backbone_frames frames per call
+  int64_t chunk_bytes = 0;     // for query_chunk queries
   int64_t reserve_bytes = 0;
   int64_t peak_bytes = 0;
   int64_t budget_bytes = 0;

@@ -93,7 +93,8 @@ void ProfileCaseBuilder::add_repeat(std::span<const StageSample> samples, double
   wall_ms_.push_back(wall_ms);
 }
 
-ProfileCase ProfileCaseBuilder::build(int64_t peak_device_memory_bytes, std::optional<TelemetrySummary> telemetry) const {
+ProfileCase ProfileCaseBuilder::build(int64_t peak_device_memory_bytes,
+                                      std::optional<TelemetrySummary> telemetry) const {
   ProfileCase result;
   result.name = name_;
   result.config = config_;
@@ -108,7 +109,8 @@ ProfileCase ProfileCaseBuilder::build(int64_t peak_device_memory_bytes, std::opt
   // The repeat whose wall time is the median one supplies the per-chunk samples.
   size_t median_repeat = 0;
   for (size_t i = 0; i < wall_ms_.size(); ++i) {
-    if (std::abs(wall_ms_[i] - result.end_to_end.median_ms) < std::abs(wall_ms_[median_repeat] - result.end_to_end.median_ms)) {
+    if (std::abs(wall_ms_[i] - result.end_to_end.median_ms) <
+        std::abs(wall_ms_[median_repeat] - result.end_to_end.median_ms)) {
       median_repeat = i;
     }
   }
@@ -177,7 +179,8 @@ struct FieldError {
 };
 
 const json& require(const json& object, const char* key, const std::string& path) {
-  if (!object.is_object() || !object.contains(key)) throw FieldError{fmt::format("missing required field '{}{}'", path, key)};
+  if (!object.is_object() || !object.contains(key))
+    throw FieldError{fmt::format("missing required field '{}{}'", path, key)};
   return object.at(key);
 }
 
@@ -198,11 +201,13 @@ T required(const json& object, const char* key, const std::string& path) {
 // Optional fields: absent or null keep the default.
 template <typename T>
 void optional_into(const json& object, const char* key, const std::string& path, T& out) {
-  if (object.is_object() && object.contains(key) && !object.at(key).is_null()) out = typed<T>(object.at(key), path + key);
+  if (object.is_object() && object.contains(key) && !object.at(key).is_null())
+    out = typed<T>(object.at(key), path + key);
 }
 template <typename T>
 void optional_into(const json& object, const char* key, const std::string& path, std::optional<T>& out) {
-  if (object.is_object() && object.contains(key) && !object.at(key).is_null()) out = typed<T>(object.at(key), path + key);
+  if (object.is_object() && object.contains(key) && !object.at(key).is_null())
+    out = typed<T>(object.at(key), path + key);
 }
 
 const json& optional_object(const json& object, const char* key) {
@@ -217,8 +222,8 @@ void put_optional(json& object, const char* key, const std::optional<T>& value) 
 }
 
 json stats_to_json(const SampleStatistics& s) {
-  return {{"samples", s.count}, {"median_ms", s.median_ms}, {"p90_ms", s.p90_ms}, {"min_ms", s.min_ms},
-          {"max_ms", s.max_ms}, {"mean_ms", s.mean_ms}};
+  return {{"samples", s.count}, {"median_ms", s.median_ms}, {"p90_ms", s.p90_ms},
+          {"min_ms", s.min_ms}, {"max_ms", s.max_ms},       {"mean_ms", s.mean_ms}};
 }
 
 SampleStatistics stats_from_json(const json& j, const std::string& path) {
@@ -305,7 +310,8 @@ json stage_to_json(const StageStats& s) {
     entry["iteration"] = it.iteration;
     j["iterations"].push_back(entry);
   }
-  for (const ChunkSample& c : s.chunk_samples) j["chunk_samples"].push_back({{"chunk", c.chunk}, {"iteration", c.iteration}, {"ms", c.ms}});
+  for (const ChunkSample& c : s.chunk_samples)
+    j["chunk_samples"].push_back({{"chunk", c.chunk}, {"iteration", c.iteration}, {"ms", c.ms}});
   return j;
 }
 
@@ -346,10 +352,19 @@ StageStats stage_from_json(const json& j, const std::string& path) {
 json case_to_json(const ProfileCase& c) {
   const RunConfig& k = c.config;
   json j = {{"name", c.name},
-            {"config", {{"engine", k.engine}, {"model_size", k.model_size}, {"points", k.points}, {"frames", k.frames},
-                        {"resolution", k.resolution}, {"precision", to_string(k.precision)}, {"chunk", k.chunk},
-                        {"tf32_matmul", k.tf32_matmul}, {"tf32_cudnn", k.tf32_cudnn}, {"repeats", k.repeats},
-                        {"warmup", k.warmup}, {"video", k.video}}},
+            {"config",
+             {{"engine", k.engine},
+              {"model_size", k.model_size},
+              {"points", k.points},
+              {"frames", k.frames},
+              {"resolution", k.resolution},
+              {"precision", to_string(k.precision)},
+              {"chunk", k.chunk},
+              {"tf32_matmul", k.tf32_matmul},
+              {"tf32_cudnn", k.tf32_cudnn},
+              {"repeats", k.repeats},
+              {"warmup", k.warmup},
+              {"video", k.video}}},
             {"end_to_end", stats_to_json(c.end_to_end)},
             {"peak_device_memory_bytes", c.peak_device_memory_bytes},
             {"points_per_second", c.points_per_second},
@@ -382,15 +397,18 @@ ProfileCase case_from_json(const json& j, const std::string& path) {
   optional_into(k, "warmup", cpath, c.config.warmup);
   optional_into(k, "video", cpath, c.config.video);
   if (c.name.empty()) c.name = default_case_name(c.config);
-  if (j.contains("end_to_end") && j.at("end_to_end").is_object()) c.end_to_end = stats_from_json(j.at("end_to_end"), path + "end_to_end.");
+  if (j.contains("end_to_end") && j.at("end_to_end").is_object())
+    c.end_to_end = stats_from_json(j.at("end_to_end"), path + "end_to_end.");
   optional_into(j, "peak_device_memory_bytes", path, c.peak_device_memory_bytes);
   optional_into(j, "points_per_second", path, c.points_per_second);
   optional_into(j, "host_syncs_per_run", path, c.host_syncs_per_run);
   optional_into(j, "notes", path, c.notes);
   const json& stages = require(j, "stages", path);
   if (!stages.is_array()) throw FieldError{fmt::format("field '{}stages' must be an array", path)};
-  for (size_t i = 0; i < stages.size(); ++i) c.stages.push_back(stage_from_json(stages[i], fmt::format("{}stages[{}].", path, i)));
-  if (j.contains("telemetry") && j.at("telemetry").is_object()) c.telemetry = telemetry_from_json(j.at("telemetry"), path + "telemetry.");
+  for (size_t i = 0; i < stages.size(); ++i)
+    c.stages.push_back(stage_from_json(stages[i], fmt::format("{}stages[{}].", path, i)));
+  if (j.contains("telemetry") && j.at("telemetry").is_object())
+    c.telemetry = telemetry_from_json(j.at("telemetry"), path + "telemetry.");
   return c;
 }
 
@@ -398,20 +416,34 @@ ProfileCase case_from_json(const json& j, const std::string& path) {
 
 std::string profile_to_json(const Profile& p) {
   const DeviceInfo& d = p.device;
-  json device = {{"id", d.id}, {"name", d.name}, {"multiprocessors", d.multiprocessors}, {"memory_bytes", d.memory_bytes},
+  json device = {{"id", d.id},
+                 {"name", d.name},
+                 {"multiprocessors", d.multiprocessors},
+                 {"memory_bytes", d.memory_bytes},
                  {"compute_capability", fmt::format("{}.{}", d.compute_capability_major, d.compute_capability_minor)},
-                 {"sm_clock_max_mhz", d.sm_clock_max_mhz}, {"memory_clock_max_mhz", d.memory_clock_max_mhz},
-                 {"l2_cache_bytes", d.l2_cache_bytes}, {"pci_bus_id", d.pci_bus_id}, {"spec_key", d.spec_key}};
+                 {"sm_clock_max_mhz", d.sm_clock_max_mhz},
+                 {"memory_clock_max_mhz", d.memory_clock_max_mhz},
+                 {"l2_cache_bytes", d.l2_cache_bytes},
+                 {"pci_bus_id", d.pci_bus_id},
+                 {"spec_key", d.spec_key}};
   if (!d.measured_peaks.empty()) device["measured_peaks"] = peaks_to_json(d.measured_peaks);
   json j = {{"schema", p.schema},
             {"schema_version", fmt::format("{}.{}", p.schema_major, p.schema_minor)},
             {"tool", {{"name", p.tool.name}, {"version", p.tool.version}, {"command", p.tool.command}}},
             {"created_utc", p.created_utc},
             {"origin", {{"kind", to_string(p.origin)}, {"note", p.origin_note}}},
-            {"host", {{"cpu_model", p.host.cpu_model}, {"threads", p.host.threads}, {"hostname", p.host.hostname}, {"os", p.host.os}}},
+            {"host",
+             {{"cpu_model", p.host.cpu_model},
+              {"threads", p.host.threads},
+              {"hostname", p.host.hostname},
+              {"os", p.host.os}}},
             {"device", device},
-            {"runtime", {{"libtorch", p.runtime.libtorch}, {"cuda_runtime", p.runtime.cuda_runtime}, {"cudnn", p.runtime.cudnn},
-                         {"driver", p.runtime.driver}, {"trackscope_kernels", p.runtime.trackscope_kernels}}},
+            {"runtime",
+             {{"libtorch", p.runtime.libtorch},
+              {"cuda_runtime", p.runtime.cuda_runtime},
+              {"cudnn", p.runtime.cudnn},
+              {"driver", p.runtime.driver},
+              {"trackscope_kernels", p.runtime.trackscope_kernels}}},
             {"cases", json::array()}};
   for (const ProfileCase& c : p.cases) j["cases"].push_back(case_to_json(c));
   return j.dump(2) + "\n";
@@ -425,7 +457,8 @@ Expected<Profile> profile_from_json(std::string_view text) {
   try {
     p.schema = required<std::string>(j, "schema", "");
     if (p.schema != kProfileSchemaName) {
-      return unsupported(fmt::format("not a Trackscope profile: schema '{}' (expected '{}')", p.schema, kProfileSchemaName));
+      return unsupported(
+          fmt::format("not a Trackscope profile: schema '{}' (expected '{}')", p.schema, kProfileSchemaName));
     }
     const std::string version = required<std::string>(j, "schema_version", "");
     int major = 0, minor = 0;
@@ -433,9 +466,10 @@ Expected<Profile> profile_from_json(std::string_view text) {
       return corrupt_data(fmt::format("schema_version '{}' is not MAJOR.MINOR", version));
     }
     if (major != kProfileSchemaMajor) {
-      return unsupported(fmt::format("profile schema version {} is not supported by this build (it reads {}.x); "
-                                     "open it with a Trackscope release that writes {}.x",
-                                     version, kProfileSchemaMajor, major));
+      return unsupported(
+          fmt::format("profile schema version {} is not supported by this build (it reads {}.x); "
+                      "open it with a Trackscope release that writes {}.x",
+                      version, kProfileSchemaMajor, major));
     }
     p.schema_major = major;
     p.schema_minor = minor;
@@ -447,7 +481,9 @@ Expected<Profile> profile_from_json(std::string_view text) {
     const json& origin = optional_object(j, "origin");
     std::string kind = "measured";
     optional_into(origin, "kind", "origin.", kind);
-    p.origin = kind == "predicted" ? ProfileOrigin::predicted : kind == "transcribed" ? ProfileOrigin::transcribed : ProfileOrigin::measured;
+    p.origin = kind == "predicted"     ? ProfileOrigin::predicted
+               : kind == "transcribed" ? ProfileOrigin::transcribed
+                                       : ProfileOrigin::measured;
     optional_into(origin, "note", "origin.", p.origin_note);
     const json& host = optional_object(j, "host");
     optional_into(host, "cpu_model", "host.", p.host.cpu_model);
@@ -462,7 +498,8 @@ Expected<Profile> profile_from_json(std::string_view text) {
     optional_into(device, "memory_bytes", "device.", d.memory_bytes);
     std::string capability;
     optional_into(device, "compute_capability", "device.", capability);
-    if (!capability.empty() && std::sscanf(capability.c_str(), "%d.%d", &d.compute_capability_major, &d.compute_capability_minor) != 2) {
+    if (!capability.empty() &&
+        std::sscanf(capability.c_str(), "%d.%d", &d.compute_capability_major, &d.compute_capability_minor) != 2) {
       throw FieldError{fmt::format("field 'device.compute_capability' is '{}', expected MAJOR.MINOR", capability)};
     }
     optional_into(device, "sm_clock_max_mhz", "device.", d.sm_clock_max_mhz);

@@ -31,8 +31,8 @@
 namespace trackscope::core {
 
 inline constexpr const char* kProfileSchemaName = "trackscope.profile";
-inline constexpr int kProfileSchemaMajor = 1;   // incompatible changes
-inline constexpr int kProfileSchemaMinor = 0;   // additions that old readers can ignore
+inline constexpr int kProfileSchemaMajor = 1;  // incompatible changes
+inline constexpr int kProfileSchemaMinor = 0;  // additions that old readers can ignore
 
 /// median (of the sorted values; mean of the two middle ones for even counts), p90 (linear interpolation between
 /// closest ranks, numpy's default), min, max, mean.
@@ -49,31 +49,31 @@ SampleStatistics compute_statistics(std::span<const double> values_ms);
 
 /// How a profile came to be.
 enum class ProfileOrigin {
-  measured,      // a bench or a live run
-  predicted,     // a what-if computed from another profile and the spec table
-  transcribed,   // typed in from a document (e.g. LOCOTRACK.md §5.2)
+  measured,     // a bench or a live run
+  predicted,    // a what-if computed from another profile and the spec table
+  transcribed,  // typed in from a document (e.g. LOCOTRACK.md §5.2)
 };
 const char* to_string(ProfileOrigin origin);
 
 struct ToolInfo {
   std::string name = "trackscope";
   std::string version;
-  std::string command;          // the command line of the bench, if any
+  std::string command;  // the command line of the bench, if any
   bool operator==(const ToolInfo&) const = default;
 };
 
 struct DeviceInfo {
-  std::string id;               // "cpu", "cuda:0"
-  std::string name;             // as CUDA reports it: "NVIDIA H200"; "CPU (16 threads)"
-  int multiprocessors = 0;      // SMs (CPU: threads)
+  std::string id;           // "cpu", "cuda:0"
+  std::string name;         // as CUDA reports it: "NVIDIA H200"; "CPU (16 threads)"
+  int multiprocessors = 0;  // SMs (CPU: threads)
   int64_t memory_bytes = 0;
   int compute_capability_major = 0;
   int compute_capability_minor = 0;
-  double sm_clock_max_mhz = 0.0;       // 0 = unknown
+  double sm_clock_max_mhz = 0.0;  // 0 = unknown
   double memory_clock_max_mhz = 0.0;
   int64_t l2_cache_bytes = 0;
   std::string pci_bus_id;
-  std::string spec_key;                // the GPU specification row used ("h200"); empty = look up by name
+  std::string spec_key;  // the GPU specification row used ("h200"); empty = look up by name
   MeasuredPeaks measured_peaks;
   bool is_cuda() const { return id.rfind("cuda", 0) == 0; }
   int compute_capability() const { return compute_capability_major * 10 + compute_capability_minor; }
@@ -94,57 +94,57 @@ struct RuntimeInfo {
 };
 
 struct RunConfig {
-  std::string engine = "trackscope";   // "trackscope", "official-pytorch-eager", ...
-  std::string model_size = "small";    // "small" / "base"
-  int points = 0;                      // N
-  int frames = 0;                      // T
+  std::string engine = "trackscope";  // "trackscope", "official-pytorch-eager", ...
+  std::string model_size = "small";   // "small" / "base"
+  int points = 0;                     // N
+  int frames = 0;                     // T
   int resolution = 256;
   Precision precision = Precision::fp32;
-  int chunk = 0;                       // queries per chunk (0 = all)
-  bool tf32_matmul = false;            // torch.backends.cuda.matmul.allow_tf32 / at::globalContext().allowTF32CuBLAS
-  bool tf32_cudnn = false;             // torch.backends.cudnn.allow_tf32 (PyTorch's default is true!)
+  int chunk = 0;             // queries per chunk (0 = all)
+  bool tf32_matmul = false;  // torch.backends.cuda.matmul.allow_tf32 / at::globalContext().allowTF32CuBLAS
+  bool tf32_cudnn = false;   // torch.backends.cudnn.allow_tf32 (PyTorch's default is true!)
   int repeats = 0;
-  int warmup = 0;                      // warm-up runs before the repeats (not in the statistics); -1 = not recorded
-  std::string video;                   // the input (path or description)
+  int warmup = 0;     // warm-up runs before the repeats (not in the statistics); -1 = not recorded
+  std::string video;  // the input (path or description)
   bool operator==(const RunConfig&) const = default;
 };
 
 struct IterationStats {
-  int iteration = 0;                   // 1..refinement iterations
-  SampleStatistics stats;              // per repeat: the sum over chunks of this iteration
+  int iteration = 0;       // 1..refinement iterations
+  SampleStatistics stats;  // per repeat: the sum over chunks of this iteration
   bool operator==(const IterationStats&) const = default;
 };
 
 struct ChunkSample {
   int chunk = 0;
-  int iteration = 0;                   // 0 for non-refinement stages
+  int iteration = 0;  // 0 for non-refinement stages
   double ms = 0.0;
   bool operator==(const ChunkSample&) const = default;
 };
 
 struct StageStats {
-  std::string name;                    // canonical stage name (stage_name); unknown names are kept as read
+  std::string name;  // canonical stage name (stage_name); unknown names are kept as read
   StageClock clock = StageClock::device_events;
-  SampleStatistics stats;              // over repeats, per forward pass
-  std::vector<double> repeat_ms;       // the per-repeat totals behind stats (optional)
-  std::vector<double> warmup_ms;       // the warm-up repeats' totals, not in stats (optional; cold-start diagnosis)
-  int executions_per_run = 0;          // samples per forward pass (chunks x iterations); 0 = unknown
+  SampleStatistics stats;         // over repeats, per forward pass
+  std::vector<double> repeat_ms;  // the per-repeat totals behind stats (optional)
+  std::vector<double> warmup_ms;  // the warm-up repeats' totals, not in stats (optional; cold-start diagnosis)
+  int executions_per_run = 0;     // samples per forward pass (chunks x iterations); 0 = unknown
   std::optional<int64_t> kernel_launches_per_run;
-  double flops = 0.0;                  // per forward pass
-  double bytes = 0.0;                  // minimum device-memory traffic per forward pass
-  std::vector<IterationStats> iterations;   // refinement stages
-  std::vector<ChunkSample> chunk_samples;   // optional: one repeat's samples (the median one)
+  double flops = 0.0;                      // per forward pass
+  double bytes = 0.0;                      // minimum device-memory traffic per forward pass
+  std::vector<IterationStats> iterations;  // refinement stages
+  std::vector<ChunkSample> chunk_samples;  // optional: one repeat's samples (the median one)
   std::optional<Stage> stage() const { return stage_from_name(name); }
   bool operator==(const StageStats&) const = default;
 };
 
 struct ProfileCase {
-  std::string name;                    // "small-n1024-t47-fp32-c256"
+  std::string name;  // "small-n1024-t47-fp32-c256"
   RunConfig config;
-  std::vector<StageStats> stages;      // canonical order where known
-  SampleStatistics end_to_end;         // wall time of the whole forward (or track call), per repeat
+  std::vector<StageStats> stages;  // canonical order where known
+  SampleStatistics end_to_end;     // wall time of the whole forward (or track call), per repeat
   int64_t peak_device_memory_bytes = 0;
-  double points_per_second = 0.0;      // points / median end-to-end seconds (each point tracked over T frames)
+  double points_per_second = 0.0;  // points / median end-to-end seconds (each point tracked over T frames)
   std::optional<int64_t> host_syncs_per_run;
   std::optional<TelemetrySummary> telemetry;
   std::string notes;
@@ -160,9 +160,9 @@ struct Profile {
   int schema_major = kProfileSchemaMajor;
   int schema_minor = kProfileSchemaMinor;
   ToolInfo tool;
-  std::string created_utc;             // ISO 8601 "2025-01-31T12:00:00Z"
+  std::string created_utc;  // ISO 8601 "2025-01-31T12:00:00Z"
   ProfileOrigin origin = ProfileOrigin::measured;
-  std::string origin_note;             // where a transcribed/predicted profile comes from
+  std::string origin_note;  // where a transcribed/predicted profile comes from
   HostInfo host;
   DeviceInfo device;
   RuntimeInfo runtime;

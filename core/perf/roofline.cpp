@@ -124,22 +124,26 @@ double predict_stage_ms(double measured_ms, double floor_ms, double target_floor
   if (measured_ms <= 0.0 || floor_ms <= 0.0) return measured_ms;
   const double efficiency = floor_ms / measured_ms;
   if (efficiency >= attainable_fraction) return target_floor_ms / efficiency;
-  const double clock_scale = source_clock_mhz > 0.0 && target_clock_mhz > 0.0 ? source_clock_mhz / target_clock_mhz : 1.0;
+  const double clock_scale =
+      source_clock_mhz > 0.0 && target_clock_mhz > 0.0 ? source_clock_mhz / target_clock_mhz : 1.0;
   return target_floor_ms / attainable_fraction + (measured_ms - floor_ms / attainable_fraction) * clock_scale;
 }
 
 Expected<Profile> predict_profile(const Profile& profile, size_t case_index, const GpuSpec& target,
                                   const WhatIfOptions& options) {
   if (case_index >= profile.cases.size()) {
-    return invalid_argument(fmt::format("case {} does not exist (the profile has {})", case_index, profile.cases.size()));
+    return invalid_argument(
+        fmt::format("case {} does not exist (the profile has {})", case_index, profile.cases.size()));
   }
   if (!(options.attainable_fraction > 0.0 && options.attainable_fraction <= 1.0)) {
     return invalid_argument(fmt::format("attainable fraction {} must be in (0, 1]", options.attainable_fraction));
   }
   const DevicePeaks source_peaks = peaks_for_device(profile.device);
   if (!source_peaks.known()) {
-    return unsupported(fmt::format("cannot predict from '{}': it has no specification and no measured peaks "
-                                   "(a what-if scales each stage by the ratio of its floors)", profile.device.name));
+    return unsupported(
+        fmt::format("cannot predict from '{}': it has no specification and no measured peaks "
+                    "(a what-if scales each stage by the ratio of its floors)",
+                    profile.device.name));
   }
   const ProfileCase& source = profile.cases[case_index];
   Profile predicted;
@@ -174,9 +178,10 @@ Expected<Profile> predict_profile(const Profile& profile, size_t case_index, con
     const std::optional<Floor> before = stage_floor(*original, source.config, profile.device, PeakBasis::effective);
     const std::optional<Floor> after = stage_floor(stage, run.config, predicted.device, PeakBasis::effective);
     if (!before || !after || before->ms() <= 0.0 || original->stats.median_ms <= 0.0) continue;
-    const double source_clock = profile.device.sm_clock_max_mhz > 0.0 ? profile.device.sm_clock_max_mhz : source_peaks.boost_clock_mhz;
-    const double ratio = predict_stage_ms(original->stats.median_ms, before->ms(), after->ms(), options.attainable_fraction,
-                                          source_clock, target.boost_clock_mhz) /
+    const double source_clock =
+        profile.device.sm_clock_max_mhz > 0.0 ? profile.device.sm_clock_max_mhz : source_peaks.boost_clock_mhz;
+    const double ratio = predict_stage_ms(original->stats.median_ms, before->ms(), after->ms(),
+                                          options.attainable_fraction, source_clock, target.boost_clock_mhz) /
                          original->stats.median_ms;
     auto scale = [ratio](SampleStatistics& s) {
       s.median_ms *= ratio;
@@ -187,7 +192,7 @@ Expected<Profile> predict_profile(const Profile& profile, size_t case_index, con
     };
     scale(stage.stats);
     for (double& ms : stage.repeat_ms) ms *= ratio;
-    stage.warmup_ms.clear();   // one-time costs do not transfer
+    stage.warmup_ms.clear();  // one-time costs do not transfer
     for (IterationStats& it : stage.iterations) scale(it.stats);
     for (ChunkSample& c : stage.chunk_samples) c.ms *= ratio;
     delta_ms += stage.stats.median_ms - original->stats.median_ms;
@@ -208,7 +213,8 @@ Expected<Profile> predict_profile(const Profile& profile, size_t case_index, con
       "the SM clocks (stages already above {:.0f}% keep their efficiency); bf16 below compute capability 8.0 at "
       "{:.0f}% of the FP32 rate; host stages and PCIe copies unchanged; peak memory scaled by the element size.",
       source.name, profile.device.name, to_string(profile.origin), target.display_name, to_string(run.config.precision),
-      run.config.precision == Precision::fp32 && (run.config.tf32_cudnn || run.config.tf32_matmul) ? " with TF32 flags" : "",
+      run.config.precision == Precision::fp32 && (run.config.tf32_cudnn || run.config.tf32_matmul) ? " with TF32 flags"
+                                                                                                   : "",
       options.attainable_fraction * 100, options.attainable_fraction * 100, kEmulatedBf16FractionOfFp32 * 100);
   predicted.cases.push_back(std::move(run));
   return predicted;

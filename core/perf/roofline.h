@@ -5,9 +5,9 @@
 // that predicts a profile on another GPU of the specification table.
 //
 //   Roofline roofline = compute_roofline(profile, profile.cases[0]);
-//   for (const StageRoofline& s : roofline.stages) if (s.flagged) log::info("{}: {:.0f}x its floor", s.stage, s.above_floor);
-//   WhatIfOptions bf16;  bf16.precision = Precision::bf16;
-//   Expected<Profile> t4 = predict_profile(profile, 0, *find_gpu_spec("t4"), bf16);
+//   for (const StageRoofline& s : roofline.stages) if (s.flagged) log::info("{}: {:.0f}x its floor", s.stage,
+//   s.above_floor); WhatIfOptions bf16;  bf16.precision = Precision::bf16; Expected<Profile> t4 =
+//   predict_profile(profile, 0, *find_gpu_spec("t4"), bf16);
 //
 // Precision per stage: a stage runs at the precision of the case, except that with precision fp32 the TF32 flags
 // decide (cuDNN flag for convolution stages, matmul flag for matrix stages), and TF32 needs compute capability 8.0:
@@ -41,52 +41,53 @@ const char* to_string(Bound bound);
 
 /// The floor of some work on a device at a given compute rate.
 struct Floor {
-  double compute_ms = 0.0;   // flops / peak
-  double memory_ms = 0.0;    // bytes / bandwidth
+  double compute_ms = 0.0;  // flops / peak
+  double memory_ms = 0.0;   // bytes / bandwidth
   double ms() const { return compute_ms > memory_ms ? compute_ms : memory_ms; }
-  Bound bound() const;       // none when both are 0
+  Bound bound() const;  // none when both are 0
 };
 /// Floor at `tflops` and `gbps` (either may be 0 = unknown: that term is then left out).
 Floor floor_of(double flops, double bytes, double tflops, double gbps);
 
 /// Which rate a stage is judged against.
 enum class PeakBasis {
-  effective,   // the precision really used, with TF32 flags and bf16 emulation (the roofline, the what-if)
-  nominal,     // the precision the run asked for, at the datasheet's rate (the "predicted" comparison ratio)
+  effective,  // the precision really used, with TF32 flags and bf16 emulation (the roofline, the what-if)
+  nominal,    // the precision the run asked for, at the datasheet's rate (the "predicted" comparison ratio)
 };
 /// The floor of one stage of a run on a device; nullopt when the stage runs on the host, moves data over PCIe,
 /// has neither FLOPs nor bytes, or the device's peaks are unknown.
-std::optional<Floor> stage_floor(const StageStats& stage, const RunConfig& config, const DeviceInfo& device, PeakBasis basis);
+std::optional<Floor> stage_floor(const StageStats& stage, const RunConfig& config, const DeviceInfo& device,
+                                 PeakBasis basis);
 
 struct StageRoofline {
   std::string stage;
   StageWork work = StageWork::host;
-  double ms = 0.0;                    // median per forward pass
-  double share_of_total = 0.0;        // of the sum of the stages' medians
+  double ms = 0.0;              // median per forward pass
+  double share_of_total = 0.0;  // of the sum of the stages' medians
   double flops = 0.0;
   double bytes = 0.0;
-  Precision precision = Precision::fp32;   // effective
-  double peak_tflops = 0.0;           // effective peak used (0 = unknown)
+  Precision precision = Precision::fp32;  // effective
+  double peak_tflops = 0.0;               // effective peak used (0 = unknown)
   double peak_gbps = 0.0;
   double achieved_tflops = 0.0;
   double achieved_gbps = 0.0;
-  double compute_share = 0.0;         // achieved / peak, 0..1 (0 when unknown)
+  double compute_share = 0.0;  // achieved / peak, 0..1 (0 when unknown)
   double bandwidth_share = 0.0;
   std::optional<Floor> floor;
-  double above_floor = 0.0;           // ms / floor ms (0 without a floor)
-  bool flagged = false;               // above_floor > RooflineOptions::flag_factor
+  double above_floor = 0.0;  // ms / floor ms (0 without a floor)
+  bool flagged = false;      // above_floor > RooflineOptions::flag_factor
 };
 
 struct RooflineOptions {
-  double flag_factor = 4.0;           // "within 4x of its floor" is the engine's target (issue 8)
+  double flag_factor = 4.0;  // "within 4x of its floor" is the engine's target (issue 8)
 };
 
 struct Roofline {
   std::string device_name;
   DevicePeaks peaks;
   std::vector<StageRoofline> stages;
-  double total_ms = 0.0;              // sum of the stages' medians
-  double total_floor_ms = 0.0;        // sum of the floors (stages with one)
+  double total_ms = 0.0;        // sum of the stages' medians
+  double total_floor_ms = 0.0;  // sum of the floors (stages with one)
 };
 Roofline compute_roofline(const Profile& profile, const ProfileCase& run, const RooflineOptions& options = {});
 
@@ -102,7 +103,7 @@ struct WhatIfOptions {
   std::optional<Precision> precision;
   std::optional<bool> tf32_matmul;
   std::optional<bool> tf32_cudnn;
-  double attainable_fraction = 0.5;   // f: a well-tuned kernel's share of its floor (LOCOTRACK.md §5.3 uses ~50%)
+  double attainable_fraction = 0.5;  // f: a well-tuned kernel's share of its floor (LOCOTRACK.md §5.3 uses ~50%)
 };
 /// The predicted time of one stage (the model above); `source_clock_mhz`/`target_clock_mhz` 0 = unknown (no scaling).
 double predict_stage_ms(double measured_ms, double floor_ms, double target_floor_ms, double attainable_fraction,

@@ -92,11 +92,11 @@ Status TelemetrySamplerOptions::check() const {
 
 struct TelemetrySampler::Impl {
   TelemetrySamplerOptions options;
-  std::unique_ptr<TelemetrySource> source;   // null when unavailable
+  std::unique_ptr<TelemetrySource> source;  // null when unavailable
   std::string unavailable_reason;
   std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
 
-  mutable std::mutex mutex;                  // guards everything below
+  mutable std::mutex mutex;  // guards everything below
   std::deque<TelemetrySample> ring;
   uint64_t total = 0;
   std::string last_error;
@@ -109,10 +109,11 @@ struct TelemetrySampler::Impl {
     const auto interval = std::chrono::duration<double, std::milli>(options.interval_ms);
     auto next = std::chrono::steady_clock::now();
     while (!stop.stop_requested()) {
-      Expected<TelemetrySample> reading = source->sample();   // outside the lock: NVML calls can take ~ms
+      Expected<TelemetrySample> reading = source->sample();  // outside the lock: NVML calls can take ~ms
       const double t = now_s();
-      const auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch()).count();
+      const auto unix_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
       {
         std::unique_lock lock(mutex);
         if (reading) {
@@ -131,7 +132,7 @@ struct TelemetrySampler::Impl {
         }
         next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(interval);
         const auto now = std::chrono::steady_clock::now();
-        if (next < now) next = now;   // a slow reading: do not try to catch up with a burst
+        if (next < now) next = now;  // a slow reading: do not try to catch up with a burst
         wake.wait_until(lock, stop, next, [] { return false; });
       }
     }
@@ -142,8 +143,8 @@ TelemetrySampler::TelemetrySampler(std::unique_ptr<Impl> impl) : impl_(std::move
 
 TelemetrySampler::~TelemetrySampler() { stop(); }
 
-Expected<std::unique_ptr<TelemetrySampler>> TelemetrySampler::create(const TelemetrySamplerOptions& options,
-                                                                     Expected<std::unique_ptr<TelemetrySource>> source) {
+Expected<std::unique_ptr<TelemetrySampler>> TelemetrySampler::create(
+    const TelemetrySamplerOptions& options, Expected<std::unique_ptr<TelemetrySource>> source) {
   TRACKSCOPE_RETURN_IF_ERROR(options.check());
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -169,7 +170,7 @@ void TelemetrySampler::stop() {
     thread = std::move(impl_->thread);
   }
   if (thread.joinable()) {
-    thread.request_stop();   // wakes wait_until through the stop token
+    thread.request_stop();  // wakes wait_until through the stop token
     thread.join();
   }
 }
@@ -228,9 +229,11 @@ TelemetrySummary summarize_telemetry(std::span<const TelemetrySample> samples) {
   s.power_limit_w = max_of(collect<double>(samples, [](const auto& x) { return x.power_limit_w; }));
   s.temperature_median_c = median_of(temperature);
   s.temperature_max_c = max_of(temperature);
-  s.gpu_utilisation_median_percent = median_of(collect<double>(samples, [](const auto& x) { return x.gpu_utilisation_percent; }));
+  s.gpu_utilisation_median_percent =
+      median_of(collect<double>(samples, [](const auto& x) { return x.gpu_utilisation_percent; }));
   s.memory_used_max_bytes = max_of(collect<int64_t>(samples, [](const auto& x) { return x.memory_used_bytes; }));
-  s.cpu_utilisation_median_percent = median_of(collect<double>(samples, [](const auto& x) { return x.cpu_utilisation_percent; }));
+  s.cpu_utilisation_median_percent =
+      median_of(collect<double>(samples, [](const auto& x) { return x.cpu_utilisation_percent; }));
   s.cpu_threads = max_of(collect<int>(samples, [](const auto& x) { return x.cpu_threads; }));
   s.pcie_generation = min_of(collect<int>(samples, [](const auto& x) { return x.pcie_generation; }));
   s.pcie_width = min_of(collect<int>(samples, [](const auto& x) { return x.pcie_width; }));

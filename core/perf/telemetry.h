@@ -50,24 +50,24 @@ uint64_t encode_throttle_reasons(std::span<const std::string> names);
 
 /// One reading. Fields a source cannot provide stay unset (a CPU sample has no GPU fields and vice versa).
 struct TelemetrySample {
-  double time_s = 0.0;                      // steady-clock seconds since the sampler was created
-  int64_t unix_ms = 0;                      // wall-clock time of the reading
+  double time_s = 0.0;  // steady-clock seconds since the sampler was created
+  int64_t unix_ms = 0;  // wall-clock time of the reading
   std::optional<double> sm_clock_mhz;
   std::optional<double> memory_clock_mhz;
-  std::optional<double> sm_clock_max_mhz;   // the card's maximum SM clock (for "throttled" judgements)
+  std::optional<double> sm_clock_max_mhz;  // the card's maximum SM clock (for "throttled" judgements)
   std::optional<double> power_w;
-  std::optional<double> power_limit_w;      // enforced limit
+  std::optional<double> power_limit_w;  // enforced limit
   std::optional<double> temperature_c;
   std::optional<double> gpu_utilisation_percent;
-  std::optional<double> memory_utilisation_percent;   // memory-controller busy time
+  std::optional<double> memory_utilisation_percent;  // memory-controller busy time
   std::optional<int64_t> memory_used_bytes;
   std::optional<int64_t> memory_total_bytes;
-  std::optional<uint64_t> throttle_reasons;           // throttle_reason bits
-  std::vector<std::string> throttle_reason_names;     // decoded throttle_reasons
+  std::optional<uint64_t> throttle_reasons;        // throttle_reason bits
+  std::vector<std::string> throttle_reason_names;  // decoded throttle_reasons
   std::optional<int> pcie_generation;
   std::optional<int> pcie_width;
   std::optional<int> cpu_threads;
-  std::optional<double> cpu_utilisation_percent;      // all threads, 0..100
+  std::optional<double> cpu_utilisation_percent;  // all threads, 0..100
 };
 
 /// Where samples come from. sample() is called by one thread at a time (the sampler's).
@@ -87,16 +87,16 @@ Expected<std::unique_ptr<TelemetrySource>> open_cpu_telemetry(const std::string&
 
 /// What a reader sees at one moment.
 struct TelemetrySnapshot {
-  bool available = false;                 // false: "no telemetry" (status says why)
-  std::string status;                     // source description, or "no telemetry: <reason>", or the last error
-  std::vector<TelemetrySample> samples;   // oldest first, at most the ring capacity
-  uint64_t total_samples = 0;             // samples taken since creation (including those dropped from the ring)
+  bool available = false;                // false: "no telemetry" (status says why)
+  std::string status;                    // source description, or "no telemetry: <reason>", or the last error
+  std::vector<TelemetrySample> samples;  // oldest first, at most the ring capacity
+  uint64_t total_samples = 0;            // samples taken since creation (including those dropped from the ring)
   const TelemetrySample* latest() const { return samples.empty() ? nullptr : &samples.back(); }
 };
 
 struct TelemetrySamplerOptions {
-  double interval_ms = 100.0;   // 10 Hz
-  size_t capacity = 600;        // one minute at 10 Hz
+  double interval_ms = 100.0;  // 10 Hz
+  size_t capacity = 600;       // one minute at 10 Hz
   Status check() const;
 };
 
@@ -123,7 +123,7 @@ class TelemetrySampler {
   void clear();
 
  private:
-  struct Impl;   // the thread, the ring buffer and the source
+  struct Impl;  // the thread, the ring buffer and the source
   explicit TelemetrySampler(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
@@ -133,7 +133,7 @@ struct TelemetrySummary {
   int samples = 0;
   std::optional<double> sm_clock_min_mhz;
   std::optional<double> sm_clock_median_mhz;
-  std::optional<double> sm_clock_max_mhz;          // the card's maximum SM clock, if a sample reported it
+  std::optional<double> sm_clock_max_mhz;  // the card's maximum SM clock, if a sample reported it
   std::optional<double> memory_clock_min_mhz;
   std::optional<double> memory_clock_median_mhz;
   std::optional<double> power_median_w;
@@ -147,7 +147,7 @@ struct TelemetrySummary {
   std::optional<int> cpu_threads;
   std::optional<int> pcie_generation;
   std::optional<int> pcie_width;
-  uint64_t throttle_reasons_seen = 0;               // union of the samples' bits
+  uint64_t throttle_reasons_seen = 0;  // union of the samples' bits
   std::vector<std::string> throttle_reasons_seen_names;
   bool operator==(const TelemetrySummary&) const = default;
 };

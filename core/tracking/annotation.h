@@ -33,16 +33,16 @@ using PointId = int;
 /// One query point of the annotation.
 struct QueryPoint {
   PointId id = 0;
-  Query query;              // frame and position in original-video raster pixels
-  int colour_index = 0;     // stable colour slot; the UI picks palette[colour_index % palette size]
+  Query query;           // frame and position in original-video raster pixels
+  int colour_index = 0;  // stable colour slot; the UI picks palette[colour_index % palette size]
   bool operator==(const QueryPoint&) const = default;
 };
 
 /// Where a track came from: the tracker that produced it (shown to the user, saved in projects).
 struct TrackProvenance {
-  std::string model;       // e.g. "LocoTrack-S (bundled default)"
-  std::string device;      // e.g. "cuda:0"
-  std::string precision;   // e.g. "fp32"
+  std::string model;      // e.g. "LocoTrack-S (bundled default)"
+  std::string device;     // e.g. "cuda:0"
+  std::string precision;  // e.g. "fp32"
   bool operator==(const TrackProvenance&) const = default;
 };
 
@@ -147,7 +147,7 @@ class Annotation {
   void notify(const AnnotationChange& change);
   void check_not_notifying() const;
 
-  std::vector<QueryPoint> points_;   // sorted by id
+  std::vector<QueryPoint> points_;  // sorted by id
   std::map<PointId, PointTrack> tracks_;
   PointId next_id_ = 0;
   int next_colour_index_ = 0;

@@ -74,7 +74,7 @@ bool AnnotationHistory::apply(const std::string& label, const std::vector<PointI
       }
     }
     std::erase_if(top.changes, [](const auto& entry) { return entry.second.first == entry.second.second; });
-    if (top.changes.empty()) {   // the merged edits cancelled out (a drag back to where it started)
+    if (top.changes.empty()) {  // the merged edits cancelled out (a drag back to where it started)
       steps_.pop_back();
       --position_;
       merge_open_ = false;
@@ -132,7 +132,7 @@ void AnnotationHistory::clear() {
 
 void AnnotationHistory::mark_clean() {
   clean_position_ = position_;
-  merge_open_ = false;   // an edit after a save must not fold into a step from before it
+  merge_open_ = false;  // an edit after a save must not fold into a step from before it
 }
 
 size_t AnnotationHistory::estimate_bytes(const Step& step) {

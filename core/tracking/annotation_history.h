@@ -47,7 +47,7 @@ void restore_point(Annotation& annotation, PointId id, const PointSnapshot& snap
 
 struct HistoryOptions {
   size_t max_steps = 500;
-  size_t max_bytes = size_t{512} << 20;   // approximate bytes held by all steps
+  size_t max_bytes = size_t{512} << 20;  // approximate bytes held by all steps
 
   Status check() const;
 };
@@ -101,7 +101,7 @@ class AnnotationHistory {
   struct Step {
     std::string label;
     std::string merge_key;
-    std::map<PointId, std::pair<PointSnapshot, PointSnapshot>> changes;   // before, after
+    std::map<PointId, std::pair<PointSnapshot, PointSnapshot>> changes;  // before, after
     size_t bytes = 0;
   };
   static size_t estimate_bytes(const Step& step);
@@ -110,8 +110,8 @@ class AnnotationHistory {
   Annotation& annotation_;
   HistoryOptions options_;
   std::vector<Step> steps_;
-  size_t position_ = 0;                      // steps_[0, position_) are done
-  std::optional<size_t> clean_position_ = 0; // empty: the clean state was dropped from the history
+  size_t position_ = 0;                       // steps_[0, position_) are done
+  std::optional<size_t> clean_position_ = 0;  // empty: the clean state was dropped from the history
   bool merge_open_ = false;
   size_t bytes_ = 0;
   uint64_t revision_ = 0;

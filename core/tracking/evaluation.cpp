@@ -43,14 +43,15 @@ Expected<std::map<int64_t, std::filesystem::path>> mask_files(const std::filesys
 // Track of query q checked against the range and the query itself.
 Status check_tracks(const TrackSet& tracks, const std::vector<Query>& queries, int64_t first_frame, int64_t end_frame) {
   if (tracks.tracks.size() != queries.size()) {
-    return invalid_argument(fmt::format("the tracker returned {} tracks for {} queries", tracks.tracks.size(), queries.size()));
+    return invalid_argument(
+        fmt::format("the tracker returned {} tracks for {} queries", tracks.tracks.size(), queries.size()));
   }
   for (size_t q = 0; q < queries.size(); ++q) {
     const Track& track = tracks.tracks[q];
     if (!track.covers(first_frame) || !track.covers(end_frame - 1)) {
-      return invalid_argument(fmt::format("track {} covers frames [{}, {}), the evaluation needs [{}, {})", q,
-                                          track.first_frame, track.first_frame + static_cast<int64_t>(track.points.size()),
-                                          first_frame, end_frame));
+      return invalid_argument(
+          fmt::format("track {} covers frames [{}, {}), the evaluation needs [{}, {})", q, track.first_frame,
+                      track.first_frame + static_cast<int64_t>(track.points.size()), first_frame, end_frame));
     }
   }
   return {};
@@ -102,8 +103,8 @@ Status set_badja_thresholds_from_masks(BadjaAnnotations& annotations, const std:
       if (mask->rgb[i] != 0 || mask->rgb[i + 1] != 0 || mask->rgb[i + 2] != 0) ++area_px;
     }
     // 0.2 sqrt(area) in mask pixels, then to annotation pixels (lengths scale with sqrt of the area scale).
-    const double area_scale = static_cast<double>(annotations.width) / mask->width *
-                              (static_cast<double>(annotations.height) / mask->height);
+    const double area_scale =
+        static_cast<double>(annotations.width) / mask->width * (static_cast<double>(annotations.height) / mask->height);
     frame.pck_threshold_px = 0.2 * std::sqrt(static_cast<double>(area_px)) * std::sqrt(area_scale);
   }
   return {};
@@ -121,28 +122,35 @@ Expected<BadjaEvaluation> evaluate_badja(PointTracker& tracker, VideoSource& vid
   const VideoInfo& info = video.info();
   if (annotations.frames.empty()) return invalid_argument("the BADJA annotations hold no frame");
   if (annotations.width <= 0 || annotations.height <= 0) {
-    return invalid_argument(fmt::format("the BADJA annotations have no image size ({}x{})", annotations.width,
-                                        annotations.height));
+    return invalid_argument(
+        fmt::format("the BADJA annotations have no image size ({}x{})", annotations.width, annotations.height));
   }
   BadjaEvaluation result;
   result.first_frame = 0;
   result.end_frame = options.end_frame == -1 ? info.frame_count : std::min(options.end_frame, info.frame_count);
   if (options.end_frame == -1 && annotations.frames.back().frame >= info.frame_count) {
-    return invalid_argument(fmt::format("frame {} is annotated but the video has {} frames: wrong video for these "
-                                        "annotations?", annotations.frames.back().frame, info.frame_count));
+    return invalid_argument(
+        fmt::format("frame {} is annotated but the video has {} frames: wrong video for these "
+                    "annotations?",
+                    annotations.frames.back().frame, info.frame_count));
   }
   result.annotations = annotations.scaled_to(info.width, info.height);
   std::vector<BadjaFrame>& frames = result.annotations.frames;
-  frames.erase(std::remove_if(frames.begin(), frames.end(), [&](const BadjaFrame& f) { return f.frame >= result.end_frame; }),
-               frames.end());
+  frames.erase(
+      std::remove_if(frames.begin(), frames.end(), [&](const BadjaFrame& f) { return f.frame >= result.end_frame; }),
+      frames.end());
   if (frames.size() < 2) {
-    return invalid_argument(fmt::format("no annotated frame after the first inside the tracked frames [0, {}): track "
-                                        "more frames", result.end_frame));
+    return invalid_argument(
+        fmt::format("no annotated frame after the first inside the tracked frames [0, {}): track "
+                    "more frames",
+                    result.end_frame));
   }
   for (const BadjaFrame& frame : frames) {
     if (!std::isfinite(frame.pck_threshold_px)) {
-      return invalid_argument(fmt::format("annotated frame {} has no PCK threshold: use the derived CSV, or give the "
-                                          "foreground masks (--masks) with the BADJA JSON", frame.frame));
+      return invalid_argument(
+          fmt::format("annotated frame {} has no PCK threshold: use the derived CSV, or give the "
+                      "foreground masks (--masks) with the BADJA JSON",
+                      frame.frame));
     }
   }
   result.queries = badja_queries(result.annotations);
@@ -164,7 +172,8 @@ Expected<BadjaEvaluation> evaluate_badja(PointTracker& tracker, VideoSource& vid
   Expected<PckResult> pck = compute_badja_pck(result.annotations, result.tracks);
   if (!pck) return pck.status();
   result.pck = std::move(*pck);
-  const TrackSet still = make_stationary_tracks(request.queries, result.first_frame, result.end_frame - result.first_frame);
+  const TrackSet still =
+      make_stationary_tracks(request.queries, result.first_frame, result.end_frame - result.first_frame);
   Expected<PckResult> stationary = compute_badja_pck(result.annotations, still);
   if (!stationary) return stationary.status();
   result.stationary = std::move(*stationary);
@@ -187,21 +196,24 @@ Status TapVidClip::check() const {
   }
   const auto nt = static_cast<size_t>(n_count * t_count);
   if (gt_tracks_xy.size() != 2 * nt || gt_occluded.size() != nt) {
-    return invalid_argument(fmt::format("clip '{}': {} queries x {} frames need {} track values and {} occlusion flags, "
-                                        "got {} and {}", name, n_count, t_count, 2 * nt, nt, gt_tracks_xy.size(),
-                                        gt_occluded.size()));
+    return invalid_argument(
+        fmt::format("clip '{}': {} queries x {} frames need {} track values and {} occlusion flags, "
+                    "got {} and {}",
+                    name, n_count, t_count, 2 * nt, nt, gt_tracks_xy.size(), gt_occluded.size()));
   }
   for (int64_t n = 0; n < n_count; ++n) {
     const Query& q = queries[static_cast<size_t>(n)];
     if (q.frame < 0 || q.frame >= t_count) {
-      return invalid_argument(fmt::format("clip '{}' query {} is on frame {}, outside [0, {})", name, n, q.frame, t_count));
+      return invalid_argument(
+          fmt::format("clip '{}' query {} is on frame {}, outside [0, {})", name, n, q.frame, t_count));
     }
     for (int64_t t = 0; t <= q.frame; ++t) {
       const bool occluded = gt_occluded[static_cast<size_t>(n * t_count + t)] != 0;
       if (occluded == (t < q.frame)) continue;
-      return invalid_argument(fmt::format("clip '{}' query {} on frame {} is not its track's first visible point (frame "
-                                          "{} is {}): the query-first protocol needs it", name, n, q.frame, t,
-                                          occluded ? "occluded" : "visible"));
+      return invalid_argument(
+          fmt::format("clip '{}' query {} on frame {} is not its track's first visible point (frame "
+                      "{} is {}): the query-first protocol needs it",
+                      name, n, q.frame, t, occluded ? "occluded" : "visible"));
     }
   }
   return {};

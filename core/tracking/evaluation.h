@@ -50,14 +50,14 @@ struct BadjaEvaluationOptions {
 };
 
 struct BadjaEvaluation {
-  BadjaAnnotations annotations;       // scaled to the video's size; only the frames inside the tracked range
-  std::vector<BadjaQuery> queries;    // one per visible joint of the first annotated frame
-  int64_t first_frame = 0;            // tracked range [first_frame, end_frame) of the video
+  BadjaAnnotations annotations;     // scaled to the video's size; only the frames inside the tracked range
+  std::vector<BadjaQuery> queries;  // one per visible joint of the first annotated frame
+  int64_t first_frame = 0;          // tracked range [first_frame, end_frame) of the video
   int64_t end_frame = 0;
-  TrackSet tracks;                    // the tracker's tracks of `queries`, video pixels
-  PckResult pck;                      // the tracker
-  PckResult stationary;               // "the point does not move": every track stays at its query
-  double track_seconds = 0.0;         // wall time of the tracker's track() call
+  TrackSet tracks;             // the tracker's tracks of `queries`, video pixels
+  PckResult pck;               // the tracker
+  PckResult stationary;        // "the point does not move": every track stays at its query
+  double track_seconds = 0.0;  // wall time of the tracker's track() call
 };
 
 /// The BADJA protocol (../shared/testdata/SOURCES.md): one query at each visible joint of the first annotated
@@ -75,14 +75,14 @@ Expected<BadjaEvaluation> evaluate_badja(PointTracker& tracker, VideoSource& vid
 /// One clip with dense ground truth, in its own pixel coordinates. Arrays are row-major over [track][frame].
 /// The protocol is query-first: each query lies on the first frame where its track is visible.
 struct TapVidClip {
-  std::string name;                                // for messages and per-clip results
-  int width = 0;                                   // px
+  std::string name;  // for messages and per-clip results
+  int width = 0;     // px
   int height = 0;
   Rational frame_rate{24, 1};
-  std::vector<std::vector<uint8_t>> frames_rgb;    // [T] packed RGB24, width * height * 3 bytes each
-  std::vector<Query> queries;                      // [N]
-  std::vector<float> gt_tracks_xy;                 // [N*T*2] (x, y) px, also where occluded
-  std::vector<uint8_t> gt_occluded;                // [N*T] 1 = occluded (or outside the image)
+  std::vector<std::vector<uint8_t>> frames_rgb;  // [T] packed RGB24, width * height * 3 bytes each
+  std::vector<Query> queries;                    // [N]
+  std::vector<float> gt_tracks_xy;               // [N*T*2] (x, y) px, also where occluded
+  std::vector<uint8_t> gt_occluded;              // [N*T] 1 = occluded (or outside the image)
 
   int64_t frame_count() const { return static_cast<int64_t>(frames_rgb.size()); }
   int64_t track_count() const { return static_cast<int64_t>(queries.size()); }
@@ -104,8 +104,8 @@ struct TapVidClipResult {
 
 struct TapVidEvaluation {
   std::vector<TapVidClipResult> clips;
-  TapVidMetrics model;        // average_over_videos of the clips' metrics (query-first)
-  TapVidMetrics stationary;   // the same for "the point does not move" (predicted visible at the query)
+  TapVidMetrics model;       // average_over_videos of the clips' metrics (query-first)
+  TapVidMetrics stationary;  // the same for "the point does not move" (predicted visible at the query)
   double track_seconds = 0.0;
 };
 

@@ -68,18 +68,18 @@ const char* to_string(QueryMode mode) { return mode == QueryMode::first ? "first
 
 Status TapVidVideo::check() const {
   if (track_count < 0 || frame_count <= 0) {
-    return invalid_argument(fmt::format("TAP-Vid video needs tracks >= 0 and frames > 0, got {} x {}",
-                                        track_count, frame_count));
+    return invalid_argument(
+        fmt::format("TAP-Vid video needs tracks >= 0 and frames > 0, got {} x {}", track_count, frame_count));
   }
   const auto n = static_cast<size_t>(track_count);
   const auto nt = n * static_cast<size_t>(frame_count);
   if (query_frames.size() != n || gt_occluded.size() != nt || pred_occluded.size() != nt ||
       gt_tracks_xy.size() != 2 * nt || pred_tracks_xy.size() != 2 * nt) {
-    return invalid_argument(fmt::format(
-        "TAP-Vid arrays do not match {} tracks x {} frames: queries {}, gt_occluded {}, pred_occluded {}, "
-        "gt_tracks {}, pred_tracks {} values",
-        track_count, frame_count, query_frames.size(), gt_occluded.size(), pred_occluded.size(),
-        gt_tracks_xy.size(), pred_tracks_xy.size()));
+    return invalid_argument(
+        fmt::format("TAP-Vid arrays do not match {} tracks x {} frames: queries {}, gt_occluded {}, pred_occluded {}, "
+                    "gt_tracks {}, pred_tracks {} values",
+                    track_count, frame_count, query_frames.size(), gt_occluded.size(), pred_occluded.size(),
+                    gt_tracks_xy.size(), pred_tracks_xy.size()));
   }
   for (size_t i = 0; i < n; ++i) {
     const int64_t t = round_half_even(query_frames[i]);
@@ -198,9 +198,9 @@ Expected<BadjaAnnotations> load_badja_csv(const std::filesystem::path& path) {
   const std::regex size_pattern(R"(^x_(\d+)x(\d+)$)");
   if (header.size() < 6 || header[0] != "frame" || header[1] != "joint_id" || header[4] != "visible" ||
       !std::regex_match(header[2], size_match, size_pattern)) {
-    return corrupt_data(fmt::format(
-        "'{}' does not start with the header frame,joint_id,x_WxH,y_WxH,visible,pck_thr...: '{}'", path.string(),
-        line));
+    return corrupt_data(
+        fmt::format("'{}' does not start with the header frame,joint_id,x_WxH,y_WxH,visible,pck_thr...: '{}'",
+                    path.string(), line));
   }
   BadjaAnnotations annotations;
   annotations.width = std::stoi(size_match[1].str());
@@ -259,7 +259,8 @@ Expected<BadjaAnnotations> load_badja_json(const std::filesystem::path& path, in
       const std::string image_path = entry.at("image_path").get<std::string>();
       std::smatch match;
       if (!std::regex_search(image_path, match, frame_pattern)) {
-        return corrupt_data(fmt::format("'{}' entry {}: no frame number in image_path '{}'", path.string(), e, image_path));
+        return corrupt_data(
+            fmt::format("'{}' entry {}: no frame number in image_path '{}'", path.string(), e, image_path));
       }
       const nlohmann::json& joints = entry.at("joints");
       const nlohmann::json& visibility = entry.at("visibility");
@@ -304,15 +305,16 @@ std::vector<BadjaQuery> badja_queries(const BadjaAnnotations& annotations) {
 Expected<PckResult> compute_badja_pck(const BadjaAnnotations& annotations, const TrackSet& tracks) {
   const std::vector<BadjaQuery> queries = badja_queries(annotations);
   if (tracks.tracks.size() != queries.size()) {
-    return invalid_argument(fmt::format("BADJA PCK needs one track per visible joint of the first frame: {} tracks, {} joints",
-                                        tracks.tracks.size(), queries.size()));
+    return invalid_argument(
+        fmt::format("BADJA PCK needs one track per visible joint of the first frame: {} tracks, {} joints",
+                    tracks.tracks.size(), queries.size()));
   }
   PckResult result;
   for (size_t f = 1; f < annotations.frames.size(); ++f) {
     const BadjaFrame& frame = annotations.frames[f];
     if (!std::isfinite(frame.pck_threshold_px)) {
-      return invalid_argument(fmt::format("frame {} has no PCK threshold (load the CSV, or derive it from the masks)",
-                                          frame.frame));
+      return invalid_argument(
+          fmt::format("frame {} has no PCK threshold (load the CSV, or derive it from the masks)", frame.frame));
     }
     PckFrame tally{frame.frame, 0, 0};
     for (size_t q = 0; q < queries.size(); ++q) {
@@ -321,8 +323,8 @@ Expected<PckResult> compute_badja_pck(const BadjaAnnotations& annotations, const
       if (joint == frame.joints.end() || !joint->visible) continue;
       const Track& track = tracks.tracks[q];
       if (!track.covers(frame.frame)) {
-        return invalid_argument(fmt::format("track {} (joint {}) does not cover annotated frame {}", q,
-                                            queries[q].joint_id, frame.frame));
+        return invalid_argument(
+            fmt::format("track {} (joint {}) does not cover annotated frame {}", q, queries[q].joint_id, frame.frame));
       }
       const TrackPoint& predicted = track.at(frame.frame);
       const double distance = std::hypot(predicted.x_px - joint->x_px, predicted.y_px - joint->y_px);

@@ -38,11 +38,11 @@ inline constexpr std::array<double, 5> kTapVidThresholdsPx = {1.0, 2.0, 4.0, 8.0
 struct TapVidVideo {
   int64_t track_count = 0;
   int64_t frame_count = 0;
-  std::vector<double> query_frames;     // [N]: t of each query (rounded half-to-even, like numpy.round)
-  std::vector<uint8_t> gt_occluded;     // [N*T]: 1 = occluded
-  std::vector<float> gt_tracks_xy;      // [N*T*2]: (x, y) px
-  std::vector<uint8_t> pred_occluded;   // [N*T]: 1 = predicted occluded
-  std::vector<float> pred_tracks_xy;    // [N*T*2]: (x, y) px
+  std::vector<double> query_frames;    // [N]: t of each query (rounded half-to-even, like numpy.round)
+  std::vector<uint8_t> gt_occluded;    // [N*T]: 1 = occluded
+  std::vector<float> gt_tracks_xy;     // [N*T*2]: (x, y) px
+  std::vector<uint8_t> pred_occluded;  // [N*T]: 1 = predicted occluded
+  std::vector<float> pred_tracks_xy;   // [N*T*2]: (x, y) px
 
   /// invalid_argument when a size does not match track_count x frame_count or a query frame is out of range.
   Status check() const;
@@ -50,23 +50,23 @@ struct TapVidVideo {
 
 /// The integer tallies behind the metrics of one video (over its evaluated points).
 struct TapVidCounts {
-  int64_t evaluated_points = 0;                 // (track, frame) pairs the query mode scores
-  int64_t occlusion_correct = 0;                // predicted occlusion == ground truth
-  int64_t gt_visible = 0;                       // visible in the ground truth
-  std::array<int64_t, 5> within_threshold{};    // visible in the ground truth and closer than the threshold
-  std::array<int64_t, 5> true_positives{};      // ... and predicted visible
-  std::array<int64_t, 5> false_positives{};     // predicted visible but occluded in the ground truth or too far
+  int64_t evaluated_points = 0;               // (track, frame) pairs the query mode scores
+  int64_t occlusion_correct = 0;              // predicted occlusion == ground truth
+  int64_t gt_visible = 0;                     // visible in the ground truth
+  std::array<int64_t, 5> within_threshold{};  // visible in the ground truth and closer than the threshold
+  std::array<int64_t, 5> true_positives{};    // ... and predicted visible
+  std::array<int64_t, 5> false_positives{};   // predicted visible but occluded in the ground truth or too far
 };
 
 /// Metrics in [0, 1] (papers multiply by 100). A ratio whose denominator is 0 is NaN, as in numpy.
 struct TapVidMetrics {
   double occlusion_accuracy = 0.0;
-  std::array<double, 5> pts_within{};           // fraction of ground-truth-visible points within 1, 2, 4, 8, 16 px
+  std::array<double, 5> pts_within{};  // fraction of ground-truth-visible points within 1, 2, 4, 8, 16 px
   std::array<double, 5> jaccard{};
-  double average_pts_within = 0.0;              // δ_avg
-  double average_jaccard = 0.0;                 // AJ
+  double average_pts_within = 0.0;  // δ_avg
+  double average_jaccard = 0.0;     // AJ
   TapVidCounts counts;
-  int64_t videos = 1;                           // how many videos an average_over_videos() result covers
+  int64_t videos = 1;  // how many videos an average_over_videos() result covers
 };
 
 Expected<TapVidMetrics> compute_tapvid_metrics(const TapVidVideo& video, QueryMode mode);
@@ -78,23 +78,23 @@ TapVidMetrics average_over_videos(const std::vector<TapVidMetrics>& videos);
 // ---- BADJA ---------------------------------------------------------------------------------------------------
 
 struct BadjaJoint {
-  int joint_id = 0;        // index into BADJA's 37-joint list
+  int joint_id = 0;  // index into BADJA's 37-joint list
   double x_px = 0.0;
   double y_px = 0.0;
   bool visible = false;
 };
 
 struct BadjaFrame {
-  int64_t frame = 0;                 // video frame index (0-based)
-  double pck_threshold_px = 0.0;     // 0.2 * sqrt(foreground area); NaN when unknown (JSON without masks)
-  std::vector<BadjaJoint> joints;    // ascending joint_id
+  int64_t frame = 0;               // video frame index (0-based)
+  double pck_threshold_px = 0.0;   // 0.2 * sqrt(foreground area); NaN when unknown (JSON without masks)
+  std::vector<BadjaJoint> joints;  // ascending joint_id
 };
 
 /// Sparse joint annotations of one clip, in the pixel coordinates of a width x height image.
 struct BadjaAnnotations {
   int width = 0;
   int height = 0;
-  std::vector<BadjaFrame> frames;    // ascending frame
+  std::vector<BadjaFrame> frames;  // ascending frame
 
   /// Maps every position and threshold to a width x height image (plain scaling; the threshold by sqrt of the
   /// area scale, i.e. sqrt(sx * sy)).
@@ -114,7 +114,7 @@ Expected<BadjaAnnotations> load_badja_json(const std::filesystem::path& path, in
 /// A track to start for the PCK protocol.
 struct BadjaQuery {
   int joint_id = 0;
-  Query query;   // on the first annotated frame, at the joint
+  Query query;  // on the first annotated frame, at the joint
 };
 
 /// One query per visible joint of the first annotated frame, ascending joint id.
@@ -127,9 +127,9 @@ struct PckFrame {
 };
 
 struct PckResult {
-  double pck = 0.0;            // correct / evaluated (NaN if nothing to evaluate)
+  double pck = 0.0;  // correct / evaluated (NaN if nothing to evaluate)
   int64_t correct = 0;
-  int64_t evaluated = 0;       // (later annotated frame, started joint visible there) pairs
+  int64_t evaluated = 0;  // (later annotated frame, started joint visible there) pairs
   std::vector<PckFrame> per_frame;
 };
 

@@ -25,10 +25,10 @@
 namespace trackscope::core {
 
 enum class Precision {
-  fp32,   // exact: float32, TF32 off (parity with the official implementation)
-  tf32,   // float32 storage, TF32 tensor cores for convolutions and matrix products (compute capability >= 8.0)
-  bf16,   // bfloat16 compute (fast on compute capability >= 8.0, emulated and slow below)
-  fp16,   // float16 compute (tensor cores from compute capability 7.0)
+  fp32,  // exact: float32, TF32 off (parity with the official implementation)
+  tf32,  // float32 storage, TF32 tensor cores for convolutions and matrix products (compute capability >= 8.0)
+  bf16,  // bfloat16 compute (fast on compute capability >= 8.0, emulated and slow below)
+  fp16,  // float16 compute (tensor cores from compute capability 7.0)
 };
 const char* to_string(Precision precision);
 Expected<Precision> parse_precision(std::string_view text);
@@ -36,29 +36,30 @@ Expected<Precision> parse_precision(std::string_view text);
 /// How the tracker resizes frames to the model's 256x256 input. (Not core::ResizeFilter of image_resize.h,
 /// which names Pillow's filters: the tracker's "bilinear" is the un-antialiased one of the official inference().)
 enum class InputResize {
-  bilinear,   // as the official inference(): bilinear, align_corners=false, no antialias, on float frames
-  lanczos,    // as the official evaluation and demo: PIL Lanczos on uint8 before normalisation
+  bilinear,  // as the official inference(): bilinear, align_corners=false, no antialias, on float frames
+  lanczos,   // as the official evaluation and demo: PIL Lanczos on uint8 before normalisation
 };
 const char* to_string(InputResize resize);
 Expected<InputResize> parse_input_resize(std::string_view text);
 
 struct TrackerOptions {
-  std::string model = "default";    // "default" (the bundled model), "small"/"base" (official checkpoints in the model folder), or a weights file path
-  std::string device = "auto";      // "auto" (first CUDA device, else CPU), "cpu", "cuda", "cuda:N"
+  std::string model = "default";  // "default" (the bundled model), "small"/"base" (official checkpoints in the model
+                                  // folder), or a weights file path
+  std::string device = "auto";    // "auto" (first CUDA device, else CPU), "cpu", "cuda", "cuda:N"
   Precision precision = Precision::fp32;
   InputResize resize = InputResize::bilinear;
-  int query_chunk = 0;              // queries per chunk; 0 = chosen from the memory budget
-  int64_t memory_budget_mb = 0;     // upper bound for the tracker's working memory; 0 = automatic
+  int query_chunk = 0;           // queries per chunk; 0 = chosen from the memory budget
+  int64_t memory_budget_mb = 0;  // upper bound for the tracker's working memory; 0 = automatic
 
   Status check() const;
 };
 
 /// A device the tracker can run on.
 struct DeviceDescription {
-  std::string id;                   // "cpu", "cuda:0", ...
-  std::string name;                 // "NVIDIA H200", "CPU (16 threads)"
-  int multiprocessors = 0;          // SMs, or CPU threads for the CPU
-  int64_t memory_bytes = 0;         // device memory (0 for the CPU: host memory)
+  std::string id;            // "cpu", "cuda:0", ...
+  std::string name;          // "NVIDIA H200", "CPU (16 threads)"
+  int multiprocessors = 0;   // SMs, or CPU threads for the CPU
+  int64_t memory_bytes = 0;  // device memory (0 for the CPU: host memory)
   int compute_capability_major = 0;
   int compute_capability_minor = 0;
   bool is_cuda() const { return id.rfind("cuda", 0) == 0; }
@@ -66,8 +67,8 @@ struct DeviceDescription {
 
 /// What a tracker instance is: which model, on which device, at which precision.
 struct TrackerDescription {
-  std::string model_name;           // "LocoTrack-S (bundled default)", "LocoTrack-B (official checkpoint)"
-  std::string model_size;           // "small" / "base"
+  std::string model_name;  // "LocoTrack-S (bundled default)", "LocoTrack-B (official checkpoint)"
+  std::string model_size;  // "small" / "base"
   std::string weights_path;
   std::string weights_sha256;
   DeviceDescription device;
@@ -83,10 +84,10 @@ struct TrackRequest {
 };
 
 struct TrackProgress {
-  double fraction = 0.0;            // 0..1 over the whole request
+  double fraction = 0.0;  // 0..1 over the whole request
   int chunks_done = 0;
   int chunk_count = 0;
-  std::string phase;                // "decoding", "features", "tracking chunk 2/4"
+  std::string phase;  // "decoding", "features", "tracking chunk 2/4"
 };
 
 /// Callbacks from a running track() call. All run on the tracking thread; keep them quick.

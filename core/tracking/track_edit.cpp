@@ -17,13 +17,15 @@ void add_keyframe(std::vector<int64_t>& keyframes, int64_t frame) {
 void extend_to(Track& track, int64_t first, int64_t end) {
   if (track.points.empty()) {
     track.first_frame = first;
-    track.points.assign(static_cast<size_t>(end - first), TrackPoint{static_cast<float>(track.query.x_px),
-                                                                     static_cast<float>(track.query.y_px), false, 1.0f, 1.0f});
+    track.points.assign(
+        static_cast<size_t>(end - first),
+        TrackPoint{static_cast<float>(track.query.x_px), static_cast<float>(track.query.y_px), false, 1.0f, 1.0f});
     return;
   }
   if (first < track.first_frame) {
     const TrackPoint edge = track.points.front();
-    track.points.insert(track.points.begin(), static_cast<size_t>(track.first_frame - first), gap_estimate(edge, edge, 0.0));
+    track.points.insert(track.points.begin(), static_cast<size_t>(track.first_frame - first),
+                        gap_estimate(edge, edge, 0.0));
     track.first_frame = first;
   }
   if (end > track.end_frame()) {
@@ -154,7 +156,8 @@ PointTrack merge_retracked(const std::optional<PointTrack>& existing, const Trac
 std::optional<PointTrack> without_frames_after(const PointTrack& track, int64_t frame) {
   if (frame < track.track.first_frame) return std::nullopt;
   PointTrack result = track;
-  if (frame + 1 < result.track.end_frame()) result.track.points.resize(static_cast<size_t>(frame + 1 - result.track.first_frame));
+  if (frame + 1 < result.track.end_frame())
+    result.track.points.resize(static_cast<size_t>(frame + 1 - result.track.first_frame));
   std::erase_if(result.keyframes, [&](int64_t keyframe) { return keyframe > frame; });
   return result;
 }
@@ -163,8 +166,9 @@ std::optional<PointTrack> without_frames_before(const PointTrack& track, int64_t
   if (frame >= track.track.end_frame()) return std::nullopt;
   PointTrack result = track;
   if (frame > result.track.first_frame) {
-    result.track.points.erase(result.track.points.begin(),
-                              result.track.points.begin() + static_cast<std::ptrdiff_t>(frame - result.track.first_frame));
+    result.track.points.erase(
+        result.track.points.begin(),
+        result.track.points.begin() + static_cast<std::ptrdiff_t>(frame - result.track.first_frame));
     result.track.first_frame = frame;
   }
   std::erase_if(result.keyframes, [&](int64_t keyframe) { return keyframe < frame; });

@@ -25,15 +25,15 @@
 namespace trackscope::core {
 
 enum class RetrackDirection {
-  forward,    // from the keyframe to the end of the clip: [keyframe, frame_count)
-  backward,   // from the start of the clip to the keyframe: [0, keyframe + 1)
-  both,       // the whole clip, queried at the keyframe: [0, frame_count)
+  forward,   // from the keyframe to the end of the clip: [keyframe, frame_count)
+  backward,  // from the start of the clip to the keyframe: [0, keyframe + 1)
+  both,      // the whole clip, queried at the keyframe: [0, frame_count)
 };
 const char* to_string(RetrackDirection direction);
 
 enum class MergePolicy {
-  overwrite,      // every re-tracked frame replaces the existing estimate (keyframes excepted)
-  fill_missing,   // re-tracked frames only fill frames the existing track does not cover
+  overwrite,     // every re-tracked frame replaces the existing estimate (keyframes excepted)
+  fill_missing,  // re-tracked frames only fill frames the existing track does not cover
 };
 const char* to_string(MergePolicy policy);
 

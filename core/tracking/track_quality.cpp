@@ -7,8 +7,10 @@
 namespace trackscope::core {
 
 Status QualityOptions::check() const {
-  if (!(uncertain_p_far > 0.0f && uncertain_p_far <= 1.0f)) return invalid_argument("uncertain_p_far must be in (0, 1]");
-  if (!(outlier_factor > 0.0) || !(outlier_min_px >= 0.0)) return invalid_argument("outlier thresholds must be positive");
+  if (!(uncertain_p_far > 0.0f && uncertain_p_far <= 1.0f))
+    return invalid_argument("uncertain_p_far must be in (0, 1]");
+  if (!(outlier_factor > 0.0) || !(outlier_min_px >= 0.0))
+    return invalid_argument("outlier thresholds must be positive");
   if (!(consistency_threshold_px > 0.0)) return invalid_argument("consistency_threshold_px must be positive");
   return {};
 }
@@ -84,7 +86,8 @@ std::vector<float> consistency_error(const Track& track, const Track& reverse) {
     const TrackPoint& a = track.points[i];
     const TrackPoint& b = reverse.at(frame);
     if (!a.visible || !b.visible) continue;
-    errors[i] = static_cast<float>(std::hypot(static_cast<double>(a.x_px) - b.x_px, static_cast<double>(a.y_px) - b.y_px));
+    errors[i] =
+        static_cast<float>(std::hypot(static_cast<double>(a.x_px) - b.x_px, static_cast<double>(a.y_px) - b.y_px));
   }
   return errors;
 }

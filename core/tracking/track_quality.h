@@ -45,10 +45,12 @@ enum QualityFlag : uint8_t {
 /// Flags per frame of a track, over the track's frames.
 struct TrackQuality {
   int64_t first_frame = 0;
-  std::vector<uint8_t> flags;                 // QualityFlag bits per frame
-  std::vector<float> consistency_error_px;    // per frame, NaN where unknown; empty when never checked
+  std::vector<uint8_t> flags;               // QualityFlag bits per frame
+  std::vector<float> consistency_error_px;  // per frame, NaN where unknown; empty when never checked
 
-  bool covers(int64_t frame) const { return frame >= first_frame && frame < first_frame + static_cast<int64_t>(flags.size()); }
+  bool covers(int64_t frame) const {
+    return frame >= first_frame && frame < first_frame + static_cast<int64_t>(flags.size());
+  }
   uint8_t flags_at(int64_t frame) const { return covers(frame) ? flags[static_cast<size_t>(frame - first_frame)] : 0; }
   bool flagged(int64_t frame) const { return flags_at(frame) != 0; }
   int64_t flagged_count() const;

@@ -19,9 +19,9 @@ struct Query {
 struct TrackPoint {
   float x_px = 0.0f;
   float y_px = 0.0f;
-  bool visible = false;        // (1 - p_occluded) * (1 - p_far) >= 0.5, the model's own rule
-  float p_occluded = 1.0f;     // sigmoid of the occlusion logit
-  float p_far = 1.0f;          // sigmoid of the expected-distance logit: P(error > 6 px at 256x256)
+  bool visible = false;     // (1 - p_occluded) * (1 - p_far) >= 0.5, the model's own rule
+  float p_occluded = 1.0f;  // sigmoid of the occlusion logit
+  float p_far = 1.0f;       // sigmoid of the expected-distance logit: P(error > 6 px at 256x256)
   bool operator==(const TrackPoint&) const = default;
 };
 
@@ -36,7 +36,9 @@ struct Track {
   int64_t first_frame = 0;
   std::vector<TrackPoint> points;
 
-  bool covers(int64_t frame) const { return frame >= first_frame && frame < first_frame + static_cast<int64_t>(points.size()); }
+  bool covers(int64_t frame) const {
+    return frame >= first_frame && frame < first_frame + static_cast<int64_t>(points.size());
+  }
   const TrackPoint& at(int64_t frame) const { return points.at(static_cast<size_t>(frame - first_frame)); }
   TrackPoint& at(int64_t frame) { return points.at(static_cast<size_t>(frame - first_frame)); }
   /// One past the last covered frame.

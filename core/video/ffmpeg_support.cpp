@@ -136,7 +136,8 @@ Status RgbConverter::convert(const AVFrame& frame, int width, int height, uint8_
   }
   uint8_t* destination[4] = {rgb, nullptr, nullptr, nullptr};
   int destination_stride[4] = {stride_bytes, 0, 0, 0};
-  const int rows = sws_scale(context_.get(), frame.data, frame.linesize, 0, frame.height, destination, destination_stride);
+  const int rows =
+      sws_scale(context_.get(), frame.data, frame.linesize, 0, frame.height, destination, destination_stride);
   if (rows != height) return internal_error(fmt::format("pixel conversion wrote {} of {} rows", rows, height));
   return {};
 }
@@ -147,8 +148,8 @@ RgbToEncoderConverter::~RgbToEncoderConverter() = default;
 Status RgbToEncoderConverter::convert(const uint8_t* rgb, int stride_bytes, AVFrame& frame) {
   if (!context_ || width_ != frame.width || height_ != frame.height || format_ != frame.format) {
     context_.reset(sws_getContext(frame.width, frame.height, AV_PIX_FMT_RGB24, frame.width, frame.height,
-                                  static_cast<AVPixelFormat>(frame.format), SWS_BICUBIC | SWS_ACCURATE_RND,
-                                  nullptr, nullptr, nullptr));
+                                  static_cast<AVPixelFormat>(frame.format), SWS_BICUBIC | SWS_ACCURATE_RND, nullptr,
+                                  nullptr, nullptr));
     if (!context_) {
       const char* name = av_get_pix_fmt_name(static_cast<AVPixelFormat>(frame.format));
       return unsupported(fmt::format("cannot convert RGB to pixel format {}", name != nullptr ? name : "unknown"));
@@ -171,7 +172,8 @@ Status RgbToEncoderConverter::convert(const uint8_t* rgb, int stride_bytes, AVFr
   const uint8_t* source[4] = {rgb, nullptr, nullptr, nullptr};
   const int source_stride[4] = {stride_bytes, 0, 0, 0};
   const int rows = sws_scale(context_.get(), source, source_stride, 0, frame.height, frame.data, frame.linesize);
-  if (rows != frame.height) return internal_error(fmt::format("pixel conversion wrote {} of {} rows", rows, frame.height));
+  if (rows != frame.height)
+    return internal_error(fmt::format("pixel conversion wrote {} of {} rows", rows, frame.height));
   return {};
 }
 
@@ -188,9 +190,16 @@ Frame rotate_clockwise(const Frame& frame, int rotation_deg) {
   for (int y = 0; y < frame.height; ++y) {
     for (int x = 0; x < frame.width; ++x) {
       int out_x = x, out_y = y;
-      if (rotation == 90) { out_x = frame.height - 1 - y; out_y = x; }
-      else if (rotation == 180) { out_x = frame.width - 1 - x; out_y = frame.height - 1 - y; }
-      else { out_x = y; out_y = frame.width - 1 - x; }
+      if (rotation == 90) {
+        out_x = frame.height - 1 - y;
+        out_y = x;
+      } else if (rotation == 180) {
+        out_x = frame.width - 1 - x;
+        out_y = frame.height - 1 - y;
+      } else {
+        out_x = y;
+        out_y = frame.width - 1 - x;
+      }
       std::memcpy(out.rgb.data() + (static_cast<size_t>(out_y) * out.width + out_x) * 3, frame.pixel(x, y), 3);
     }
   }

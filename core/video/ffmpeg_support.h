@@ -21,12 +21,24 @@ struct SwsContext;
 
 namespace trackscope::core::ffmpeg {
 
-struct InputFormatDeleter { void operator()(AVFormatContext* context) const; };    // avformat_close_input
-struct OutputFormatDeleter { void operator()(AVFormatContext* context) const; };   // closes pb, frees
-struct CodecContextDeleter { void operator()(AVCodecContext* context) const; };
-struct AvFrameDeleter { void operator()(AVFrame* frame) const; };
-struct PacketDeleter { void operator()(AVPacket* packet) const; };
-struct SwsDeleter { void operator()(SwsContext* context) const; };
+struct InputFormatDeleter {
+  void operator()(AVFormatContext* context) const;
+};  // avformat_close_input
+struct OutputFormatDeleter {
+  void operator()(AVFormatContext* context) const;
+};  // closes pb, frees
+struct CodecContextDeleter {
+  void operator()(AVCodecContext* context) const;
+};
+struct AvFrameDeleter {
+  void operator()(AVFrame* frame) const;
+};
+struct PacketDeleter {
+  void operator()(AVPacket* packet) const;
+};
+struct SwsDeleter {
+  void operator()(SwsContext* context) const;
+};
 
 using InputFormatPtr = std::unique_ptr<AVFormatContext, InputFormatDeleter>;
 using OutputFormatPtr = std::unique_ptr<AVFormatContext, OutputFormatDeleter>;
@@ -35,7 +47,7 @@ using AvFramePtr = std::unique_ptr<AVFrame, AvFrameDeleter>;
 using PacketPtr = std::unique_ptr<AVPacket, PacketDeleter>;
 using SwsPtr = std::unique_ptr<SwsContext, SwsDeleter>;
 
-AvFramePtr make_frame();     // throws std::bad_alloc when FFmpeg cannot allocate
+AvFramePtr make_frame();  // throws std::bad_alloc when FFmpeg cannot allocate
 PacketPtr make_packet();
 
 /// FFmpeg's text for an AVERROR code ("Invalid data found when processing input").

@@ -26,8 +26,8 @@ Status FrameServerOptions::check() const {
   }
   const bool native = size.native();
   if (!native && (size.width < 1 || size.height < 1 || size.width > 16384 || size.height > 16384)) {
-    return invalid_argument(fmt::format("frame size must be 0x0 (native) or within 1..16384 per side, got {}x{}",
-                                        size.width, size.height));
+    return invalid_argument(
+        fmt::format("frame size must be 0x0 (native) or within 1..16384 per side, got {}x{}", size.width, size.height));
   }
   return video.check();
 }
@@ -86,14 +86,15 @@ class FrameServerImpl final : public FrameServer {
     if (FramePtr frame = request_locked(index)) return frame;
     ++waiters_[index];
     work_ready_.notify_one();
-    const bool ready = frame_done_.wait_until(lock, deadline, [&] {
-      return stopping_ || results_.count(index) != 0 || cache_.count(index) != 0;
-    });
+    const bool ready = frame_done_.wait_until(
+        lock, deadline, [&] { return stopping_ || results_.count(index) != 0 || cache_.count(index) != 0; });
     Status failure = cancelled(fmt::format("frame {} was not decoded within {} ms", index, timeout.count()));
     FramePtr frame;
     if (auto found = results_.find(index); ready && found != results_.end()) {
-      if (found->second) frame = *found->second;
-      else failure = found->second.status();
+      if (found->second)
+        frame = *found->second;
+      else
+        failure = found->second.status();
     } else if (auto cached = cache_.find(index); ready && cached != cache_.end()) {
       frame = cached->second.frame;
     } else if (stopping_) {
@@ -140,14 +141,12 @@ class FrameServerImpl final : public FrameServer {
       return found->second.frame;
     }
     ++stats_.misses;
-    failed_.erase(index);         // asked again: try again
-    pending_request_ = index;     // supersedes any older pending request
+    failed_.erase(index);      // asked again: try again
+    pending_request_ = index;  // supersedes any older pending request
     return nullptr;
   }
 
-  bool wanted_for_prefetch(int64_t index) const {
-    return cache_.count(index) == 0 && failed_.count(index) == 0;
-  }
+  bool wanted_for_prefetch(int64_t index) const { return cache_.count(index) == 0 && failed_.count(index) == 0; }
 
   // Latest request first, then frames someone waits for, then prefetch: ahead of the playhead, then behind it
   // (in ascending order: one seek, then sequential decoding).
@@ -230,9 +229,9 @@ class FrameServerImpl final : public FrameServer {
 
   const VideoInfo info_;
   const FrameServerOptions options_;
-  std::unique_ptr<VideoSource> source_;   // only the decode thread touches it once running
+  std::unique_ptr<VideoSource> source_;  // only the decode thread touches it once running
   int64_t frame_bytes_ = 1;
-  bool prefetch_ = false;                 // false when not even one frame fits in the cache
+  bool prefetch_ = false;  // false when not even one frame fits in the cache
   int64_t ahead_ = 0;
   int64_t behind_ = 0;
 
@@ -241,17 +240,17 @@ class FrameServerImpl final : public FrameServer {
   std::condition_variable frame_done_;
   bool stopping_ = false;
   std::unordered_map<int64_t, Entry> cache_;
-  std::list<int64_t> recency_;            // most recently used first
+  std::list<int64_t> recency_;  // most recently used first
   int64_t cached_bytes_ = 0;
   int64_t playhead_ = 0;
   std::optional<int64_t> pending_request_;
-  std::map<int64_t, int> waiters_;        // frame index -> threads blocked in wait_for
-  std::map<int64_t, Expected<FramePtr>> results_;   // decoded results for waiters (also frames too big to cache)
-  std::map<int64_t, Status> failed_;      // decode errors: not prefetched again until requested
+  std::map<int64_t, int> waiters_;                 // frame index -> threads blocked in wait_for
+  std::map<int64_t, Expected<FramePtr>> results_;  // decoded results for waiters (also frames too big to cache)
+  std::map<int64_t, Status> failed_;               // decode errors: not prefetched again until requested
   std::shared_ptr<const FrameReadyCallback> callback_;
   FrameServerStats stats_;
 
-  std::thread thread_;                    // last: starts once everything above exists
+  std::thread thread_;  // last: starts once everything above exists
 };
 
 }  // namespace

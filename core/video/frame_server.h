@@ -33,10 +33,10 @@
 namespace trackscope::core {
 
 struct FrameServerOptions {
-  int64_t cache_bytes = 512LL << 20;   // upper bound of decoded bytes kept (LRU eviction)
-  int prefetch_ahead = 16;             // frames decoded after the playhead while idle
-  int prefetch_behind = 4;             // frames decoded before the playhead while idle
-  FrameSize size;                      // frame size served ({0,0} = native)
+  int64_t cache_bytes = 512LL << 20;  // upper bound of decoded bytes kept (LRU eviction)
+  int prefetch_ahead = 16;            // frames decoded after the playhead while idle
+  int prefetch_behind = 4;            // frames decoded before the playhead while idle
+  FrameSize size;                     // frame size served ({0,0} = native)
   VideoOpenOptions video;
   Status check() const;
 };
@@ -47,7 +47,7 @@ struct FrameServerStats {
   int64_t hits = 0;
   int64_t misses = 0;
   int64_t decoded_frames = 0;
-  double last_decode_ms = 0.0;         // decode time of the most recently decoded frame
+  double last_decode_ms = 0.0;  // decode time of the most recently decoded frame
   double mean_decode_ms = 0.0;
 };
 

@@ -22,8 +22,8 @@ namespace {
 Status check_frame(const Frame& frame) {
   if (frame.width < 1 || frame.height < 1 ||
       frame.rgb.size() != static_cast<size_t>(frame.width) * static_cast<size_t>(frame.height) * 3) {
-    return invalid_argument(fmt::format("not a packed RGB24 image: {}x{} with {} bytes", frame.width, frame.height,
-                                        frame.rgb.size()));
+    return invalid_argument(
+        fmt::format("not a packed RGB24 image: {}x{} with {} bytes", frame.width, frame.height, frame.rgb.size()));
   }
   return {};
 }
@@ -51,7 +51,8 @@ Expected<std::vector<uint8_t>> encode_image(const Frame& frame, AVCodecID codec_
     encoder->colorspace = AVCOL_SPC_BT470BG;
   }
   int result = avcodec_open2(encoder.get(), codec, nullptr);
-  if (result < 0) return unsupported(fmt::format("cannot open the {} encoder ({})", codec->name, ffmpeg::error_text(result)));
+  if (result < 0)
+    return unsupported(fmt::format("cannot open the {} encoder ({})", codec->name, ffmpeg::error_text(result)));
 
   ffmpeg::AvFramePtr picture = ffmpeg::make_frame();
   picture->format = pixel_format;
@@ -67,7 +68,8 @@ Expected<std::vector<uint8_t>> encode_image(const Frame& frame, AVCodecID codec_
   if (result >= 0) result = avcodec_send_frame(encoder.get(), nullptr);
   ffmpeg::PacketPtr packet = ffmpeg::make_packet();
   if (result >= 0) result = avcodec_receive_packet(encoder.get(), packet.get());
-  if (result < 0) return internal_error(fmt::format("{} encoding failed ({})", codec->name, ffmpeg::error_text(result)));
+  if (result < 0)
+    return internal_error(fmt::format("{} encoding failed ({})", codec->name, ffmpeg::error_text(result)));
   return std::vector<uint8_t>(packet->data, packet->data + packet->size);
 }
 

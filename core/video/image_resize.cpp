@@ -12,7 +12,7 @@ namespace trackscope::core {
 
 namespace {
 
-constexpr int kPrecisionBits = 32 - 8 - 2;   // Pillow's: 8 result bits, 2 bits of headroom for negative lobes
+constexpr int kPrecisionBits = 32 - 8 - 2;  // Pillow's: 8 result bits, 2 bits of headroom for negative lobes
 constexpr int kMaxSide = 16384;
 
 double sinc(double x) {
@@ -108,7 +108,8 @@ void ImageResizer::resize(const uint8_t* source_rgb, uint8_t* destination_rgb) c
       const uint8_t* in = source_rgb + source_stride * static_cast<size_t>(row + first_row);
       uint8_t* line = out + stride * static_cast<size_t>(row);
       for (int x = 0; x < width_; ++x) {
-        const int32_t* weights = horizontal_.weights.data() + static_cast<size_t>(x) * static_cast<size_t>(horizontal_.taps);
+        const int32_t* weights =
+            horizontal_.weights.data() + static_cast<size_t>(x) * static_cast<size_t>(horizontal_.taps);
         const uint8_t* pixel = in + static_cast<size_t>(horizontal_.first[static_cast<size_t>(x)]) * 3;
         int64_t red = kHalf, green = kHalf, blue = kHalf;
         for (int k = 0; k < horizontal_.size[static_cast<size_t>(x)]; ++k, pixel += 3) {
@@ -146,12 +147,12 @@ void ImageResizer::resize(const uint8_t* source_rgb, uint8_t* destination_rgb) c
 Expected<Frame> resize_image(const Frame& image, FrameSize size, ResizeFilter filter) {
   if (image.width < 1 || image.height < 1 || image.width > kMaxSide || image.height > kMaxSide ||
       image.rgb.size() != static_cast<size_t>(image.width) * static_cast<size_t>(image.height) * 3) {
-    return invalid_argument(fmt::format("not a packed RGB24 image: {}x{} with {} bytes", image.width, image.height,
-                                        image.rgb.size()));
+    return invalid_argument(
+        fmt::format("not a packed RGB24 image: {}x{} with {} bytes", image.width, image.height, image.rgb.size()));
   }
   if (size.width < 1 || size.height < 1 || size.width > kMaxSide || size.height > kMaxSide) {
-    return invalid_argument(fmt::format("resize target must be within 1..{} per side, got {}x{}", kMaxSide, size.width,
-                                        size.height));
+    return invalid_argument(
+        fmt::format("resize target must be within 1..{} per side, got {}x{}", kMaxSide, size.width, size.height));
   }
   const ImageResizer resizer(image.width, image.height, size.width, size.height, filter);
   Frame out;

@@ -20,8 +20,8 @@
 namespace trackscope::core {
 
 enum class ResizeFilter {
-  bilinear,   // Pillow BILINEAR: triangle filter, support 1
-  lanczos,    // Pillow LANCZOS (ANTIALIAS): sinc(x) sinc(x/3), support 3
+  bilinear,  // Pillow BILINEAR: triangle filter, support 1
+  lanczos,   // Pillow LANCZOS (ANTIALIAS): sinc(x) sinc(x/3), support 3
 };
 
 class ImageResizer {

@@ -62,7 +62,8 @@ Expected<std::unique_ptr<MemoryVideoSource>> MemoryVideoSource::create(std::vect
 
 Expected<std::unique_ptr<MemoryVideoSource>> MemoryVideoSource::from_rgb(int width, int height,
                                                                          std::vector<std::vector<uint8_t>> frames_rgb,
-                                                                         Rational frame_rate, std::filesystem::path name) {
+                                                                         Rational frame_rate,
+                                                                         std::filesystem::path name) {
   std::vector<Frame> frames(frames_rgb.size());
   for (size_t i = 0; i < frames_rgb.size(); ++i) {
     frames[i].width = width;
@@ -75,13 +76,15 @@ Expected<std::unique_ptr<MemoryVideoSource>> MemoryVideoSource::from_rgb(int wid
 Expected<FramePtr> MemoryVideoSource::read_frame(int64_t index, FrameSize size) {
   const auto start = std::chrono::steady_clock::now();
   if (index < 0 || index >= info_.frame_count) {
-    return invalid_argument(fmt::format("frame {} is outside [0, {}) of '{}'", index, info_.frame_count, info_.path.string()));
+    return invalid_argument(
+        fmt::format("frame {} is outside [0, {}) of '{}'", index, info_.frame_count, info_.path.string()));
   }
   const FramePtr& stored = frames_[static_cast<size_t>(index)];
   FramePtr result = stored;
   if (!size.native() && (size.width != info_.width || size.height != info_.height)) {
     if (size.width < 1 || size.height < 1 || size.width > kMaxFrameSide || size.height > kMaxFrameSide) {
-      return invalid_argument(fmt::format("requested size {}x{} not within 1..{} px", size.width, size.height, kMaxFrameSide));
+      return invalid_argument(
+          fmt::format("requested size {}x{} not within 1..{} px", size.width, size.height, kMaxFrameSide));
     }
     Expected<Frame> resized = resize_image(*stored, size, ResizeFilter::lanczos);
     if (!resized) return resized.status();

@@ -28,13 +28,13 @@ class MemoryVideoSource final : public VideoSource {
   /// (rgb.size() == width * height * 3); their `index` and `pts_us` are rewritten to the position in the list
   /// and the frame rate. invalid_argument for an empty list, mixed sizes, a bad buffer or a frame rate <= 0.
   static Expected<std::unique_ptr<MemoryVideoSource>> create(std::vector<Frame> frames, Rational frame_rate,
-                                                            std::filesystem::path name = "memory");
+                                                             std::filesystem::path name = "memory");
 
   /// The same from bare packed RGB24 buffers of width x height pixels (row-major, width * 3 bytes per row).
   static Expected<std::unique_ptr<MemoryVideoSource>> from_rgb(int width, int height,
-                                                              std::vector<std::vector<uint8_t>> frames_rgb,
-                                                              Rational frame_rate,
-                                                              std::filesystem::path name = "memory");
+                                                               std::vector<std::vector<uint8_t>> frames_rgb,
+                                                               Rational frame_rate,
+                                                               std::filesystem::path name = "memory");
 
   const VideoInfo& info() const override { return info_; }
   Expected<FramePtr> read_frame(int64_t index, FrameSize size = {}) override;

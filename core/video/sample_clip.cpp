@@ -17,7 +17,8 @@ constexpr double kPi = std::numbers::pi;
 
 // Deterministic value noise: a hashed integer lattice, smoothly interpolated, three octaves.
 double lattice(int64_t x, int64_t y, uint32_t seed) {
-  uint64_t h = static_cast<uint64_t>(x) * 0x9E3779B97F4A7C15ULL ^ static_cast<uint64_t>(y) * 0xC2B2AE3D27D4EB4FULL ^ seed;
+  uint64_t h =
+      static_cast<uint64_t>(x) * 0x9E3779B97F4A7C15ULL ^ static_cast<uint64_t>(y) * 0xC2B2AE3D27D4EB4FULL ^ seed;
   h ^= h >> 29;
   h *= 0xBF58476D1CE4E5B9ULL;
   h ^= h >> 32;
@@ -49,17 +50,17 @@ Color mix(Color a, Color b, double t) { return {a.r + (b.r - a.r) * t, a.g + (b.
 struct Pose {
   Pose(double x_px, double y_px, double angle_rad)
       : x(x_px), y(y_px), angle(angle_rad), cos_angle(std::cos(angle_rad)), sin_angle(std::sin(angle_rad)) {}
-  double x, y, angle;   // centre in pixels (raster coordinates), rotation in radians
+  double x, y, angle;  // centre in pixels (raster coordinates), rotation in radians
   double cos_angle, sin_angle;
 };
 
 // The scene at frame `index`; all sizes scale with the frame height, positions with the frame size.
 struct Scene {
   double width, height;
-  double progress;       // 1.0 after 96 frames (the default clip); the motion is periodic beyond
+  double progress;  // 1.0 after 96 frames (the default clip); the motion is periodic beyond
   Pose square{0, 0, 0}, disc{0, 0, 0}, triangle{0, 0, 0};
   double square_half_side, disc_radius, triangle_radius;
-  double pan_x, pan_y;   // background offset in pixels
+  double pan_x, pan_y;  // background offset in pixels
 
   Scene(const SampleClipOptions& options, int64_t index) {
     width = options.width;
@@ -99,7 +100,7 @@ struct Scene {
       const double a = -kPi / 2 + k * 2 * kPi / 3;
       distance = std::max(distance, std::cos(a) * u + std::sin(a) * v);
     }
-    return distance - triangle_radius / 2;   // inradius of an equilateral triangle
+    return distance - triangle_radius / 2;  // inradius of an equilateral triangle
   }
 
   Color background(double x, double y) const {
@@ -131,7 +132,8 @@ struct Scene {
     double u = 0, v = 0;
     to_local(triangle, x, y, u, v);
     const double cell = 0.04 * height;
-    const bool dark = (static_cast<int64_t>(std::floor(u / cell)) + static_cast<int64_t>(std::floor(v / cell))) % 2 != 0;
+    const bool dark =
+        (static_cast<int64_t>(std::floor(u / cell)) + static_cast<int64_t>(std::floor(v / cell))) % 2 != 0;
     return dark ? Color{20, 90, 30} : Color{150, 230, 120};
   }
 
@@ -142,9 +144,12 @@ struct Scene {
   Color shade(double x, double y) const {
     Color color = background(x, y);
     // Bottom to top: triangle, disc, square. Coverage from the signed distance gives 1-pixel antialiasing.
-    if (double d = near(triangle, triangle_radius, x, y) ? triangle_distance(x, y) : 2.0; d < 1.0) color = mix(color, triangle_texture(x, y), std::clamp(0.5 - d, 0.0, 1.0));
-    if (double d = near(disc, disc_radius, x, y) ? disc_distance(x, y) : 2.0; d < 1.0) color = mix(color, disc_texture(x, y), std::clamp(0.5 - d, 0.0, 1.0));
-    if (double d = near(square, square_half_side * std::numbers::sqrt2, x, y) ? square_distance(x, y) : 2.0; d < 1.0) color = mix(color, square_texture(x, y), std::clamp(0.5 - d, 0.0, 1.0));
+    if (double d = near(triangle, triangle_radius, x, y) ? triangle_distance(x, y) : 2.0; d < 1.0)
+      color = mix(color, triangle_texture(x, y), std::clamp(0.5 - d, 0.0, 1.0));
+    if (double d = near(disc, disc_radius, x, y) ? disc_distance(x, y) : 2.0; d < 1.0)
+      color = mix(color, disc_texture(x, y), std::clamp(0.5 - d, 0.0, 1.0));
+    if (double d = near(square, square_half_side * std::numbers::sqrt2, x, y) ? square_distance(x, y) : 2.0; d < 1.0)
+      color = mix(color, square_texture(x, y), std::clamp(0.5 - d, 0.0, 1.0));
     return color;
   }
 };
@@ -187,8 +192,8 @@ Frame render_sample_frame(const SampleClipOptions& options, int64_t index) {
 }
 
 std::vector<SampleTrack> sample_clip_ground_truth(const SampleClipOptions& options) {
-  std::vector<SampleTrack> tracks = {{"disc_centre", {}}, {"square_centre", {}}, {"square_corner", {}},
-                                     {"triangle_centre", {}}, {"background", {}}};
+  std::vector<SampleTrack> tracks = {
+      {"disc_centre", {}}, {"square_centre", {}}, {"square_corner", {}}, {"triangle_centre", {}}, {"background", {}}};
   const Scene first(options, 0);
   const double background_u = 0.78 * first.width + first.pan_x, background_v = 0.2 * first.height + first.pan_y;
   for (int64_t index = 0; index < options.frame_count; ++index) {
@@ -204,9 +209,9 @@ std::vector<SampleTrack> sample_clip_ground_truth(const SampleClipOptions& optio
     tracks[0].points.push_back({scene.disc.x, scene.disc.y, !under_square(scene.disc.x, scene.disc.y)});
     tracks[1].points.push_back({scene.square.x, scene.square.y, true});
     tracks[2].points.push_back({corner_x, corner_y, true});
-    tracks[3].points.push_back({scene.triangle.x, scene.triangle.y,
-                                !under_square(scene.triangle.x, scene.triangle.y) &&
-                                    !under_disc(scene.triangle.x, scene.triangle.y)});
+    tracks[3].points.push_back(
+        {scene.triangle.x, scene.triangle.y,
+         !under_square(scene.triangle.x, scene.triangle.y) && !under_disc(scene.triangle.x, scene.triangle.y)});
     tracks[4].points.push_back({background_x, background_y,
                                 !under_square(background_x, background_y) && !under_disc(background_x, background_y) &&
                                     !under_triangle(background_x, background_y)});
@@ -218,7 +223,9 @@ Status write_sample_clip(const std::filesystem::path& path, const SampleClipOpti
   TRACKSCOPE_RETURN_IF_ERROR(options.check());
   VideoWriterOptions writer_options;
   const std::string extension = path.extension().string();
-  writer_options.codec = extension == ".webm" ? VideoCodec::vp9 : extension == ".avi" ? VideoCodec::mjpeg : VideoCodec::h264;
+  writer_options.codec = extension == ".webm"  ? VideoCodec::vp9
+                         : extension == ".avi" ? VideoCodec::mjpeg
+                                               : VideoCodec::h264;
   writer_options.width = options.width;
   writer_options.height = options.height;
   writer_options.frame_rate = options.frame_rate;

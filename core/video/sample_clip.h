@@ -23,9 +23,9 @@
 namespace trackscope::core {
 
 struct SampleClipOptions {
-  int width = 640;              // even, 64..4096
-  int height = 360;             // even, 64..4096
-  int frame_count = 96;         // 1..10000
+  int width = 640;       // even, 64..4096
+  int height = 360;      // even, 64..4096
+  int frame_count = 96;  // 1..10000
   Rational frame_rate{24, 1};
   Status check() const;
 };
@@ -38,7 +38,7 @@ struct SamplePoint {
 
 /// One tracked point of the scene, per frame (points.size() == frame_count).
 struct SampleTrack {
-  std::string name;             // "disc_centre", "square_centre", "square_corner", "triangle_centre", "background"
+  std::string name;  // "disc_centre", "square_centre", "square_corner", "triangle_centre", "background"
   std::vector<SamplePoint> points;
 };
 

@@ -34,7 +34,7 @@ Status VideoOpenOptions::check() const {
 namespace {
 
 bool is_image_file(const fs::path& path) {
-  static constexpr std::array<const char*, 10> kExtensions = {".jpg", ".jpeg", ".png", ".bmp", ".tif",
+  static constexpr std::array<const char*, 10> kExtensions = {".jpg",  ".jpeg", ".png", ".bmp", ".tif",
                                                               ".tiff", ".webp", ".ppm", ".pgm", ".pnm"};
   std::string extension = path.extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(),
@@ -50,8 +50,8 @@ Expected<std::vector<fs::path>> list_image_folder(const fs::path& folder) {
   }
   if (error) return io_error(fmt::format("cannot list folder {}: {}", folder.string(), error.message()));
   if (files.empty()) {
-    return not_found(fmt::format("folder {} contains no image files (.jpg, .png, .bmp, .tif, .webp, .ppm)",
-                                 folder.string()));
+    return not_found(
+        fmt::format("folder {} contains no image files (.jpg, .png, .bmp, .tif, .webp, .ppm)", folder.string()));
   }
   std::sort(files.begin(), files.end(),
             [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
@@ -76,8 +76,8 @@ Expected<std::vector<fs::path>> expand_pattern(const fs::path& pattern) {
     if (file && fs::is_regular_file(*file)) first = number;
   }
   if (first < 0) {
-    return not_found(fmt::format("no file matches the image pattern {} (looked for numbers 0 to {})", text,
-                                 kStartRange - 1));
+    return not_found(
+        fmt::format("no file matches the image pattern {} (looked for numbers 0 to {})", text, kStartRange - 1));
   }
   std::vector<fs::path> files;
   for (int number = first;; ++number) {

@@ -32,23 +32,23 @@ struct Rational {
 
 struct VideoInfo {
   std::filesystem::path path;
-  std::string container;        // FFmpeg demuxer name, e.g. "mov,mp4,m4a,3gp,3g2,mj2", "image2"
-  std::string codec;            // decoder name, e.g. "h264"
-  int width = 0;                // upright size in stored pixels (a non-square sample aspect ratio is not applied)
+  std::string container;  // FFmpeg demuxer name, e.g. "mov,mp4,m4a,3gp,3g2,mj2", "image2"
+  std::string codec;      // decoder name, e.g. "h264"
+  int width = 0;          // upright size in stored pixels (a non-square sample aspect ratio is not applied)
   int height = 0;
-  Rational frame_rate;          // average frame rate (frames per second)
-  int64_t frame_count = 0;      // exact number of decodable frames (counted by demuxing when the header lies;
-                                // a stream cut inside a group of pictures starts at its first decodable frame)
-  int64_t duration_us = 0;      // from the first frame's presentation time to the end of the last frame
-  int rotation_deg = 0;         // clockwise rotation applied to the coded frames to make them upright: 0/90/180/270
+  Rational frame_rate;      // average frame rate (frames per second)
+  int64_t frame_count = 0;  // exact number of decodable frames (counted by demuxing when the header lies;
+                            // a stream cut inside a group of pictures starts at its first decodable frame)
+  int64_t duration_us = 0;  // from the first frame's presentation time to the end of the last frame
+  int rotation_deg = 0;     // clockwise rotation applied to the coded frames to make them upright: 0/90/180/270
   bool variable_frame_rate = false;
 };
 
 /// A decoded frame: packed RGB24, row-major, `width * 3` bytes per row. Immutable once made, shared by
 /// reference between the cache, the GUI and the tracker.
 struct Frame {
-  int64_t index = 0;            // frame index in the video (0-based, presentation order)
-  int64_t pts_us = 0;           // presentation time of the frame, relative to frame 0 (frame 0 has 0)
+  int64_t index = 0;   // frame index in the video (0-based, presentation order)
+  int64_t pts_us = 0;  // presentation time of the frame, relative to frame 0 (frame 0 has 0)
   int width = 0;
   int height = 0;
   std::vector<uint8_t> rgb;
@@ -67,7 +67,7 @@ struct FrameSize {
 };
 
 struct VideoOpenOptions {
-  int decoder_threads = 0;      // 0 = FFmpeg's automatic choice
+  int decoder_threads = 0;                    // 0 = FFmpeg's automatic choice
   Rational image_sequence_frame_rate{25, 1};  // image sequences carry no timing; FFmpeg's image2 default
   Status check() const;
 };
@@ -100,8 +100,8 @@ class VideoSource {
   /// Work done by read_frame since open: for tests and benchmarks (sequential reads never seek; a jump
   /// decodes from the nearest keyframe, not from the start).
   struct DecodeCounters {
-    int64_t seeks = 0;             // demuxer repositionings (keyframe seeks, rewinds)
-    int64_t decoded_frames = 0;    // pictures the decoder produced, including those only decoded to reach a target
+    int64_t seeks = 0;           // demuxer repositionings (keyframe seeks, rewinds)
+    int64_t decoded_frames = 0;  // pictures the decoder produced, including those only decoded to reach a target
   };
   virtual DecodeCounters decode_counters() const { return {}; }
 };

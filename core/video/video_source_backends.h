@@ -11,7 +11,8 @@
 namespace trackscope::core::video_backends {
 
 /// A file read through libavformat (any container FFmpeg demuxes), best video stream only.
-Expected<std::unique_ptr<VideoSource>> open_container(const std::filesystem::path& path, const VideoOpenOptions& options);
+Expected<std::unique_ptr<VideoSource>> open_container(const std::filesystem::path& path,
+                                                      const VideoOpenOptions& options);
 
 /// Still images decoded one file per frame through FFmpeg's image2 demuxer, in the given order.
 /// `display_path` is what the user opened (the folder or the pattern), reported in VideoInfo::path.

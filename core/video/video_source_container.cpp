@@ -63,8 +63,8 @@ Status classify_open_failure(const fs::path& path, int av_error) {
   int score = 0;
   const AVInputFormat* format = av_probe_input_format3(&probe, 1, &score);
   if (format != nullptr && score > AVPROBE_SCORE_EXTENSION && !is_text_demuxer(format->name)) {
-    return corrupt_data(fmt::format("{} looks like a {} file but cannot be read ({}): it is damaged or truncated",
-                                    name, format->long_name != nullptr ? format->long_name : format->name,
+    return corrupt_data(fmt::format("{} looks like a {} file but cannot be read ({}): it is damaged or truncated", name,
+                                    format->long_name != nullptr ? format->long_name : format->name,
                                     ffmpeg::error_text(av_error)));
   }
   return unsupported(fmt::format("{} is not a video file FFmpeg can read ({})", name, ffmpeg::error_text(av_error)));
@@ -73,8 +73,8 @@ Status classify_open_failure(const fs::path& path, int av_error) {
 int rotation_of(const AVStream& stream) {
   const int32_t* matrix = nullptr;
 #if LIBAVCODEC_VERSION_INT >= AV_VERSION_INT(60, 29, 100)
-  const AVPacketSideData* side = av_packet_side_data_get(stream.codecpar->coded_side_data,
-                                                         stream.codecpar->nb_coded_side_data, AV_PKT_DATA_DISPLAYMATRIX);
+  const AVPacketSideData* side = av_packet_side_data_get(
+      stream.codecpar->coded_side_data, stream.codecpar->nb_coded_side_data, AV_PKT_DATA_DISPLAYMATRIX);
   if (side != nullptr && side->size >= 9 * sizeof(int32_t)) matrix = reinterpret_cast<const int32_t*>(side->data);
 #else
   size_t size = 0;
@@ -93,13 +93,13 @@ struct PacketRecord {
   int64_t dts = AV_NOPTS_VALUE;
   int64_t duration = 0;
   bool keyframe = false;
-  bool discard = false;   // decoded for reference only (e.g. before an edit list's start)
+  bool discard = false;  // decoded for reference only (e.g. before an edit list's start)
 };
 
 // Where decoding can restart: from this keyframe on, every frame with index >= frame_index decodes exactly.
 struct SeekPoint {
   int64_t frame_index = 0;
-  int64_t seek_ts = 0;   // av_seek_frame timestamp in the stream time base (dts when known)
+  int64_t seek_ts = 0;  // av_seek_frame timestamp in the stream time base (dts when known)
 };
 
 class ContainerVideoSource final : public VideoSource {
@@ -114,8 +114,8 @@ class ContainerVideoSource final : public VideoSource {
 
  private:
   enum class IndexMode {
-    presentation_time,   // frames identified by their timestamp; keyframe seeks
-    decode_order,        // no usable timestamps: frames counted from the start, going back rewinds
+    presentation_time,  // frames identified by their timestamp; keyframe seeks
+    decode_order,       // no usable timestamps: frames counted from the start, going back rewinds
   };
 
   Status open_format();
@@ -144,16 +144,16 @@ class ContainerVideoSource final : public VideoSource {
   ffmpeg::RgbConverter converter_;
 
   IndexMode mode_ = IndexMode::presentation_time;
-  bool timestamps_are_dts_ = false;         // frames are identified by dts (codecs that never reorder, no pts)
-  int64_t skip_unreferenced_before_ = AV_NOPTS_VALUE;   // see decode_next()
-  std::vector<PacketRecord> packets_;      // decode order, video stream only
-  std::vector<int64_t> frame_ts_;          // presentation order (presentation_time mode)
-  std::vector<SeekPoint> seek_points_;     // ascending frame_index, seek_points_[0].frame_index == 0
-  int64_t start_ts_ = 0;                   // earliest packet timestamp: where rewind seeks
+  bool timestamps_are_dts_ = false;  // frames are identified by dts (codecs that never reorder, no pts)
+  int64_t skip_unreferenced_before_ = AV_NOPTS_VALUE;  // see decode_next()
+  std::vector<PacketRecord> packets_;                  // decode order, video stream only
+  std::vector<int64_t> frame_ts_;                      // presentation order (presentation_time mode)
+  std::vector<SeekPoint> seek_points_;                 // ascending frame_index, seek_points_[0].frame_index == 0
+  int64_t start_ts_ = 0;                               // earliest packet timestamp: where rewind seeks
   int64_t frame_count_ = 0;
 
-  int64_t last_output_ = -1;               // index of the frame decoded last (-1: none since the start)
-  bool position_known_ = true;             // false right after a keyframe seek, until a frame identifies itself
+  int64_t last_output_ = -1;    // index of the frame decoded last (-1: none since the start)
+  bool position_known_ = true;  // false right after a keyframe seek, until a frame identifies itself
   bool demux_ended_ = false;
   bool draining_ = false;
 
@@ -183,7 +183,7 @@ Status ContainerVideoSource::open_decoder() {
   const AVCodec* decoder = nullptr;
   int best = av_find_best_stream(format_.get(), AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0);
   if (best >= 0 && (format_->streams[best]->disposition & AV_DISPOSITION_ATTACHED_PIC) != 0) {
-    best = AVERROR_STREAM_NOT_FOUND;   // cover art, not a video: look for a real one below
+    best = AVERROR_STREAM_NOT_FOUND;  // cover art, not a video: look for a real one below
     for (unsigned i = 0; i < format_->nb_streams; ++i) {
       const AVStream* stream = format_->streams[i];
       if (stream->codecpar->codec_type != AVMEDIA_TYPE_VIDEO) continue;
@@ -206,7 +206,8 @@ Status ContainerVideoSource::open_decoder() {
       }
       break;
     }
-    return unsupported(fmt::format("{}: this FFmpeg build has no decoder for its video codec ({})", path_.string(), codec));
+    return unsupported(
+        fmt::format("{}: this FFmpeg build has no decoder for its video codec ({})", path_.string(), codec));
   }
   if (best < 0) return unsupported(fmt::format("{} has no video stream", path_.string()));
   stream_index_ = best;
@@ -219,14 +220,15 @@ Status ContainerVideoSource::open_decoder() {
   decoder_.reset(avcodec_alloc_context3(decoder));
   if (!decoder_) return out_of_memory("cannot allocate a video decoder");
   int result = avcodec_parameters_to_context(decoder_.get(), stream->codecpar);
-  if (result < 0) return corrupt_data(fmt::format("{}: bad codec parameters ({})", path_.string(), ffmpeg::error_text(result)));
+  if (result < 0)
+    return corrupt_data(fmt::format("{}: bad codec parameters ({})", path_.string(), ffmpeg::error_text(result)));
   decoder_->pkt_timebase = stream->time_base;
   decoder_->thread_count = options_.decoder_threads;
   decoder_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
   result = avcodec_open2(decoder_.get(), decoder, nullptr);
   if (result < 0) {
-    return unsupported(fmt::format("{}: cannot open the {} decoder ({})", path_.string(), decoder->name,
-                                   ffmpeg::error_text(result)));
+    return unsupported(
+        fmt::format("{}: cannot open the {} decoder ({})", path_.string(), decoder->name, ffmpeg::error_text(result)));
   }
   return {};
 }
@@ -363,7 +365,8 @@ Status ContainerVideoSource::drop_undecodable_start() {
   const auto first = std::lower_bound(frame_ts_.begin(), frame_ts_.end(), ts);
   const int64_t skipped = first - frame_ts_.begin();
   if (skipped <= 0 || first == frame_ts_.end()) return {};
-  log::debug("{}: the first {} frames cannot be decoded (the stream starts without a keyframe)", path_.string(), skipped);
+  log::debug("{}: the first {} frames cannot be decoded (the stream starts without a keyframe)", path_.string(),
+             skipped);
   frame_ts_.erase(frame_ts_.begin(), first);
   frame_count_ -= skipped;
   std::vector<SeekPoint> kept = {{0, start_ts_}};
@@ -435,7 +438,8 @@ Expected<bool> ContainerVideoSource::decode_next() {
     if (result != AVERROR(EAGAIN)) {
       log::debug("{}: decoding error ({})", path_.string(), ffmpeg::error_text(result));
       if (++consecutive_errors > kMaxConsecutiveDecodeErrors) {
-        return corrupt_data(fmt::format("{}: too many decoding errors ({})", path_.string(), ffmpeg::error_text(result)));
+        return corrupt_data(
+            fmt::format("{}: too many decoding errors ({})", path_.string(), ffmpeg::error_text(result)));
       }
       continue;
     }
@@ -455,14 +459,16 @@ Expected<bool> ContainerVideoSource::decode_next() {
       // Frames shown before the target that no other frame references need not be decoded at all (about half
       // of the work on x264's default B-frame pattern). This cannot change any other frame's pixels.
       const int64_t ts = timestamps_are_dts_ ? packet_->dts : packet_->pts;
-      const bool skip = skip_unreferenced_before_ != AV_NOPTS_VALUE && ts != AV_NOPTS_VALUE && ts < skip_unreferenced_before_;
+      const bool skip =
+          skip_unreferenced_before_ != AV_NOPTS_VALUE && ts != AV_NOPTS_VALUE && ts < skip_unreferenced_before_;
       decoder_->skip_frame = skip ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
       result = avcodec_send_packet(decoder_.get(), packet_.get());
       if (result < 0 && result != AVERROR(EAGAIN)) {
         log::debug("{}: damaged packet skipped ({})", path_.string(), ffmpeg::error_text(result));
         if (++consecutive_errors > kMaxConsecutiveDecodeErrors) {
           av_packet_unref(packet_.get());
-          return corrupt_data(fmt::format("{}: too many damaged packets ({})", path_.string(), ffmpeg::error_text(result)));
+          return corrupt_data(
+              fmt::format("{}: too many damaged packets ({})", path_.string(), ffmpeg::error_text(result)));
         }
       }
     }
@@ -492,7 +498,7 @@ Expected<FramePtr> ContainerVideoSource::locate(int64_t index, FrameSize size) {
     int64_t found = -1;
     if (*decoded) {
       found = identify(*decoded_);
-      if (found < 0) continue;   // after a seek, before any frame with a known timestamp
+      if (found < 0) continue;  // after a seek, before any frame with a known timestamp
       last_output_ = found;
       position_known_ = true;
       if (first_found < 0) first_found = found;
@@ -534,11 +540,12 @@ Expected<FramePtr> ContainerVideoSource::to_rgb(const AVFrame& frame, int64_t in
   Frame out;
   out.index = index;
   if (mode_ == IndexMode::presentation_time) {
-    out.pts_us = av_rescale_q(frame_ts_[static_cast<size_t>(index)] - frame_ts_.front(), time_base_, AVRational{1, 1000000});
+    out.pts_us =
+        av_rescale_q(frame_ts_[static_cast<size_t>(index)] - frame_ts_.front(), time_base_, AVRational{1, 1000000});
   } else {
-    out.pts_us = av_rescale_q(index, av_inv_q(AVRational{static_cast<int>(info_.frame_rate.num),
-                                                         static_cast<int>(info_.frame_rate.den)}),
-                              AVRational{1, 1000000});
+    out.pts_us = av_rescale_q(
+        index, av_inv_q(AVRational{static_cast<int>(info_.frame_rate.num), static_cast<int>(info_.frame_rate.den)}),
+        AVRational{1, 1000000});
   }
   out.width = width;
   out.height = height;
@@ -554,10 +561,10 @@ Expected<FramePtr> ContainerVideoSource::read_frame(int64_t index, FrameSize siz
   if (index < 0 || index >= frame_count_) {
     return invalid_argument(fmt::format("frame index {} is out of range [0, {})", index, frame_count_));
   }
-  Expected<FramePtr> frame = (last_frame_ && last_frame_->index == index && last_size_.width == size.width &&
-                              last_size_.height == size.height)
-                                 ? Expected<FramePtr>(last_frame_)
-                                 : locate(index, size);
+  Expected<FramePtr> frame =
+      (last_frame_ && last_frame_->index == index && last_size_.width == size.width && last_size_.height == size.height)
+          ? Expected<FramePtr>(last_frame_)
+          : locate(index, size);
   if (frame) {
     last_frame_ = *frame;
     last_size_ = size;

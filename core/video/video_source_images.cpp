@@ -36,14 +36,14 @@ class ImageSequenceSource final : public VideoSource {
   DecodeCounters decode_counters() const override { return counters_; }
 
  private:
-  Status decode_file(const fs::path& file);    // into decoded_
+  Status decode_file(const fs::path& file);  // into decoded_
   Expected<FramePtr> load(int64_t index, FrameSize size);
 
   fs::path display_path_;
   std::vector<fs::path> files_;
   VideoOpenOptions options_;
   VideoInfo info_;
-  ffmpeg::CodecContextPtr decoder_;   // reused while consecutive files share a codec
+  ffmpeg::CodecContextPtr decoder_;  // reused while consecutive files share a codec
   ffmpeg::PacketPtr packet_ = ffmpeg::make_packet();
   ffmpeg::AvFramePtr decoded_ = ffmpeg::make_frame();
   ffmpeg::RgbConverter converter_;
@@ -56,7 +56,7 @@ class ImageSequenceSource final : public VideoSource {
 Status ImageSequenceSource::decode_file(const fs::path& file) {
   AVFormatContext* raw = nullptr;
   AVDictionary* demuxer_options = nullptr;
-  av_dict_set(&demuxer_options, "pattern_type", "none", 0);   // a '%' in a file name is just a character
+  av_dict_set(&demuxer_options, "pattern_type", "none", 0);  // a '%' in a file name is just a character
   const int opened = avformat_open_input(&raw, file.c_str(), av_find_input_format("image2"), &demuxer_options);
   av_dict_free(&demuxer_options);
   if (opened < 0) {
@@ -75,12 +75,12 @@ Status ImageSequenceSource::decode_file(const fs::path& file) {
     decoder_.reset(avcodec_alloc_context3(codec));
     if (!decoder_) return out_of_memory("cannot allocate an image decoder");
     avcodec_parameters_to_context(decoder_.get(), parameters);
-    decoder_->thread_count = 1;   // one picture per packet: threads would only add latency
+    decoder_->thread_count = 1;  // one picture per packet: threads would only add latency
     const int result = avcodec_open2(decoder_.get(), codec, nullptr);
     if (result < 0) {
       decoder_.reset();
-      return unsupported(fmt::format("{}: cannot open the {} decoder ({})", file.string(), codec->name,
-                                     ffmpeg::error_text(result)));
+      return unsupported(
+          fmt::format("{}: cannot open the {} decoder ({})", file.string(), codec->name, ffmpeg::error_text(result)));
     }
   }
   const int read = av_read_frame(format.get(), packet_.get());
@@ -102,8 +102,9 @@ Expected<FramePtr> ImageSequenceSource::load(int64_t index, FrameSize size) {
   TRACKSCOPE_RETURN_IF_ERROR(decode_file(files_[static_cast<size_t>(index)]));
   Frame out;
   out.index = index;
-  out.pts_us = av_rescale_q(index, AVRational{static_cast<int>(info_.frame_rate.den), static_cast<int>(info_.frame_rate.num)},
-                            AVRational{1, 1000000});
+  out.pts_us =
+      av_rescale_q(index, AVRational{static_cast<int>(info_.frame_rate.den), static_cast<int>(info_.frame_rate.num)},
+                   AVRational{1, 1000000});
   // Every frame comes out at the size of frame 0, even where the images differ in size.
   out.width = !size.native() ? size.width : (info_.width > 0 ? info_.width : decoded_->width);
   out.height = !size.native() ? size.height : (info_.height > 0 ? info_.height : decoded_->height);
@@ -117,11 +118,12 @@ Status ImageSequenceSource::open() {
   info_.container = "image2";
   info_.frame_count = static_cast<int64_t>(files_.size());
   info_.frame_rate = options_.image_sequence_frame_rate;
-  info_.duration_us = av_rescale_q(info_.frame_count,
-                                   AVRational{static_cast<int>(info_.frame_rate.den), static_cast<int>(info_.frame_rate.num)},
-                                   AVRational{1, 1000000});
+  info_.duration_us = av_rescale_q(
+      info_.frame_count, AVRational{static_cast<int>(info_.frame_rate.den), static_cast<int>(info_.frame_rate.num)},
+      AVRational{1, 1000000});
   Expected<FramePtr> first = load(0, {});
-  if (!first) return first.status().with_context(fmt::format("{}: cannot decode the first image", display_path_.string()));
+  if (!first)
+    return first.status().with_context(fmt::format("{}: cannot decode the first image", display_path_.string()));
   info_.codec = decoder_->codec->name;
   info_.width = (*first)->width;
   info_.height = (*first)->height;
@@ -134,17 +136,18 @@ Status ImageSequenceSource::open() {
 
 Expected<FramePtr> ImageSequenceSource::read_frame(int64_t index, FrameSize size) {
   const auto start = Clock::now();
-  if (!size.native() && (size.width < 1 || size.height < 1 || size.width > kMaxFrameSide || size.height > kMaxFrameSide)) {
+  if (!size.native() &&
+      (size.width < 1 || size.height < 1 || size.width > kMaxFrameSide || size.height > kMaxFrameSide)) {
     return invalid_argument(fmt::format("frame size must be 0x0 (native) or within 1..{} per side, got {}x{}",
                                         kMaxFrameSide, size.width, size.height));
   }
   if (index < 0 || index >= info_.frame_count) {
     return invalid_argument(fmt::format("frame index {} is out of range [0, {})", index, info_.frame_count));
   }
-  Expected<FramePtr> frame = (last_frame_ && last_frame_->index == index && last_size_.width == size.width &&
-                              last_size_.height == size.height)
-                                 ? Expected<FramePtr>(last_frame_)
-                                 : load(index, size);
+  Expected<FramePtr> frame =
+      (last_frame_ && last_frame_->index == index && last_size_.width == size.width && last_size_.height == size.height)
+          ? Expected<FramePtr>(last_frame_)
+          : load(index, size);
   if (frame) {
     last_frame_ = *frame;
     last_size_ = size;

@@ -31,7 +31,7 @@ const char* to_string(VideoCodec codec) {
 
 namespace {
 
-constexpr std::array<const char*, 10> kPresets = {"ultrafast", "superfast", "veryfast", "faster", "fast",
+constexpr std::array<const char*, 10> kPresets = {"ultrafast", "superfast", "veryfast", "faster",   "fast",
                                                   "medium",    "slow",      "slower",   "veryslow", "placebo"};
 
 const char* encoder_name(VideoCodec codec) {
@@ -100,7 +100,7 @@ class FfmpegVideoWriter final : public VideoWriter {
   VideoWriterOptions options_;
   ffmpeg::OutputFormatPtr format_;
   ffmpeg::CodecContextPtr encoder_;
-  AVStream* stream_ = nullptr;   // owned by format_
+  AVStream* stream_ = nullptr;  // owned by format_
   ffmpeg::AvFramePtr picture_ = ffmpeg::make_frame();
   ffmpeg::PacketPtr packet_ = ffmpeg::make_packet();
   ffmpeg::RgbToEncoderConverter converter_;
@@ -114,8 +114,9 @@ Status FfmpegVideoWriter::open() {
   const std::string name = path_.string();
   AVFormatContext* raw = nullptr;
   if (avformat_alloc_output_context2(&raw, nullptr, nullptr, name.c_str()) < 0 || raw == nullptr) {
-    return invalid_argument(fmt::format("{}: unknown container for extension '{}' (use .mp4, .mov, .mkv, .webm or .avi)",
-                                        name, path_.extension().string()));
+    return invalid_argument(
+        fmt::format("{}: unknown container for extension '{}' (use .mp4, .mov, .mkv, .webm or .avi)", name,
+                    path_.extension().string()));
   }
   format_.reset(raw);
   const AVCodec* codec = avcodec_find_encoder_by_name(encoder_name(options_.codec));
@@ -153,7 +154,7 @@ Status FfmpegVideoWriter::open() {
       }
       break;
     case VideoCodec::vp9:
-      encoder_->bit_rate = 0;   // constant quality
+      encoder_->bit_rate = 0;  // constant quality
       av_opt_set_int(encoder_->priv_data, "crf", quality, 0);
       set_vp9_speed(encoder_.get(), options_.preset);
       break;
@@ -178,9 +179,9 @@ Status FfmpegVideoWriter::open() {
     // turn the picture clockwise by the angle given here: checked against the ffmpeg command line.
     av_display_rotation_set(matrix.data(), options_.rotation_deg);
 #if LIBAVCODEC_VERSION_INT >= AV_VERSION_INT(60, 29, 100)
-    AVPacketSideData* side = av_packet_side_data_new(&stream_->codecpar->coded_side_data,
-                                                     &stream_->codecpar->nb_coded_side_data,
-                                                     AV_PKT_DATA_DISPLAYMATRIX, sizeof(matrix), 0);
+    AVPacketSideData* side =
+        av_packet_side_data_new(&stream_->codecpar->coded_side_data, &stream_->codecpar->nb_coded_side_data,
+                                AV_PKT_DATA_DISPLAYMATRIX, sizeof(matrix), 0);
     if (side == nullptr) return out_of_memory("cannot store the rotation");
     std::memcpy(side->data, matrix.data(), sizeof(matrix));
 #else
@@ -219,7 +220,8 @@ Status FfmpegVideoWriter::drain(bool flush) {
   while (true) {
     int result = avcodec_receive_packet(encoder_.get(), packet_.get());
     if (result == AVERROR(EAGAIN) || result == AVERROR_EOF) return {};
-    if (result < 0) return internal_error(fmt::format("encoding {} failed ({})", path_.string(), ffmpeg::error_text(result)));
+    if (result < 0)
+      return internal_error(fmt::format("encoding {} failed ({})", path_.string(), ffmpeg::error_text(result)));
     av_packet_rescale_ts(packet_.get(), encoder_->time_base, stream_->time_base);
     packet_->stream_index = stream_->index;
     result = av_interleaved_write_frame(format_.get(), packet_.get());
@@ -235,14 +237,15 @@ Status FfmpegVideoWriter::encode(const Frame& frame, int64_t pts) {
                                         frame.height, frame.rgb.size(), options_.width, options_.height));
   }
   if (pts <= last_pts_) {
-    return invalid_argument(fmt::format("timestamps must increase: {} after {} (in 1/{} s)", pts, last_pts_,
-                                        encoder_->time_base.den));
+    return invalid_argument(
+        fmt::format("timestamps must increase: {} after {} (in 1/{} s)", pts, last_pts_, encoder_->time_base.den));
   }
   if (av_frame_make_writable(picture_.get()) < 0) return out_of_memory("cannot allocate a picture buffer");
   TRACKSCOPE_RETURN_IF_ERROR(converter_.convert(frame.rgb.data(), frame.width * 3, *picture_));
   picture_->pts = pts;
   const int result = avcodec_send_frame(encoder_.get(), picture_.get());
-  if (result < 0) return internal_error(fmt::format("encoding {} failed ({})", path_.string(), ffmpeg::error_text(result)));
+  if (result < 0)
+    return internal_error(fmt::format("encoding {} failed ({})", path_.string(), ffmpeg::error_text(result)));
   last_pts_ = pts;
   ++frames_written_;
   return drain(false);
@@ -263,7 +266,7 @@ Status FfmpegVideoWriter::finish() {
   finished_ = true;
   Status drained = drain(true);
   const int result = av_write_trailer(format_.get());
-  format_.reset();   // closes the file
+  format_.reset();  // closes the file
   if (!drained) return drained;
   if (result < 0) return io_error(fmt::format("cannot finish {} ({})", path_.string(), ffmpeg::error_text(result)));
   if (frames_written_ == 0) log::warn("{} was finished without frames", path_.string());
@@ -277,7 +280,8 @@ Status VideoWriterOptions::check() const {
     return invalid_argument(fmt::format("video size must be within 1..16384 per side, got {}x{}", width, height));
   }
   if (codec != VideoCodec::mjpeg && chroma == ChromaFormat::yuv420 && (width % 2 != 0 || height % 2 != 0)) {
-    return invalid_argument(fmt::format("{} with 4:2:0 chroma needs an even size, got {}x{}", to_string(codec), width, height));
+    return invalid_argument(
+        fmt::format("{} with 4:2:0 chroma needs an even size, got {}x{}", to_string(codec), width, height));
   }
   if (frame_rate.num <= 0 || frame_rate.den <= 0 || frame_rate.num > 1000000 || frame_rate.den > 1000000) {
     return invalid_argument(fmt::format("frame rate must be positive, got {}/{}", frame_rate.num, frame_rate.den));
@@ -285,16 +289,20 @@ Status VideoWriterOptions::check() const {
   const int max_quality = codec == VideoCodec::h264 ? 51 : codec == VideoCodec::vp9 ? 63 : 31;
   const int min_quality = codec == VideoCodec::mjpeg ? 2 : 0;
   if (quality != -1 && (quality < min_quality || quality > max_quality)) {
-    return invalid_argument(fmt::format("quality for {} must be -1 or in [{}, {}], got {}", to_string(codec), min_quality,
-                                        max_quality, quality));
+    return invalid_argument(fmt::format("quality for {} must be -1 or in [{}, {}], got {}", to_string(codec),
+                                        min_quality, max_quality, quality));
   }
   if (std::find(kPresets.begin(), kPresets.end(), preset) == kPresets.end()) {
-    return invalid_argument(fmt::format("unknown preset '{}' (ultrafast, superfast, veryfast, faster, fast, medium, "
-                                        "slow, slower, veryslow)", preset));
+    return invalid_argument(
+        fmt::format("unknown preset '{}' (ultrafast, superfast, veryfast, faster, fast, medium, "
+                    "slow, slower, veryslow)",
+                    preset));
   }
   if (keyframe_interval < 0 || max_b_frames < -1 || max_b_frames > 16 || threads < 0 || threads > 64) {
-    return invalid_argument(fmt::format("keyframe_interval ({}) must be >= 0, max_b_frames ({}) in [-1, 16], threads "
-                                        "({}) in [0, 64]", keyframe_interval, max_b_frames, threads));
+    return invalid_argument(
+        fmt::format("keyframe_interval ({}) must be >= 0, max_b_frames ({}) in [-1, 16], threads "
+                    "({}) in [0, 64]",
+                    keyframe_interval, max_b_frames, threads));
   }
   if (rotation_deg != 0 && rotation_deg != 90 && rotation_deg != 180 && rotation_deg != 270) {
     return invalid_argument(fmt::format("rotation must be 0, 90, 180 or 270 degrees, got {}", rotation_deg));

@@ -38,19 +38,19 @@ enum class ChromaFormat { yuv420, yuv444 };
 
 struct VideoWriterOptions {
   VideoCodec codec = VideoCodec::h264;
-  int width = 0;                        // frame size in pixels; 4:2:0 H.264/VP9 need even sizes
+  int width = 0;  // frame size in pixels; 4:2:0 H.264/VP9 need even sizes
   int height = 0;
-  Rational frame_rate{25, 1};           // frames per second (nominal rate when timestamps are explicit)
-  bool explicit_timestamps = false;     // write(frame, pts_us) instead of write(frame)
-  int quality = -1;                     // constant quality: CRF for h264 (0..51) and vp9 (0..63), lower is
-                                        // better; q:v for mjpeg (2..31); -1 = default (23, 32, 3)
+  Rational frame_rate{25, 1};        // frames per second (nominal rate when timestamps are explicit)
+  bool explicit_timestamps = false;  // write(frame, pts_us) instead of write(frame)
+  int quality = -1;                  // constant quality: CRF for h264 (0..51) and vp9 (0..63), lower is
+                                     // better; q:v for mjpeg (2..31); -1 = default (23, 32, 3)
   ChromaFormat chroma = ChromaFormat::yuv420;
-  std::string preset = "medium";        // speed/size trade-off, x264's names: ultrafast ... veryslow
-  int keyframe_interval = 0;            // frames between keyframes; 0 = the encoder's default
-  int max_b_frames = -1;                // -1 = the encoder's default (x264: 3); 0 = none
-  int rotation_deg = 0;                 // display rotation stored as metadata (0/90/180/270 clockwise); MP4/MOV only
-  bool faststart = false;               // MP4/MOV: index at the front (plays while downloading)
-  int threads = 0;                      // encoder threads, 0 = automatic
+  std::string preset = "medium";  // speed/size trade-off, x264's names: ultrafast ... veryslow
+  int keyframe_interval = 0;      // frames between keyframes; 0 = the encoder's default
+  int max_b_frames = -1;          // -1 = the encoder's default (x264: 3); 0 = none
+  int rotation_deg = 0;           // display rotation stored as metadata (0/90/180/270 clockwise); MP4/MOV only
+  bool faststart = false;         // MP4/MOV: index at the front (plays while downloading)
+  int threads = 0;                // encoder threads, 0 = automatic
   Status check() const;
 };
 

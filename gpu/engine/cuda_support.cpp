@@ -128,8 +128,7 @@ void Graph::capture(int device, const std::function<void(bool)>& work) {
       } catch (...) {
         try {
           impl_->graph.capture_end();
-        } catch (...) {
-        }
+        } catch (...) {}
         throw;
       }
       impl_->graph.capture_end();

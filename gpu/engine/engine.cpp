@@ -24,7 +24,7 @@ at::Tensor fused_instance_norm_relu(const at::Tensor& x, const at::Tensor& weigh
 
 // A LocoTrack whose parameters are `source`'s converted to `dtype` on `device`.
 std::shared_ptr<const model::LocoTrack> converted_copy(const model::LocoTrack& source, c10::Device device,
-                                                        at::ScalarType dtype) {
+                                                       at::ScalarType dtype) {
   auto copy = std::make_shared<model::LocoTrack>(source.config());
   const auto from = source.named_parameters(/*recurse=*/true);
   {
@@ -47,15 +47,16 @@ at::Tensor sample_supports_border(const at::Tensor& grid, const at::Tensor& quer
   const int64_t count = queries_tyx.size(0);
   const auto float_options = queries_tyx.options().dtype(at::kFloat);
   const at::Tensor steps = at::arange(-model::kSupportRadius, model::kSupportRadius + 1, float_options);
-  const at::Tensor offset_y = steps.repeat_interleave(model::kSupportSize), offset_x = steps.repeat({model::kSupportSize});
+  const at::Tensor offset_y = steps.repeat_interleave(model::kSupportSize),
+                   offset_x = steps.repeat({model::kSupportSize});
   const at::Tensor t = queries_tyx.select(1, 0).round().clamp(0, static_cast<double>(frames - 1)).to(at::kLong);
   const double to_cells_y = static_cast<double>(height) / model::kModelResolution;
   const double to_cells_x = static_cast<double>(width) / model::kModelResolution;
   // Continuous coordinate v is array index v - 0.5; border padding clips the index into the grid first.
   const at::Tensor iy = (queries_tyx.select(1, 1).mul(to_cells_y).unsqueeze(1) + offset_y - 0.5)
                             .clamp(0, static_cast<double>(height - 1));
-  const at::Tensor ix = (queries_tyx.select(1, 2).mul(to_cells_x).unsqueeze(1) + offset_x - 0.5)
-                            .clamp(0, static_cast<double>(width - 1));
+  const at::Tensor ix =
+      (queries_tyx.select(1, 2).mul(to_cells_x).unsqueeze(1) + offset_x - 0.5).clamp(0, static_cast<double>(width - 1));
   const at::Tensor y0 = iy.floor(), x0 = ix.floor();
   const at::Tensor wy = (iy - y0).unsqueeze(-1), wx = (ix - x0).unsqueeze(-1);
   const at::Tensor y0i = y0.to(at::kLong), x0i = x0.to(at::kLong);
@@ -83,12 +84,15 @@ at::ScalarType compute_dtype_of(core::Precision precision) {
 }
 
 Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device, EngineOptions options)
-    : model_(std::move(model)), device_(device), options_(options), compute_dtype_(compute_dtype_of(options.precision)) {
+    : model_(std::move(model)),
+      device_(device),
+      options_(options),
+      compute_dtype_(compute_dtype_of(options.precision)) {
   TORCH_CHECK(model_ != nullptr, "Engine: no model");
   TORCH_CHECK(model_->cost_conv->weight.device() == device_, "Engine: the model is on ",
               model_->cost_conv->weight.device(), ", the engine on ", device_);
-  TORCH_CHECK(model_->cost_conv->weight.scalar_type() == at::kFloat, "Engine: the model must hold float32 weights, got ",
-              model_->cost_conv->weight.scalar_type());
+  TORCH_CHECK(model_->cost_conv->weight.scalar_type() == at::kFloat,
+              "Engine: the model must hold float32 weights, got ", model_->cost_conv->weight.scalar_type());
   TORCH_CHECK(options_.init_queries_per_pass > 0 && options_.cmdtop_samples_per_pass > 0,
               "Engine: passes must be positive, got init ", options_.init_queries_per_pass, ", CMDTop ",
               options_.cmdtop_samples_per_pass);
@@ -96,8 +100,8 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
   TORCH_CHECK(fused_ || !is_reduced(compute_dtype_), "Engine: ", core::to_string(options_.precision),
               " needs the fused path (the eager stage functions would round sampling coordinates)");
 #if !TRACKSCOPE_TORCH_AT_LEAST(2, 0)
-  TORCH_CHECK(!(device_.is_cpu() && compute_dtype_ == at::kHalf),
-              "fp16 is not available on the CPU with LibTorch ", TORCH_VERSION, " (no half-precision GEMM): use fp32 or bf16");
+  TORCH_CHECK(!(device_.is_cpu() && compute_dtype_ == at::kHalf), "fp16 is not available on the CPU with LibTorch ",
+              TORCH_VERSION, " (no half-precision GEMM): use fp32 or bf16");
 #endif
   TORCH_CHECK(device_.is_cuda() || options_.precision != core::Precision::tf32,
               "tf32 is a CUDA tensor-core mode: on the CPU use fp32 (or bf16)");
@@ -146,7 +150,8 @@ core::WorkCost Engine::cost_of(Stage stage, int64_t chunk_points) const {
 
 at::Tensor Engine::prepare_frames(const at::Tensor& frames_u8) const {
   TORCH_CHECK(frames_u8.dim() == 4 && frames_u8.size(3) == 3 && frames_u8.scalar_type() == at::kByte,
-              "prepare_frames: expected uint8 frames [F, H, W, 3], got ", frames_u8.scalar_type(), " ", frames_u8.sizes());
+              "prepare_frames: expected uint8 frames [F, H, W, 3], got ", frames_u8.scalar_type(), " ",
+              frames_u8.sizes());
   at::Tensor video = model::normalize_video_u8(frames_u8.to(device_).unsqueeze(0));
   video = model::resize_video_bilinear(video, model::kModelResolution, model::kModelResolution);
   const at::ScalarType storage = is_reduced(compute_dtype_) ? compute_dtype_ : at::kFloat;
@@ -173,11 +178,10 @@ void Engine::compute_features(const at::Tensor& frames, model::FeatureGrids& gri
   TORCH_CHECK(first >= 0 && first + count <= grids.frames(), "compute_features: frames [", first, ", ", first + count,
               ") outside the grids' ", grids.frames());
   const int64_t total = std::max<int64_t>(1, cost_.frames);
-  const auto scope = recorder.time(Stage::backbone, 0, 0,
-                                   cost_of(Stage::backbone, 0) * (static_cast<double>(count) / static_cast<double>(total)));
-  const auto features =
-      model::compute_frame_features(*compute_model_, frames.to(compute_dtype_),
-                                    uses_fused_instance_norm() ? &fused_instance_norm_relu : nullptr);
+  const auto scope = recorder.time(
+      Stage::backbone, 0, 0, cost_of(Stage::backbone, 0) * (static_cast<double>(count) / static_cast<double>(total)));
+  const auto features = model::compute_frame_features(*compute_model_, frames.to(compute_dtype_),
+                                                      uses_fused_instance_norm() ? &fused_instance_norm_relu : nullptr);
   grids.lowres.select(0, 0).narrow(0, first, count).copy_(features[0]);
   grids.hires.select(0, 0).narrow(0, first, count).copy_(features[1]);
   grids.highest.select(0, 0).narrow(0, first, count).copy_(features[2]);
@@ -210,11 +214,12 @@ model::QueryFeatures Engine::query_features(const model::FeatureGrids& grids, co
 }
 
 model::TrackState Engine::initialise(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
-                                     const at::Tensor& chunk_queries_tyx, int chunk_index, StageRecorder& recorder) const {
+                                     const at::Tensor& chunk_queries_tyx, int chunk_index,
+                                     StageRecorder& recorder) const {
   const int64_t count = chunk.queries();
   const auto scope = recorder.time(Stage::init, chunk_index, 0, cost_of(Stage::init, count));
   if (!fused_) return model::initialise_tracks(*model_, grids, chunk, chunk_queries_tyx);
-  const at::Tensor q = chunk_queries_tyx.select(0, 0);                      // [n, 3] (t, y, x)
+  const at::Tensor q = chunk_queries_tyx.select(0, 0);                         // [n, 3] (t, y, x)
   const at::Tensor query_xy = at::stack({q.select(1, 2), q.select(1, 1)}, 1);  // [n, 2] (x, y)
   const ops::InitResult init = ops::init_from_cost_volume(
       chunk.lowres.select(0, 0), chunk.hires.select(0, 0), grids.lowres.select(0, 0), grids.hires.select(0, 0),
@@ -231,16 +236,17 @@ model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::
     std::array<at::Tensor, 3> correlations;
     at::Tensor encoded;
     {
-      const auto scope = recorder.time(Stage::refine_correlation, chunk_index, iteration,
-                                       cost_of(Stage::refine_correlation, count));
+      const auto scope =
+          recorder.time(Stage::refine_correlation, chunk_index, iteration, cost_of(Stage::refine_correlation, count));
       correlations = model::local_correlations(grids, chunk, previous.tracks);
     }
     {
-      const auto scope = recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
+      const auto scope =
+          recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
       encoded = model::encode_correlations(*model_, correlations, 1, count);
     }
-    const auto scope = recorder.time(Stage::refine_transformer, chunk_index, iteration,
-                                     cost_of(Stage::refine_transformer, count));
+    const auto scope =
+        recorder.time(Stage::refine_transformer, chunk_index, iteration, cost_of(Stage::refine_transformer, count));
     return model::apply_mixer(*model_, encoded, previous);
   }
 
@@ -252,12 +258,13 @@ model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::
   const at::ScalarType corr_dtype = is_reduced(compute_dtype_) ? compute_dtype_ : at::kFloat;
   std::array<at::Tensor, 3> correlations;
   {
-    const auto scope = recorder.time(Stage::refine_correlation, chunk_index, iteration,
-                                     cost_of(Stage::refine_correlation, count));
+    const auto scope =
+        recorder.time(Stage::refine_correlation, chunk_index, iteration, cost_of(Stage::refine_correlation, count));
     for (size_t level = 0; level < levels.size(); ++level) {
       const at::Tensor grid = levels[level]->select(0, 0);
       // Grid cells from 256 space, multiplying first as the reference does (the grids are square).
-      const at::Tensor points = tracks.mul(static_cast<double>(grid.size(2))).div(static_cast<double>(model::kModelResolution));
+      const at::Tensor points =
+          tracks.mul(static_cast<double>(grid.size(2))).div(static_cast<double>(model::kModelResolution));
       // Padded rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow).
       correlations[level] = at::empty({count, frames, ops::kCorrPaddedRow}, tracks.options().dtype(corr_dtype));
       ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level], options_.corr_kernel);
@@ -265,15 +272,17 @@ model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::
   }
   std::vector<at::Tensor> pieces(6);
   {
-    const auto scope = recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
+    const auto scope =
+        recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
     for (size_t level = 0; level < levels.size(); ++level) {
-      pieces[2 + level] =
-          cmdtop_[level]->forward(correlations[level].view({count * frames, ops::kCorrPaddedRow})).view({count, frames, -1});
+      pieces[2 + level] = cmdtop_[level]
+                              ->forward(correlations[level].view({count * frames, ops::kCorrPaddedRow}))
+                              .view({count, frames, -1});
       correlations[level] = at::Tensor();
     }
   }
-  const auto scope = recorder.time(Stage::refine_transformer, chunk_index, iteration,
-                                   cost_of(Stage::refine_transformer, count));
+  const auto scope =
+      recorder.time(Stage::refine_transformer, chunk_index, iteration, cost_of(Stage::refine_transformer, count));
   const at::Tensor occlusion = previous.occlusion.select(0, 0), expected = previous.expected_dist.select(0, 0);
   pieces[0] = occlusion.unsqueeze(-1).to(compute_dtype_);
   pieces[1] = expected.unsqueeze(-1).to(compute_dtype_);
@@ -314,8 +323,8 @@ model::TrackState Engine::track_chunk_eager(const model::FeatureGrids& grids, co
 namespace {
 
 model::QueryFeatures clone_features(const model::QueryFeatures& q) {
-  return {q.lowres.clone(), q.hires.clone(), q.highest.clone(), q.lowres_support.clone(), q.hires_support.clone(),
-          q.highest_support.clone()};
+  return {q.lowres.clone(),         q.hires.clone(),         q.highest.clone(),
+          q.lowres_support.clone(), q.hires_support.clone(), q.highest_support.clone()};
 }
 
 void copy_features(model::QueryFeatures& into, const model::QueryFeatures& from) {

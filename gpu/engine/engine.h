@@ -42,7 +42,7 @@
 namespace trackscope::gpu::engine {
 
 enum class EnginePath {
-  automatic,   // fused (the only path for bf16/fp16, and the faster one for fp32 on CUDA and the CPU)
+  automatic,  // fused (the only path for bf16/fp16, and the faster one for fp32 on CUDA and the CPU)
   fused,
   eager,
 };
@@ -156,8 +156,8 @@ class Engine {
   at::ScalarType compute_dtype_;
   bool fused_ = true;
   std::array<std::optional<ops::CmdTopFast>, 3> cmdtop_;  // level order: hires, lowres, highest
-  at::Tensor cost_conv_weight_, cost_conv_bias_;           // float32 (the fused init's operands)
-  at::Tensor occ_weight_, occ_bias_;                       // float32
+  at::Tensor cost_conv_weight_, cost_conv_bias_;          // float32 (the fused init's operands)
+  at::Tensor occ_weight_, occ_bias_;                      // float32
   core::CostModelConfig cost_;
   // The graph cache and the reused grids: mutable because an Engine is used by one thread at a time and these
   // only memoise work (track_chunk's results are the same with or without them).

@@ -55,8 +55,8 @@ std::string_view model_display_name(ModelSize size);
 
 struct LocoTrackConfig {
   ModelSize size = ModelSize::base;
-  int refinement_iterations = 4;      // num_pips_iter
-  int feature_chunk_frames = 256;     // backbone frames per call (feature_extractor_chunk_size)
+  int refinement_iterations = 4;   // num_pips_iter
+  int feature_chunk_frames = 256;  // backbone frames per call (feature_extractor_chunk_size)
 
   int transformer_dim() const { return size == ModelSize::small ? 256 : 384; }
   int transformer_heads() const { return transformer_dim() / 64; }
@@ -180,7 +180,7 @@ class TemporalMixer : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x) const;
 
   std::vector<std::shared_ptr<TransformerLayer>> layers;  // "transformer.layers.L"
-  std::shared_ptr<AffineNorm> ln_out;                      // "transformer.ln_out"
+  std::shared_ptr<AffineNorm> ln_out;                     // "transformer.ln_out"
   std::shared_ptr<Linear> input_proj, output_proj;
 };
 
@@ -227,18 +227,18 @@ struct TrackState {
 };
 
 struct ForwardOutput {
-  at::Tensor tracks;         // [B, N, T, 2] (x, y) in the pixels of the video given to forward()
-  at::Tensor occlusion;      // [B, N, T] logits
-  at::Tensor expected_dist;  // [B, N, T] logits
+  at::Tensor tracks;                   // [B, N, T, 2] (x, y) in the pixels of the video given to forward()
+  at::Tensor occlusion;                // [B, N, T] logits
+  at::Tensor expected_dist;            // [B, N, T] logits
   std::vector<TrackState> iterations;  // 0 = initialisation, 1..4 = refinements (the last equals the output)
 };
 
 struct InferenceOutput {
-  at::Tensor tracks;                  // [B, N, T, 2] (x, y) in original pixels
-  at::Tensor occluded;                // [B, N, T] bool, the official rule (occlusion_probability > 0.5)
-  at::Tensor occlusion_probability;   // [B, N, T] 1 - (1 - sigmoid(occ)) (1 - sigmoid(expd))
-  at::Tensor occlusion;               // [B, N, T] logits
-  at::Tensor expected_dist;           // [B, N, T] logits
+  at::Tensor tracks;                 // [B, N, T, 2] (x, y) in original pixels
+  at::Tensor occluded;               // [B, N, T] bool, the official rule (occlusion_probability > 0.5)
+  at::Tensor occlusion_probability;  // [B, N, T] 1 - (1 - sigmoid(occ)) (1 - sigmoid(expd))
+  at::Tensor occlusion;              // [B, N, T] logits
+  at::Tensor expected_dist;          // [B, N, T] logits
 };
 
 // ---------------------------------------------------------------------------------------------------------

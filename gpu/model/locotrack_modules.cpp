@@ -50,9 +50,7 @@ at::Tensor layer_norm(const at::Tensor& x, const AffineNorm& norm) {
 }  // namespace
 
 std::string_view model_size_name(ModelSize size) { return size == ModelSize::small ? "small" : "base"; }
-std::string_view model_display_name(ModelSize size) {
-  return size == ModelSize::small ? "LocoTrack-S" : "LocoTrack-B";
-}
+std::string_view model_display_name(ModelSize size) { return size == ModelSize::small ? "LocoTrack-S" : "LocoTrack-B"; }
 
 // --- building blocks --------------------------------------------------------------------------------------
 
@@ -157,9 +155,8 @@ CorrelationEncoder::CorrelationEncoder(ModelSize size) : torch::nn::Module("CMDT
   struct Spec {
     std::int64_t out_channels, kernel, stride;
   };
-  const std::vector<Spec> specs = size == ModelSize::small
-                                      ? std::vector<Spec>{{64, 5, 4}, {128, 2, 2}}
-                                      : std::vector<Spec>{{64, 3, 2}, {128, 3, 2}, {128, 2, 2}};
+  const std::vector<Spec> specs = size == ModelSize::small ? std::vector<Spec>{{64, 5, 4}, {128, 2, 2}}
+                                                           : std::vector<Spec>{{64, 3, 2}, {128, 3, 2}, {128, 2, 2}};
   auto conv = add_container(*this, "conv");
   std::int64_t in_channels = kSupportSize * kSupportSize;
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -192,7 +189,8 @@ at::Tensor CorrelationEncoder::forward(const at::Tensor& correlation) const {
 
 // --- temporal mixer ---------------------------------------------------------------------------------------
 
-AlibiAttention::AlibiAttention(std::int64_t dim, std::int64_t heads_) : torch::nn::Module("MultiHeadAttention"), heads(heads_) {
+AlibiAttention::AlibiAttention(std::int64_t dim, std::int64_t heads_)
+    : torch::nn::Module("MultiHeadAttention"), heads(heads_) {
   query_proj = register_module("query_proj", std::make_shared<Linear>(dim, dim));
   key_proj = register_module("key_proj", std::make_shared<Linear>(dim, dim));
   value_proj = register_module("value_proj", std::make_shared<Linear>(dim, dim));
@@ -206,8 +204,8 @@ at::Tensor AlibiAttention::forward(const at::Tensor& x, const at::Tensor& bias) 
     return projection.forward(x).view({sequences, frames, heads, head_dim}).permute({0, 2, 1, 3});
   };
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));  // 1/8 for 64-channel heads
-  at::Tensor attended = compat::scaled_dot_product_attention(split(*query_proj), split(*key_proj),
-                                                             split(*value_proj), bias, scale);
+  at::Tensor attended =
+      compat::scaled_dot_product_attention(split(*query_proj), split(*key_proj), split(*value_proj), bias, scale);
   attended = attended.permute({0, 2, 1, 3}).reshape({sequences, frames, dim});
   return final_proj->forward(attended);
 }
@@ -252,7 +250,8 @@ at::Tensor TemporalMixer::forward(const at::Tensor& x) const {
 // --- the model --------------------------------------------------------------------------------------------
 
 LocoTrack::LocoTrack(LocoTrackConfig config) : torch::nn::Module("LocoTrack"), config_(config) {
-  TORCH_CHECK(config.refinement_iterations >= 0, "refinement_iterations must be >= 0, got ", config.refinement_iterations);
+  TORCH_CHECK(config.refinement_iterations >= 0, "refinement_iterations must be >= 0, got ",
+              config.refinement_iterations);
   TORCH_CHECK(config.feature_chunk_frames > 0, "feature_chunk_frames must be > 0, got ", config.feature_chunk_frames);
   // Registration order = the official state_dict order (§3.1).
   resnet_torch = register_module("resnet_torch", std::make_shared<ResNetBackbone>());

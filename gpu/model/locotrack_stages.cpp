@@ -51,7 +51,8 @@ at::Tensor sample_trilinear_border(const at::Tensor& feats, const at::Tensor& co
 at::Tensor sample_bilinear_zeros(const at::Tensor& feats, const at::Tensor& coords_yx) {
   const std::int64_t batch = feats.size(0), frames = feats.size(1), channels = feats.size(4);
   const std::int64_t queries = coords_yx.size(1), samples = coords_yx.size(3);
-  const at::Tensor input = feats.permute({0, 1, 4, 2, 3}).reshape({batch * frames, channels, feats.size(2), feats.size(3)});
+  const at::Tensor input =
+      feats.permute({0, 1, 4, 2, 3}).reshape({batch * frames, channels, feats.size(2), feats.size(3)});
   const at::Tensor c = coords_yx.permute({0, 2, 1, 3, 4}).reshape({batch * frames, queries, samples, 2});
   const at::Tensor y = c.select(-1, 0) / static_cast<double>(feats.size(2));
   const at::Tensor x = c.select(-1, 1) / static_cast<double>(feats.size(3));
@@ -115,9 +116,10 @@ at::Tensor resize_video_bilinear(const at::Tensor& video, std::int64_t height, s
   TORCH_CHECK(height > 0 && width > 0, "resize_video_bilinear: invalid size ", height, "x", width);
   const std::int64_t batch = video.size(0), frames = video.size(1), channels = video.size(4);
   if (video.size(2) == height && video.size(3) == width) return video;
-  const at::Tensor planes = video.permute({0, 1, 4, 2, 3}).reshape({batch * frames, channels, video.size(2), video.size(3)});
-  const at::Tensor resized = at::upsample_bilinear2d(planes, {height, width}, /*align_corners=*/false, c10::nullopt,
-                                                     c10::nullopt);
+  const at::Tensor planes =
+      video.permute({0, 1, 4, 2, 3}).reshape({batch * frames, channels, video.size(2), video.size(3)});
+  const at::Tensor resized =
+      at::upsample_bilinear2d(planes, {height, width}, /*align_corners=*/false, c10::nullopt, c10::nullopt);
   return resized.reshape({batch, frames, channels, height, width}).permute({0, 1, 3, 4, 2});
 }
 
@@ -174,8 +176,10 @@ QueryFeatures compute_query_features(const FeatureGrids& grids, const at::Tensor
     const double frames = static_cast<double>(grid.size(1));
     // convert_grid_coordinates: coords * out_size / in_size, multiply first.
     const at::Tensor t = q.select(-1, 0).mul(frames).div(frames);
-    const at::Tensor y = q.select(-1, 1).mul(static_cast<double>(grid.size(2))).div(static_cast<double>(kModelResolution));
-    const at::Tensor x = q.select(-1, 2).mul(static_cast<double>(grid.size(3))).div(static_cast<double>(kModelResolution));
+    const at::Tensor y =
+        q.select(-1, 1).mul(static_cast<double>(grid.size(2))).div(static_cast<double>(kModelResolution));
+    const at::Tensor x =
+        q.select(-1, 2).mul(static_cast<double>(grid.size(3))).div(static_cast<double>(kModelResolution));
     const at::Tensor positions = at::stack({t.unsqueeze(-1).expand({batch, queries, kSupportCells}),
                                             y.unsqueeze(-1) + offset_y, x.unsqueeze(-1) + offset_x},
                                            -1);  // [B, N, 49, 3]
@@ -235,22 +239,25 @@ TrackState initialise_tracks(const LocoTrack& model, const FeatureGrids& grids, 
       at::softmax(costs.logits.reshape({batch, queries, frames, cells_h * cells_w}) * kSoftmaxTemperature, -1)
           .view({batch, queries, frames, cells_h, cells_w});
   const at::Tensor cells_xy = windowed_soft_argmax(probabilities);  // [B, n, T, 2] in heatmap cells
-  const at::Tensor x = cells_xy.select(-1, 0).mul(static_cast<double>(kModelResolution)).div(static_cast<double>(cells_w));
-  const at::Tensor y = cells_xy.select(-1, 1).mul(static_cast<double>(kModelResolution)).div(static_cast<double>(cells_h));
+  const at::Tensor x =
+      cells_xy.select(-1, 0).mul(static_cast<double>(kModelResolution)).div(static_cast<double>(cells_w));
+  const at::Tensor y =
+      cells_xy.select(-1, 1).mul(static_cast<double>(kModelResolution)).div(static_cast<double>(cells_h));
   at::Tensor points = at::stack({x, y}, -1);
 
   // Query-frame pin: on frame round(t) (half to even) the track is the query itself.
   const at::Tensor q = query_points_tyx.to(points.device(), points.scalar_type());
-  const at::Tensor query_frame = at::round(q.select(-1, 0).mul(static_cast<double>(frames)).div(static_cast<double>(frames)));
+  const at::Tensor query_frame =
+      at::round(q.select(-1, 0).mul(static_cast<double>(frames)).div(static_cast<double>(frames)));
   const at::Tensor frame_index = at::arange(frames, q.options());
   const at::Tensor is_query_frame = (query_frame.unsqueeze(-1) == frame_index).unsqueeze(-1);  // [B, n, T, 1]
-  const at::Tensor query_xy = at::stack({q.select(-1, 2), q.select(-1, 1)}, -1).unsqueeze(2);     // [B, n, 1, 2]
+  const at::Tensor query_xy = at::stack({q.select(-1, 2), q.select(-1, 1)}, -1).unsqueeze(2);  // [B, n, 1, 2]
   points = at::where(is_query_frame, query_xy, points);
 
   // Occlusion head on [mean, max, min] over the cells of both raw costs: 6 features per (t, b, q).
-  const at::Tensor statistics = at::cat({costs.stacked.mean({-2, -3}), costs.stacked.amax({-2, -3}),
-                                         costs.stacked.amin({-2, -3})}, -1);  // [T, B, n, 6]
-  const at::Tensor logits = model.occ_linear->forward(statistics);         // [T, B, n, 2]
+  const at::Tensor statistics = at::cat(
+      {costs.stacked.mean({-2, -3}), costs.stacked.amax({-2, -3}), costs.stacked.amin({-2, -3})}, -1);  // [T, B, n, 6]
+  const at::Tensor logits = model.occ_linear->forward(statistics);                                      // [T, B, n, 2]
   TrackState state;
   state.tracks = points;
   state.occlusion = logits.select(-1, 0).permute({1, 2, 0});
@@ -271,12 +278,15 @@ std::array<at::Tensor, 3> local_correlations(const FeatureGrids& grids, const Qu
   std::array<at::Tensor, 3> out;
   for (std::size_t level = 0; level < levels.size(); ++level) {
     const at::Tensor& grid = *levels[level];
-    const at::Tensor x = tracks.select(-1, 0).mul(static_cast<double>(grid.size(3))).div(static_cast<double>(kModelResolution));
-    const at::Tensor y = tracks.select(-1, 1).mul(static_cast<double>(grid.size(2))).div(static_cast<double>(kModelResolution));
+    const at::Tensor x =
+        tracks.select(-1, 0).mul(static_cast<double>(grid.size(3))).div(static_cast<double>(kModelResolution));
+    const at::Tensor y =
+        tracks.select(-1, 1).mul(static_cast<double>(grid.size(2))).div(static_cast<double>(kModelResolution));
     const at::Tensor coords = at::stack({y.unsqueeze(-1) + offset_y, x.unsqueeze(-1) + offset_x}, -1);  // [B,n,T,49,2]
     const at::Tensor neighbourhood = sample_bilinear_zeros(grid, coords);
-    const at::Tensor windows = neighbourhood.reshape({neighbourhood.size(0), neighbourhood.size(1), neighbourhood.size(2),
-                                                      kSupportSize, kSupportSize, neighbourhood.size(4)});
+    const at::Tensor windows =
+        neighbourhood.reshape({neighbourhood.size(0), neighbourhood.size(1), neighbourhood.size(2), kSupportSize,
+                               kSupportSize, neighbourhood.size(4)});
     const at::Tensor correlation = at::einsum("bnthwc,bnijc->bnthwij", {windows, *supports[level]});
     out[level] = correlation.reshape({-1, kSupportSize, kSupportSize, kSupportSize, kSupportSize});
   }
@@ -301,7 +311,7 @@ at::Tensor relative_motion_encoding(const at::Tensor& tracks) {
   const at::Tensor forward_motion = at::constant_pad_nd(earlier - later, {0, 0, 0, 1}, 0.0).mul(scale);
   const at::Tensor backward_motion = at::constant_pad_nd(later - earlier, {0, 0, 1, 0}, 0.0).mul(scale);
   const at::Tensor u = at::cat({forward_motion, backward_motion}, -1);  // [..., T, 4]
-  const at::Tensor scales = at::pow(2.0, at::arange(10, u.options()));   // 2^0 .. 2^9, exact
+  const at::Tensor scales = at::pow(2.0, at::arange(10, u.options()));  // 2^0 .. 2^9, exact
   std::vector<std::int64_t> shape(u.sizes().begin(), u.sizes().end() - 1);
   shape.push_back(-1);
   const at::Tensor xb = (u.unsqueeze(-2) * scales.unsqueeze(-1)).reshape(shape);  // s-major: xb[s*4 + c]
@@ -319,15 +329,17 @@ at::Tensor alibi_bias(std::int64_t heads, std::int64_t frames, const at::TensorO
       at::pow(base, at::arange(1, half + 1, options.dtype(at::kDouble))).reciprocal().to(at::kFloat).view({-1, 1, 1});
   const at::Tensor position = at::arange(frames, float_options.dtype(at::kLong));
   const at::Tensor j_minus_i = position.unsqueeze(0) - position.unsqueeze(1);  // [i, j] = j - i
-  const at::Tensor forward_bias = slope * at::tril(j_minus_i) + at::triu(at::full({half, frames, frames}, -1e9, float_options), 1);
-  const at::Tensor backward_bias = slope * at::triu(-j_minus_i) + at::tril(at::full({half, frames, frames}, -1e9, float_options), -1);
+  const at::Tensor forward_bias =
+      slope * at::tril(j_minus_i) + at::triu(at::full({half, frames, frames}, -1e9, float_options), 1);
+  const at::Tensor backward_bias =
+      slope * at::triu(-j_minus_i) + at::tril(at::full({half, frames, frames}, -1e9, float_options), -1);
   return at::cat({forward_bias, backward_bias}, 0).to(options.dtype());
 }
 
 TrackState apply_mixer(const LocoTrack& model, const at::Tensor& encoded, const TrackState& previous) {
   const std::int64_t batch = encoded.size(0), queries = encoded.size(1), frames = encoded.size(2);
-  const at::Tensor mixer_input = at::cat({previous.occlusion.unsqueeze(-1), previous.expected_dist.unsqueeze(-1), encoded,
-                                          relative_motion_encoding(previous.tracks)},
+  const at::Tensor mixer_input = at::cat({previous.occlusion.unsqueeze(-1), previous.expected_dist.unsqueeze(-1),
+                                          encoded, relative_motion_encoding(previous.tracks)},
                                          -1);  // [B, n, T, 854]
   const at::Tensor update = model.torch_pips_mixer->forward(mixer_input.reshape({batch * queries, frames, -1}))
                                 .reshape({batch, queries, frames, 4});
@@ -359,11 +371,10 @@ ForwardOutput forward(const LocoTrack& model, const at::Tensor& video, const at:
     computed = compute_feature_grids(model, video);
     grids = &computed;
   }
-  TORCH_CHECK(grids->frames() == video.size(1), "forward: feature grids of ", grids->frames(), " frames for a video of ",
-              video.size(1));
+  TORCH_CHECK(grids->frames() == video.size(1), "forward: feature grids of ", grids->frames(),
+              " frames for a video of ", video.size(1));
   const at::Tensor queries = query_points_tyx.to(grids->lowres.device(), at::kFloat);
-  const QueryFeatures query_features =
-      queries.size(1) > 0 ? compute_query_features(*grids, queries) : QueryFeatures{};
+  const QueryFeatures query_features = queries.size(1) > 0 ? compute_query_features(*grids, queries) : QueryFeatures{};
   const int iterations = model.config().refinement_iterations;
   std::vector<std::vector<TrackState>> per_iteration(static_cast<std::size_t>(iterations) + 1);
   for (std::int64_t begin = 0; begin < queries.size(1); begin += query_chunk) {

@@ -20,7 +20,7 @@
 namespace trackscope::gpu::ops {
 namespace {
 
-constexpr int64_t kSide = 7;             // correlation window side (7x7 target and support offsets)
+constexpr int64_t kSide = 7;              // correlation window side (7x7 target and support offsets)
 constexpr int64_t kCorrPerSample = 2401;  // 7^4
 constexpr int64_t kChannelsPerGroup = 16;
 constexpr double kGroupNormEps = 1e-5;
@@ -86,7 +86,8 @@ at::Tensor dense_weight(const at::Tensor& weight, const std::vector<int32_t>& ta
     for (int64_t k = 0; k < patch; ++k) {
       const int32_t source = table[static_cast<size_t>(block * patch + k)];
       if (source < 0) continue;
-      for (int64_t co = 0; co < out_channels; ++co) d[(block * out_channels + co) * inputs + source] += w[co * patch + k];
+      for (int64_t co = 0; co < out_channels; ++co)
+        d[(block * out_channels + co) * inputs + source] += w[co * patch + k];
     }
   }
   return dense;
@@ -181,8 +182,8 @@ CmdTopWeights CmdTopWeights::from_named(const Lookup& lookup, const std::string&
     const at::Tensor& w = weights.layers[i].conv_weight;
     const int64_t kernel = stack[i].kernel;
     TORCH_CHECK(w.dim() == 4 && w.size(2) == kernel && w.size(3) == kernel, "CmdTopWeights::from_named: ", prefix,
-                "conv.", i, ".0.weight has shape ", w.sizes(), ", expected a ", kernel, "x", kernel,
-                " kernel for the ", small ? "small" : "base", " configuration");
+                "conv.", i, ".0.weight has shape ", w.sizes(), ", expected a ", kernel, "x", kernel, " kernel for the ",
+                small ? "small" : "base", " configuration");
     weights.layers[i].stride = stack[i].stride;
   }
   weights.check();
@@ -252,15 +253,17 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
       if (i == 0) {
         table = patch_table(height, width, channels, kernel, w.stride,
                             [](int64_t ci, int64_t y, int64_t x) { return (y * kSide + x) * 49 + ci; });
-        const std::vector<int32_t> branch2 = patch_table(
-            height, width, channels, kernel, w.stride, [](int64_t ci, int64_t y, int64_t x) { return ci * 49 + y * kSide + x; });
+        const std::vector<int32_t> branch2 =
+            patch_table(height, width, channels, kernel, w.stride,
+                        [](int64_t ci, int64_t y, int64_t x) { return ci * 49 + y * kSide + x; });
         table.insert(table.end(), branch2.begin(), branch2.end());
         inputs = kCorrPerSample;
       } else {
         const int64_t in_width = width, in_channels = channels;
-        table = patch_table(height, width, channels, kernel, w.stride, [in_width, in_channels](int64_t ci, int64_t y, int64_t x) {
-          return (y * in_width + x) * in_channels + ci;
-        });
+        table = patch_table(height, width, channels, kernel, w.stride,
+                            [in_width, in_channels](int64_t ci, int64_t y, int64_t x) {
+                              return (y * in_width + x) * in_channels + ci;
+                            });
         inputs = height * width * channels;
       }
       std::vector<int32_t> sorted = table;
@@ -271,7 +274,8 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
       const bool dense = permutation || options.convolution == Convolution::dense ||
                          (options.convolution == Convolution::automatic && device.is_cuda() &&
                           (options.compute_dtype != at::kFloat || weights.layers.size() == 2));
-      const at::Tensor weight_cpu = w.conv_weight.to(at::kCPU, at::kFloat).reshape({layer.channels, layer.patch_length}).contiguous();
+      const at::Tensor weight_cpu =
+          w.conv_weight.to(at::kCPU, at::kFloat).reshape({layer.channels, layer.patch_length}).contiguous();
       at::Tensor weight_matrix;
       if (dense) {
         weight_matrix = dense_weight(weight_cpu, table, inputs);
@@ -305,7 +309,6 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
     channels = layer.channels;
   }
   last_channels_ = channels;
-
 }
 
 namespace {
@@ -317,7 +320,8 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
   const bool padded = is_padded_rows(corr);
   TORCH_CHECK(padded || (corr.dim() >= 4 && corr.size(-1) == kSide && corr.size(-2) == kSide &&
                          corr.size(-3) == kSide && corr.size(-4) == kSide),
-              "cmdtop_fast: corr must be [..., 7, 7, 7, 7] or padded rows [M, ", kCorrPaddedRow, "], got ", corr.sizes());
+              "cmdtop_fast: corr must be [..., 7, 7, 7, 7] or padded rows [M, ", kCorrPaddedRow, "], got ",
+              corr.sizes());
   TORCH_CHECK(is_compute_dtype(corr.scalar_type()), "cmdtop_fast: corr must be float32, bfloat16 or float16, got ",
               corr.scalar_type());
   TORCH_CHECK(corr.device() == device_ && out.device() == device_, "cmdtop_fast: the encoder lives on ", device_,
@@ -332,8 +336,8 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
   const at::Tensor input = padded ? corr.contiguous() : corr.reshape({samples, kCorrPerSample}).contiguous();
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
   if (fused_) {
-    detail::cmdtop_fused_cuda(input.scalar_type() == at::kFloat ? input : input.to(at::kFloat), layers_,
-                              kGroupNormEps, out);
+    detail::cmdtop_fused_cuda(input.scalar_type() == at::kFloat ? input : input.to(at::kFloat), layers_, kGroupNormEps,
+                              out);
     return;
   }
 #endif
@@ -343,8 +347,8 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
     // On the CPU a pass also keeps its patches under kCmdTopCpuPassBytes: glibc hands larger blocks back to the OS
     // on free, and faulting them in again on every pass costs more than the GEMMs.
     const Layer& first = layers_.front();
-    const int64_t row_elements = first.gather_index.defined() ? first.gather_index.size(0)
-                                                               : first.weight_matrix.size(0);  // its output row
+    const int64_t row_elements =
+        first.gather_index.defined() ? first.gather_index.size(0) : first.weight_matrix.size(0);  // its output row
     const int64_t patch_bytes = row_elements * static_cast<int64_t>(at::elementSize(options_.compute_dtype));
     samples_per_pass = std::min(samples_per_pass, std::max<int64_t>(1, kCmdTopCpuPassBytes / patch_bytes));
   }
@@ -356,16 +360,18 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
     for (size_t i = 0; i < layers_.size(); ++i) {
       const Layer& layer = layers_[i];
       // Layer 0 reads one correlation row per sample; later layers one activation row per (sample, branch).
-      const at::Tensor flat = i == 0 ? input.narrow(0, m0, count)
-                                     : activation.view({rows, activation.size(1) * activation.size(2)});
+      const at::Tensor flat =
+          i == 0 ? input.narrow(0, m0, count) : activation.view({rows, activation.size(1) * activation.size(2)});
       at::Tensor product;
       if (layer.gather_index.defined()) {
         at::Tensor patches = at::empty({flat.size(0), layer.gather_index.size(0)}, compute);
         gather_columns(flat, layer.gather_index, patches);
         product = at::matmul(patches.view({rows * layer.positions, layer.patch_length}), layer.weight_matrix.t());
       } else {
-        const at::Tensor operand = flat.scalar_type() == options_.compute_dtype ? flat : flat.to(options_.compute_dtype);
-        const at::Tensor weight = i == 0 && !padded ? layer.weight_matrix.narrow(1, 0, kCorrPerSample) : layer.weight_matrix;
+        const at::Tensor operand =
+            flat.scalar_type() == options_.compute_dtype ? flat : flat.to(options_.compute_dtype);
+        const at::Tensor weight =
+            i == 0 && !padded ? layer.weight_matrix.narrow(1, 0, kCorrPerSample) : layer.weight_matrix;
         if (i + 1 == layers_.size() && layer.positions == 1) {
           at::mm_out(out_rows, operand, weight.t());  // the last layer writes the output directly
           product = out_rows;
@@ -377,7 +383,8 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
       bias_group_norm_relu(activation, layer);
     }
     if (activation.data_ptr() != out_rows.data_ptr()) {
-      const at::Tensor pooled = activation.size(1) == 1 ? activation.view({rows, last_channels_}) : at::mean(activation, {1});
+      const at::Tensor pooled =
+          activation.size(1) == 1 ? activation.view({rows, last_channels_}) : at::mean(activation, {1});
       out_rows.copy_(pooled);
     }
   }

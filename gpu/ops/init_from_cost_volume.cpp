@@ -18,8 +18,8 @@ constexpr int64_t kInitCpuPassBytes = int64_t{16} << 20;
 bool is_cost_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
 
 void check_same_device(const at::Tensor& reference, const at::Tensor& t, const char* name) {
-  TORCH_CHECK(t.device() == reference.device(), "init_from_cost_volume: ", name, " is on ", t.device(),
-              ", expected ", reference.device());
+  TORCH_CHECK(t.device() == reference.device(), "init_from_cost_volume: ", name, " is on ", t.device(), ", expected ",
+              reference.device());
 }
 
 }  // namespace
@@ -28,9 +28,8 @@ void init_from_cost_volume_planes_out(const at::Tensor& cost_lowres, const at::T
                                       const at::Tensor& cost_conv_weight, const at::Tensor& cost_conv_bias,
                                       const at::Tensor& query_frames, const at::Tensor& query_xy, at::Tensor& points,
                                       at::Tensor& stats) {
-  TORCH_CHECK(cost_lowres.defined() && cost_hires.defined() && cost_conv_weight.defined() &&
-                  cost_conv_bias.defined() && query_frames.defined() && query_xy.defined() && points.defined() &&
-                  stats.defined(),
+  TORCH_CHECK(cost_lowres.defined() && cost_hires.defined() && cost_conv_weight.defined() && cost_conv_bias.defined() &&
+                  query_frames.defined() && query_xy.defined() && points.defined() && stats.defined(),
               "init_from_cost_volume: undefined tensor argument");
   TORCH_CHECK(cost_lowres.dim() == 4 && cost_hires.dim() == 4,
               "init_from_cost_volume: cost volumes must be [n,T,H,W], got ", cost_lowres.sizes(), " and ",
@@ -43,8 +42,8 @@ void init_from_cost_volume_planes_out(const at::Tensor& cost_lowres, const at::T
               "init_from_cost_volume: low-resolution cost ", cost_lowres.sizes(), " and high-resolution cost ",
               cost_hires.sizes(), " disagree on [n,T]");
   TORCH_CHECK(high_height == 2 * cost_lowres.size(2) && high_width == 2 * cost_lowres.size(3),
-              "init_from_cost_volume: the high-resolution grid must be twice the low one, got ",
-              cost_hires.sizes(), " and ", cost_lowres.sizes());
+              "init_from_cost_volume: the high-resolution grid must be twice the low one, got ", cost_hires.sizes(),
+              " and ", cost_lowres.sizes());
   TORCH_CHECK(high_height * high_width <= kMaxHighCells && high_height > 0 && high_width > 0,
               "init_from_cost_volume: high-resolution grid ", high_height, "x", high_width,
               " is empty or has more than ", kMaxHighCells, " cells");
@@ -99,20 +98,19 @@ void init_from_cost_volume_planes_out(const at::Tensor& cost_lowres, const at::T
 InitResult init_from_cost_volume(const at::Tensor& query_lowres, const at::Tensor& query_hires,
                                  const at::Tensor& features_lowres, const at::Tensor& features_hires,
                                  const at::Tensor& cost_conv_weight, const at::Tensor& cost_conv_bias,
-                                 const at::Tensor& query_frames, const at::Tensor& query_xy,
-                                 int64_t queries_per_pass) {
-  TORCH_CHECK(query_lowres.defined() && query_hires.defined() && features_lowres.defined() &&
-                  features_hires.defined(),
+                                 const at::Tensor& query_frames, const at::Tensor& query_xy, int64_t queries_per_pass) {
+  TORCH_CHECK(query_lowres.defined() && query_hires.defined() && features_lowres.defined() && features_hires.defined(),
               "init_from_cost_volume: undefined tensor argument");
   TORCH_CHECK(features_lowres.dim() == 4 && features_hires.dim() == 4,
               "init_from_cost_volume: feature grids must be [T,H,W,C], got ", features_lowres.sizes(), " and ",
               features_hires.sizes());
   const int64_t frames = features_hires.size(0);
-  TORCH_CHECK(features_lowres.size(0) == frames, "init_from_cost_volume: feature grids disagree on T: ",
-              features_lowres.sizes(), " and ", features_hires.sizes());
+  TORCH_CHECK(features_lowres.size(0) == frames,
+              "init_from_cost_volume: feature grids disagree on T: ", features_lowres.sizes(), " and ",
+              features_hires.sizes());
   TORCH_CHECK(query_lowres.dim() == 2 && query_hires.dim() == 2 && query_lowres.size(0) == query_hires.size(0),
-              "init_from_cost_volume: query features must be [n,Cl] and [n,Ch], got ", query_lowres.sizes(),
-              " and ", query_hires.sizes());
+              "init_from_cost_volume: query features must be [n,Cl] and [n,Ch], got ", query_lowres.sizes(), " and ",
+              query_hires.sizes());
   TORCH_CHECK(query_lowres.size(1) == features_lowres.size(3) && query_hires.size(1) == features_hires.size(3),
               "init_from_cost_volume: channel counts disagree: query_lowres ", query_lowres.sizes(),
               " vs features_lowres ", features_lowres.sizes(), ", query_hires ", query_hires.sizes(),
@@ -121,10 +119,8 @@ InitResult init_from_cost_volume(const at::Tensor& query_lowres, const at::Tenso
                   query_hires.scalar_type() == features_hires.scalar_type() &&
                   features_lowres.scalar_type() == features_hires.scalar_type(),
               "init_from_cost_volume: queries and features must share one dtype, got ", query_lowres.scalar_type(),
-              ", ", query_hires.scalar_type(), ", ", features_lowres.scalar_type(), ", ",
-              features_hires.scalar_type());
-  TORCH_CHECK(queries_per_pass > 0, "init_from_cost_volume: queries_per_pass must be positive, got ",
-              queries_per_pass);
+              ", ", query_hires.scalar_type(), ", ", features_lowres.scalar_type(), ", ", features_hires.scalar_type());
+  TORCH_CHECK(queries_per_pass > 0, "init_from_cost_volume: queries_per_pass must be positive, got ", queries_per_pass);
   check_same_device(query_lowres, query_hires, "query_hires");
   check_same_device(query_lowres, features_lowres, "features_lowres");
   check_same_device(query_lowres, features_hires, "features_hires");
@@ -145,9 +141,10 @@ InitResult init_from_cost_volume(const at::Tensor& query_lowres, const at::Tenso
   // On the CPU a pass also stays under kInitCpuPassBytes of cost volume: glibc hands larger blocks back to the
   // OS on free, and faulting them in again on every pass costs more than the GEMMs.
   if (!query_lowres.is_cuda()) {
-    const int64_t bytes_per_query =
-        frames * (low_height * low_width + high_height * high_width) * static_cast<int64_t>(query_lowres.element_size());
-    queries_per_pass = std::min(queries_per_pass, std::max<int64_t>(1, kInitCpuPassBytes / std::max<int64_t>(1, bytes_per_query)));
+    const int64_t bytes_per_query = frames * (low_height * low_width + high_height * high_width) *
+                                    static_cast<int64_t>(query_lowres.element_size());
+    queries_per_pass =
+        std::min(queries_per_pass, std::max<int64_t>(1, kInitCpuPassBytes / std::max<int64_t>(1, bytes_per_query)));
   }
   // CV[q, (t,h,w)] = q[q,:] . F[t,h,w,:]: one GEMM per resolution with the grid as the long dimension.
   const at::Tensor low_grid = features_lowres.reshape({frames * low_height * low_width, features_lowres.size(3)});
@@ -161,8 +158,7 @@ InitResult init_from_cost_volume(const at::Tensor& query_lowres, const at::Tenso
     at::Tensor points = result.points.narrow(0, q0, count);
     at::Tensor stats = result.stats.narrow(0, q0, count);
     init_from_cost_volume_planes_out(cost_low, cost_high, cost_conv_weight, cost_conv_bias,
-                                     query_frames.narrow(0, q0, count), query_xy.narrow(0, q0, count), points,
-                                     stats);
+                                     query_frames.narrow(0, q0, count), query_xy.narrow(0, q0, count), points, stats);
   }
   return result;
 }

@@ -39,8 +39,8 @@ void init_planes_cuda(const at::Tensor& cost_lowres, const at::Tensor& cost_hire
                       const at::Tensor& conv_bias, const at::Tensor& query_frames, const at::Tensor& query_xy,
                       at::Tensor& points, at::Tensor& stats);
 void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::Tensor& output);
-void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma,
-                               const at::Tensor& beta, int64_t groups, double eps);
+void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma, const at::Tensor& beta,
+                               int64_t groups, double eps);
 /// Whether the fused float32 CMDTop kernel fits the device (opt-in shared memory per block).
 bool cmdtop_fused_eligible_cuda(c10::Device device, bool base);
 /// conv_weight [C_out, C_in, k, k] -> the fused kernel's [K_padded, C_out] float32 weight on device (K = (ky, kx,

@@ -30,8 +30,8 @@ void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, cons
               "local_corr4d: supports must be [n,7,7,C] = [", queries, ",7,7,", channels, "], got ", supports.sizes());
   TORCH_CHECK(is_feature_dtype(features.scalar_type()),
               "local_corr4d: features must be float32, bfloat16 or float16, got ", features.scalar_type());
-  TORCH_CHECK(supports.scalar_type() == features.scalar_type(), "local_corr4d: supports dtype ",
-              supports.scalar_type(), " differs from features dtype ", features.scalar_type());
+  TORCH_CHECK(supports.scalar_type() == features.scalar_type(), "local_corr4d: supports dtype ", supports.scalar_type(),
+              " differs from features dtype ", features.scalar_type());
   TORCH_CHECK(points.scalar_type() == at::kFloat, "local_corr4d: points must be float32, got ", points.scalar_type());
   TORCH_CHECK(points.device() == features.device() && supports.device() == features.device() &&
                   corr.device() == features.device(),
@@ -69,8 +69,7 @@ at::Tensor local_corr4d(const at::Tensor& features, const at::Tensor& points, co
                         CorrKernel kernel) {
   TORCH_CHECK(points.defined() && points.dim() == 3, "local_corr4d: points must be [n,T,2], got ",
               points.defined() ? points.sizes() : at::IntArrayRef{});
-  at::Tensor corr =
-      at::empty({points.size(0), points.size(1), 7, 7, 7, 7}, points.options().dtype(at::kFloat));
+  at::Tensor corr = at::empty({points.size(0), points.size(1), 7, 7, 7, 7}, points.options().dtype(at::kFloat));
   local_corr4d_out(features, points, supports, corr, kernel);
   return corr;
 }

@@ -12,10 +12,10 @@
 namespace trackscope::gpu::ops {
 
 struct OpCost {
-  double flops = 0.0;        // floating-point operations, 2 per multiply-add
-  double min_bytes = 0.0;    // every input read once, every output written once (the roofline floor)
-  double design_bytes = 0.0; // DRAM traffic of this implementation without cache reuse (temporaries included)
-  double eager_bytes = 0.0;  // the same for the official eager composition (materialised intermediates)
+  double flops = 0.0;         // floating-point operations, 2 per multiply-add
+  double min_bytes = 0.0;     // every input read once, every output written once (the roofline floor)
+  double design_bytes = 0.0;  // DRAM traffic of this implementation without cache reuse (temporaries included)
+  double eager_bytes = 0.0;   // the same for the official eager composition (materialised intermediates)
 };
 
 struct CorrShape {
@@ -63,22 +63,24 @@ inline OpCost init_cost(const InitShape& s, int element_bytes, int64_t queries_p
   const double e = element_bytes;
   const double low_cells = static_cast<double>(s.low_height * s.low_width);
   const double high_cells = static_cast<double>(s.high_height * s.high_width);
-  const double features = t * (low_cells * static_cast<double>(s.low_channels) +
-                               high_cells * static_cast<double>(s.high_channels)) * e;
+  const double features =
+      t * (low_cells * static_cast<double>(s.low_channels) + high_cells * static_cast<double>(s.high_channels)) * e;
   const double queries = n * static_cast<double>(s.low_channels + s.high_channels) * e + n * 3.0 * 4.0;
   const double outputs = n * t * 8.0 * 4.0;
   const double cost_volumes = n * t * (low_cells + high_cells) * e;
   OpCost cost;
-  cost.flops = 2.0 * n * t * (low_cells * static_cast<double>(s.low_channels) +
-                              high_cells * static_cast<double>(s.high_channels)) +
-               n * t * high_cells * 65.0;
+  cost.flops =
+      2.0 * n * t *
+          (low_cells * static_cast<double>(s.low_channels) + high_cells * static_cast<double>(s.high_channels)) +
+      n * t * high_cells * 65.0;
   cost.min_bytes = features + queries + outputs;
-  const double passes = static_cast<double>((s.queries + queries_per_pass - 1) / std::max<int64_t>(queries_per_pass, 1));
+  const double passes =
+      static_cast<double>((s.queries + queries_per_pass - 1) / std::max<int64_t>(queries_per_pass, 1));
   cost.design_bytes = features * passes + queries + outputs + 2.0 * cost_volumes;
   // Eager (fp32): cost volumes, upsampled plane, stacked copy, conv output, heatmap, and the soft-argmax's
   // [n,T,Hh,Wh,2] temporaries (about six of them), each written and read once.
-  cost.eager_bytes = features + queries + outputs +
-                     2.0 * 4.0 * n * t * (low_cells + high_cells * (1.0 + 2.0 + 1.0 + 1.0 + 12.0));
+  cost.eager_bytes =
+      features + queries + outputs + 2.0 * 4.0 * n * t * (low_cells + high_cells * (1.0 + 2.0 + 1.0 + 1.0 + 12.0));
   return cost;
 }
 

@@ -202,8 +202,7 @@ at::Tensor cmdtop_fast(const at::Tensor& corr, const CmdTopWeights& weights);
 /// CUDA: one fused kernel set (Welford statistics in fp32, one rounding at the store) where
 /// cuda::instance_norm_eligible holds (the backbone's 64/128/256 channels), else the reference.
 /// CPU: the reference, i.e. the written-out two-pass formula of gpu/model (mean, mean of squared deviations).
-at::Tensor instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                              double eps = 1e-5);
+at::Tensor instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps = 1e-5);
 /// The reference on any device, in x's dtype (float64 too): what the eager model computes.
 at::Tensor instance_norm_relu_reference(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                         double eps = 1e-5);

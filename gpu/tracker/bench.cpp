@@ -166,7 +166,8 @@ Pass forward_pass(const engine::Engine& engine, const at::Tensor& frames, const 
   const int64_t count = queries.size(1), frame_count = frames.size(0);
   model::FeatureGrids grids = engine.allocate_grids(frame_count);
   for (int64_t begin = 0; begin < frame_count; begin += 256) {
-    engine.compute_features(frames.narrow(0, begin, std::min<int64_t>(256, frame_count - begin)), grids, begin, recorder);
+    engine.compute_features(frames.narrow(0, begin, std::min<int64_t>(256, frame_count - begin)), grids, begin,
+                            recorder);
   }
   const model::QueryFeatures features = engine.query_features(grids, queries, recorder);
   std::vector<at::Tensor> tracks, occlusion, expected;
@@ -181,7 +182,8 @@ Pass forward_pass(const engine::Engine& engine, const at::Tensor& frames, const 
   }
   at::Tensor all_tracks, all_occlusion, all_expected;
   {
-    const auto scope = recorder.time(core::Stage::assembly, 0, 0, {0.0, static_cast<double>(count * frame_count * 16 * 2)});
+    const auto scope =
+        recorder.time(core::Stage::assembly, 0, 0, {0.0, static_cast<double>(count * frame_count * 16 * 2)});
     all_tracks = at::cat(tracks, 1);
     all_occlusion = at::cat(occlusion, 1);
     all_expected = at::cat(expected, 1);
@@ -217,7 +219,8 @@ core::Status BenchOptions::check() const {
     if (n < 1 || n > 1'000'000) return core::invalid_argument(fmt::format("bench: {} points is out of range", n));
   }
   for (int t : frames) {
-    if (t < 2 || t > 100'000) return core::invalid_argument(fmt::format("bench: {} frames is out of range (2..100000)", t));
+    if (t < 2 || t > 100'000)
+      return core::invalid_argument(fmt::format("bench: {} frames is out of range (2..100000)", t));
   }
   for (int c : chunks) {
     if (c < 0) return core::invalid_argument(fmt::format("bench: chunk {} is negative", c));
@@ -233,8 +236,7 @@ core::Status BenchOptions::check() const {
         fmt::format("bench: corr kernel '{}' (auto, classic, tensor or pipelined)", corr_kernel));
   }
   if (cmdtop != "auto" && cmdtop != "im2col" && cmdtop != "dense" && cmdtop != "fused") {
-    return core::invalid_argument(
-        fmt::format("bench: CMDTop convolution '{}' (auto, im2col, dense or fused)", cmdtop));
+    return core::invalid_argument(fmt::format("bench: CMDTop convolution '{}' (auto, im2col, dense or fused)", cmdtop));
   }
   if (cudnn_benchmark != "auto" && cudnn_benchmark != "on" && cudnn_benchmark != "off") {
     return core::invalid_argument(fmt::format("bench: cuDNN benchmark '{}' (auto, on or off)", cudnn_benchmark));
@@ -249,7 +251,8 @@ core::Status BenchOptions::check() const {
   return {};
 }
 
-core::Expected<core::Profile> run_bench(const BenchOptions& options, const std::function<void(const std::string&)>& log) {
+core::Expected<core::Profile> run_bench(const BenchOptions& options,
+                                        const std::function<void(const std::string&)>& log) {
   TRACKSCOPE_RETURN_IF_ERROR(options.check());
   core::Expected<core::DeviceDescription> device = resolve_device(options.device);
   if (!device) return device.status();
@@ -283,8 +286,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options, const std::
     const int max_frames = *std::max_element(options.frames.begin(), options.frames.end());
     core::Expected<at::Tensor> unique = load_frames(options.video, max_frames);
     if (!unique) return unique.status();
-    const std::string video_description =
-        options.video.empty() ? "procedural sample scene (256x256)" : options.video;
+    const std::string video_description = options.video.empty() ? "procedural sample scene (256x256)" : options.video;
 
     // Models: one weights file, or random weights of each size (seeded; the official baseline used random weights too).
     std::vector<std::pair<std::string, std::shared_ptr<const model::LocoTrack>>> models;
@@ -314,10 +316,10 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options, const std::
         engine_options.path = options.path == "eager"   ? engine::EnginePath::eager
                               : options.path == "fused" ? engine::EnginePath::fused
                                                         : engine::EnginePath::automatic;
-        engine_options.corr_kernel = options.corr_kernel == "classic"  ? ops::CorrKernel::classic
-                                     : options.corr_kernel == "tensor" ? ops::CorrKernel::tensor_cores
+        engine_options.corr_kernel = options.corr_kernel == "classic"     ? ops::CorrKernel::classic
+                                     : options.corr_kernel == "tensor"    ? ops::CorrKernel::tensor_cores
                                      : options.corr_kernel == "pipelined" ? ops::CorrKernel::pipelined
-                                                                       : ops::CorrKernel::automatic;
+                                                                          : ops::CorrKernel::automatic;
         engine_options.cmdtop_convolution = options.cmdtop == "im2col"  ? ops::CmdTopFast::Convolution::im2col
                                             : options.cmdtop == "dense" ? ops::CmdTopFast::Convolution::dense
                                             : options.cmdtop == "fused" ? ops::CmdTopFast::Convolution::fused
@@ -334,7 +336,8 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options, const std::
         for (int frames : options.frames) {
           const at::Tensor video = engine->prepare_frames(ping_pong(*unique, frames));
           for (int points : options.points) {
-            const at::Tensor queries = random_queries(points, frames, options.seed + static_cast<uint64_t>(points)).to(torch_device);
+            const at::Tensor queries =
+                random_queries(points, frames, options.seed + static_cast<uint64_t>(points)).to(torch_device);
             for (int chunk_option : options.chunks) {
               const int chunk = chunk_option <= 0 || chunk_option > points ? points : chunk_option;
               core::RunConfig config;
@@ -374,13 +377,13 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options, const std::
                                                      : process_peak_rss_bytes();
               core::ProfileCase result =
                   builder.build(peak, core::summarize_telemetry((*sampler)->samples_since(case_start_s)));
-              result.notes = fmt::format("{} path, corr kernel {}, CMDTop {}, backbone norm {}, CUDA graphs {}, cuDNN benchmark {}{}",
-                                         engine->fused() ? "fused" : "eager", options.corr_kernel,
-                                         engine->uses_fused_cmdtop() ? "fused" : options.cmdtop,
-                                         engine->uses_fused_instance_norm() ? "fused" : "reference",
-                                         engine->uses_cuda_graphs() ? "on" : "off",
-                                         at::globalContext().benchmarkCuDNN() ? "on" : "off",
-                                         device->is_cuda() ? "" : "; peak memory = process peak RSS");
+              result.notes = fmt::format(
+                  "{} path, corr kernel {}, CMDTop {}, backbone norm {}, CUDA graphs {}, cuDNN benchmark {}{}",
+                  engine->fused() ? "fused" : "eager", options.corr_kernel,
+                  engine->uses_fused_cmdtop() ? "fused" : options.cmdtop,
+                  engine->uses_fused_instance_norm() ? "fused" : "reference", engine->uses_cuda_graphs() ? "on" : "off",
+                  at::globalContext().benchmarkCuDNN() ? "on" : "off",
+                  device->is_cuda() ? "" : "; peak memory = process peak RSS");
               result.host_syncs_per_run = 1;  // the download at the end of the pass
               log(fmt::format("{}: median {:.2f} ms (p90 {:.2f}), peak {:.0f} MiB, {:.0f} points/s", result.name,
                               result.end_to_end.median_ms, result.end_to_end.p90_ms,

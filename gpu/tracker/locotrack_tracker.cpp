@@ -43,8 +43,8 @@ core::Status validate(const core::VideoInfo& info, const core::TrackRequest& req
     }
     if (!std::isfinite(q.x_px) || !std::isfinite(q.y_px) || q.x_px < 0 || q.y_px < 0 || q.x_px > info.width ||
         q.y_px > info.height) {
-      return core::invalid_argument(fmt::format("query {} at ({}, {}) px is outside the {}x{} frame", i, q.x_px,
-                                                q.y_px, info.width, info.height));
+      return core::invalid_argument(fmt::format("query {} at ({}, {}) px is outside the {}x{} frame", i, q.x_px, q.y_px,
+                                                info.width, info.height));
     }
   }
   return {};
@@ -89,7 +89,8 @@ core::Expected<core::TrackSet> LocoTrackTracker::track(core::VideoSource& video,
   } catch (const std::exception& e) {
     if (engine_.device().is_cuda()) cuda_support::empty_cache();
     if (is_out_of_memory(e)) {
-      return core::out_of_memory(fmt::format("{} ran out of memory while tracking: {}", description_.device.id, e.what()));
+      return core::out_of_memory(
+          fmt::format("{} ran out of memory while tracking: {}", description_.device.id, e.what()));
     }
     return core::internal_error(fmt::format("tracking failed on {}: {}", description_.device.id, e.what()));
   }
@@ -128,7 +129,8 @@ core::Expected<core::TrackSet> LocoTrackTracker::run(core::VideoSource& video, c
   memory.reserve_bytes = on_cuda ? int64_t{1} << 30 : int64_t{128} << 20;
   core::Expected<core::TrackerMemoryPlan> plan = plan_tracker_memory(memory);
   if (!plan) return plan.status();
-  core::log::info("tracking {} points over {} frames on {}: {}", points, frames, description_.device.id, plan->summary());
+  core::log::info("tracking {} points over {} frames on {}: {}", points, frames, description_.device.id,
+                  plan->summary());
 
   c10::InferenceMode inference;
   engine_.apply_precision_flags();
@@ -150,7 +152,9 @@ core::Expected<core::TrackSet> LocoTrackTracker::run(core::VideoSource& video, c
   const int decoded_width = lanczos ? model::kModelResolution : info.width;
   const int decoded_height = lanczos ? model::kModelResolution : info.height;
   std::optional<core::ImageResizer> resizer;
-  if (lanczos) resizer.emplace(info.width, info.height, model::kModelResolution, model::kModelResolution, core::ResizeFilter::lanczos);
+  if (lanczos)
+    resizer.emplace(info.width, info.height, model::kModelResolution, model::kModelResolution,
+                    core::ResizeFilter::lanczos);
   model::FeatureGrids grids = engine_.allocate_grids(frames);
   const size_t frame_bytes = static_cast<size_t>(decoded_width) * decoded_height * 3;
   const core::WorkCost no_cost{};
@@ -166,11 +170,16 @@ core::Expected<core::TrackSet> LocoTrackTracker::run(core::VideoSource& video, c
         if (!frame) return frame.status().with_context(fmt::format("frame {}", first_frame + begin + i));
         const core::Frame& f = **frame;
         if (f.width != info.width || f.height != info.height) {
-          return core::unsupported(fmt::format("frame {} is {}x{}, the video {}x{}: size changes inside a clip are not "
-                                               "supported", f.index, f.width, f.height, info.width, info.height));
+          return core::unsupported(
+              fmt::format("frame {} is {}x{}, the video {}x{}: size changes inside a clip are not "
+                          "supported",
+                          f.index, f.width, f.height, info.width, info.height));
         }
         uint8_t* slot = host.data_ptr<uint8_t>() + static_cast<size_t>(i) * frame_bytes;
-        if (lanczos) resizer->resize(f.rgb.data(), slot); else std::memcpy(slot, f.rgb.data(), frame_bytes);
+        if (lanczos)
+          resizer->resize(f.rgb.data(), slot);
+        else
+          std::memcpy(slot, f.rgb.data(), frame_bytes);
       }
     }
     at::Tensor device_frames = host;

@@ -20,8 +20,8 @@ namespace trackscope::gpu {
 
 struct LocoTrackTrackerOptions {
   core::InputResize resize = core::InputResize::bilinear;
-  int query_chunk = 0;             // 0 = from the memory plan
-  int64_t memory_budget_bytes = 0; // > 0
+  int query_chunk = 0;              // 0 = from the memory plan
+  int64_t memory_budget_bytes = 0;  // > 0
   engine::EngineOptions engine;
 };
 

@@ -72,9 +72,9 @@ class LocoTrackFactory final : public core::TrackerFactory {
       core::TrackerDescription description;
       const ModelWeightsInfo& info = loaded->info;
       description.model_size = info.model_size;
-      description.model_name = info.model_name + (options.model == "default"       ? " (bundled default)"
-                                                   : !info.official_checkpoint.empty() ? " (official checkpoint)"
-                                                                                       : "");
+      description.model_name = info.model_name + (options.model == "default"          ? " (bundled default)"
+                                                  : !info.official_checkpoint.empty() ? " (official checkpoint)"
+                                                                                      : "");
       description.weights_path = path->string();
       description.weights_sha256 = info.sha256.empty() ? "" : info.sha256.front();
       description.device = *device;
@@ -107,7 +107,8 @@ std::unique_ptr<core::TrackerFactory> make_tracker_factory(TrackerFactoryOptions
   return std::make_unique<LocoTrackFactory>(std::move(options));
 }
 
-core::Expected<std::filesystem::path> resolve_model_path(const std::string& model, const TrackerFactoryOptions& options) {
+core::Expected<std::filesystem::path> resolve_model_path(const std::string& model,
+                                                         const TrackerFactoryOptions& options) {
   if (model.empty()) return core::invalid_argument("no model given: use default, small, base or a weights file");
   if (model == "default" && !options.default_model.empty()) {
     if (weights_exist(options.default_model)) return options.default_model;
@@ -119,9 +120,10 @@ core::Expected<std::filesystem::path> resolve_model_path(const std::string& mode
       const std::filesystem::path candidate = dir / (std::string(kDefaultModelStem) + ".safetensors");
       if (weights_exist(candidate)) return candidate;
     }
-    return core::not_found(fmt::format("the bundled default model ({}.safetensors) is missing: looked in {}. "
-                                       "Reinstall Trackscope or pass a weights file",
-                                       kDefaultModelStem, joined(dirs)));
+    return core::not_found(
+        fmt::format("the bundled default model ({}.safetensors) is missing: looked in {}. "
+                    "Reinstall Trackscope or pass a weights file",
+                    kDefaultModelStem, joined(dirs)));
   }
   if (model == "small" || model == "base") {
     for (const auto& dir : dirs) {
@@ -143,21 +145,22 @@ core::Expected<std::filesystem::path> resolve_model_path(const std::string& mode
 core::Status check_precision_supported(core::Precision precision, const core::DeviceDescription& device) {
   const int capability = device.compute_capability_major * 10 + device.compute_capability_minor;
   switch (precision) {
-    case core::Precision::fp32:
-      return {};
+    case core::Precision::fp32: return {};
     case core::Precision::tf32:
       if (!device.is_cuda()) return core::unsupported("tf32 is a tensor-core mode of NVIDIA GPUs: on the CPU use fp32");
       if (capability < 80) {
         return core::unsupported(fmt::format("tf32 needs compute capability 8.0 or newer; {} has {}.{}: use fp32",
-                                             device.name, device.compute_capability_major, device.compute_capability_minor));
+                                             device.name, device.compute_capability_major,
+                                             device.compute_capability_minor));
       }
       return {};
-    case core::Precision::bf16:
-      return {};  // on CUDA < 8.0 emulated and slow: allowed, with a warning (create())
+    case core::Precision::bf16: return {};  // on CUDA < 8.0 emulated and slow: allowed, with a warning (create())
     case core::Precision::fp16:
       if (!device.is_cuda() && TORCH_VERSION_MAJOR < 2) {
-        return core::unsupported(fmt::format("fp16 is not available on the CPU with LibTorch {} (no half-precision "
-                                             "matrix products): use fp32 or bf16", TORCH_VERSION));
+        return core::unsupported(
+            fmt::format("fp16 is not available on the CPU with LibTorch {} (no half-precision "
+                        "matrix products): use fp32 or bf16",
+                        TORCH_VERSION));
       }
       if (device.is_cuda() && capability < 70) {
         return core::unsupported(fmt::format("fp16 tensor cores need compute capability 7.0; {} has {}.{}", device.name,

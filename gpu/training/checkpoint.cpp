@@ -20,7 +20,8 @@ struct DtypeName {
   at::ScalarType type;
   const char* name;
 };
-constexpr DtypeName kDtypes[] = {{at::kFloat, "F32"}, {at::kBFloat16, "BF16"}, {at::kHalf, "F16"}, {at::kDouble, "F64"}};
+constexpr DtypeName kDtypes[] = {
+    {at::kFloat, "F32"}, {at::kBFloat16, "BF16"}, {at::kHalf, "F16"}, {at::kDouble, "F64"}};
 
 at::ScalarType scalar_type(WeightsDtype dtype) {
   switch (dtype) {
@@ -52,13 +53,16 @@ std::map<std::string, at::Tensor> named_tensors(const torch::nn::Module& module)
   return tensors;
 }
 
-core::Status write_file(const std::filesystem::path& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+core::Status write_file(const std::filesystem::path& path,
+                        const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                         const std::map<std::string, std::string>& metadata) {
   nlohmann::json header = nlohmann::json::object();
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     const auto bytes = static_cast<uint64_t>(tensor.numel()) * tensor.element_size();
-    header[name] = {{"dtype", dtype_name(tensor.scalar_type())}, {"shape", tensor.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {{"dtype", dtype_name(tensor.scalar_type())},
+                    {"shape", tensor.sizes().vec()},
+                    {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;
@@ -72,13 +76,16 @@ core::Status write_file(const std::filesystem::path& path, const std::vector<std
     out.write(reinterpret_cast<const char*>(&length), sizeof(length));
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     for (const auto& item : tensors) {
-      out.write(static_cast<const char*>(item.second.data_ptr()), static_cast<std::streamsize>(item.second.numel() * item.second.element_size()));
+      out.write(static_cast<const char*>(item.second.data_ptr()),
+                static_cast<std::streamsize>(item.second.numel() * item.second.element_size()));
     }
     if (!out) return core::io_error(fmt::format("writing '{}' failed (disk full?)", temporary.string()));
   }
   std::error_code error;
   std::filesystem::rename(temporary, path, error);
-  if (error) return core::io_error(fmt::format("cannot rename '{}' to '{}': {}", temporary.string(), path.string(), error.message()));
+  if (error)
+    return core::io_error(
+        fmt::format("cannot rename '{}' to '{}': {}", temporary.string(), path.string(), error.message()));
   return {};
 }
 
@@ -101,7 +108,8 @@ core::Expected<ParsedFile> parse_file(const std::filesystem::path& path) {
   ParsedFile file;
   file.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   const std::string where = path.string();
-  if (file.bytes.size() < 8) return core::corrupt_data(fmt::format("'{}' is truncated ({} bytes)", where, file.bytes.size()));
+  if (file.bytes.size() < 8)
+    return core::corrupt_data(fmt::format("'{}' is truncated ({} bytes)", where, file.bytes.size()));
   uint64_t length = 0;
   std::memcpy(&length, file.bytes.data(), 8);
   if (length > file.bytes.size() - 8) {
@@ -110,7 +118,8 @@ core::Expected<ParsedFile> parse_file(const std::filesystem::path& path) {
   file.data_offset = 8 + length;
   const uint64_t data_size = file.bytes.size() - file.data_offset;
   try {
-    const nlohmann::json header = nlohmann::json::parse(file.bytes.begin() + 8, file.bytes.begin() + static_cast<std::ptrdiff_t>(file.data_offset));
+    const nlohmann::json header = nlohmann::json::parse(
+        file.bytes.begin() + 8, file.bytes.begin() + static_cast<std::ptrdiff_t>(file.data_offset));
     for (const auto& [name, entry] : header.items()) {
       if (name == "__metadata__") {
         for (const auto& [key, value] : entry.items()) file.metadata[key] = value.get<std::string>();
@@ -118,13 +127,17 @@ core::Expected<ParsedFile> parse_file(const std::filesystem::path& path) {
       }
       FileTensor t{};
       const std::string dtype = entry.at("dtype").get<std::string>();
-      const DtypeName* known = std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](const DtypeName& d) { return dtype == d.name; });
-      if (known == std::end(kDtypes)) return core::unsupported(fmt::format("'{}': tensor '{}' has dtype {} (F32, BF16, F16, F64 are read)", where, name, dtype));
+      const DtypeName* known =
+          std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](const DtypeName& d) { return dtype == d.name; });
+      if (known == std::end(kDtypes))
+        return core::unsupported(
+            fmt::format("'{}': tensor '{}' has dtype {} (F32, BF16, F16, F64 are read)", where, name, dtype));
       t.type = known->type;
       t.shape = entry.at("shape").get<std::vector<int64_t>>();
       const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
       if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size) {
-        return core::corrupt_data(fmt::format("'{}': tensor '{}' has byte range outside the {} data bytes", where, name, data_size));
+        return core::corrupt_data(
+            fmt::format("'{}': tensor '{}' has byte range outside the {} data bytes", where, name, data_size));
       }
       t.begin = offsets[0];
       t.end = offsets[1];
@@ -134,7 +147,8 @@ core::Expected<ParsedFile> parse_file(const std::filesystem::path& path) {
         elements *= static_cast<uint64_t>(d);
       }
       if (elements * at::elementSize(t.type) != t.end - t.begin) {
-        return core::corrupt_data(fmt::format("'{}': tensor '{}' has {} bytes for {} elements of {}", where, name, t.end - t.begin, elements, dtype));
+        return core::corrupt_data(fmt::format("'{}': tensor '{}' has {} bytes for {} elements of {}", where, name,
+                                              t.end - t.begin, elements, dtype));
       }
       file.tensors[name] = t;
     }
@@ -146,9 +160,11 @@ core::Expected<ParsedFile> parse_file(const std::filesystem::path& path) {
 
 }  // namespace
 
-core::Expected<std::vector<std::filesystem::path>> save_weights(const torch::nn::Module& module, const std::filesystem::path& dir,
-                                                               const std::string& stem, WeightsDtype dtype, int64_t max_shard_bytes,
-                                                               const std::map<std::string, std::string>& metadata) {
+core::Expected<std::vector<std::filesystem::path>> save_weights(const torch::nn::Module& module,
+                                                                const std::filesystem::path& dir,
+                                                                const std::string& stem, WeightsDtype dtype,
+                                                                int64_t max_shard_bytes,
+                                                                const std::map<std::string, std::string>& metadata) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) return core::io_error(fmt::format("cannot create '{}': {}", dir.string(), error.message()));
@@ -171,7 +187,8 @@ core::Expected<std::vector<std::filesystem::path>> save_weights(const torch::nn:
     TRACKSCOPE_RETURN_IF_ERROR(write_file(files.back(), shards[i], metadata));
   }
   // Remove stale files of the other layout (a set that was sharded before and is not now, or the reverse).
-  std::filesystem::remove(shards.size() == 1 ? dir / fmt::format("{}-0.safetensors", stem) : dir / (stem + ".safetensors"), error);
+  std::filesystem::remove(
+      shards.size() == 1 ? dir / fmt::format("{}-0.safetensors", stem) : dir / (stem + ".safetensors"), error);
   for (size_t i = shards.size() == 1 ? 1 : shards.size();; ++i) {
     if (!std::filesystem::remove(dir / fmt::format("{}-{}.safetensors", stem, i), error)) break;
   }
@@ -187,7 +204,8 @@ core::Expected<std::vector<std::filesystem::path>> weights_files(const std::file
     if (!std::filesystem::is_regular_file(shard)) break;
     shards.push_back(shard);
   }
-  if (shards.empty()) return core::not_found(fmt::format("no weights at '{}' (nor shards {}-0.safetensors, ...)", path.string(), stem));
+  if (shards.empty())
+    return core::not_found(fmt::format("no weights at '{}' (nor shards {}-0.safetensors, ...)", path.string(), stem));
   return shards;
 }
 
@@ -209,14 +227,18 @@ core::Status load_weights(torch::nn::Module& module, const std::filesystem::path
   const std::map<std::string, at::Tensor> targets = named_tensors(module);
   for (const auto& [name, target] : targets) {
     const auto entry = found.find(name);
-    if (entry == found.end()) return core::invalid_argument(fmt::format("'{}' has no tensor '{}' that the model needs", path.string(), name));
+    if (entry == found.end())
+      return core::invalid_argument(fmt::format("'{}' has no tensor '{}' that the model needs", path.string(), name));
     if (entry->second.second.shape != target.sizes().vec()) {
-      return core::invalid_argument(fmt::format("'{}': tensor '{}' has shape {} but the model needs {}", path.string(), name,
-                                                shape_text(entry->second.second.shape), shape_text(target.sizes())));
+      return core::invalid_argument(fmt::format("'{}': tensor '{}' has shape {} but the model needs {}", path.string(),
+                                                name, shape_text(entry->second.second.shape),
+                                                shape_text(target.sizes())));
     }
   }
   for (const auto& [name, entry] : found) {
-    if (!targets.count(name)) return core::invalid_argument(fmt::format("'{}' has tensor '{}' that the model does not know", path.string(), name));
+    if (!targets.count(name))
+      return core::invalid_argument(
+          fmt::format("'{}' has tensor '{}' that the model does not know", path.string(), name));
   }
   torch::NoGradGuard no_grad;
   for (const auto& [name, target] : targets) {

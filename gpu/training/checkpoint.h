@@ -25,10 +25,9 @@ namespace trackscope::gpu::training {
 
 /// Writes every parameter and buffer of `module` (state_dict names, sorted) converted to `dtype`, with
 /// `metadata` as __metadata__. Files are written under a temporary name and renamed. Returns the files.
-core::Expected<std::vector<std::filesystem::path>> save_weights(const torch::nn::Module& module,
-                                                               const std::filesystem::path& dir, const std::string& stem,
-                                                               WeightsDtype dtype, int64_t max_shard_bytes,
-                                                               const std::map<std::string, std::string>& metadata = {});
+core::Expected<std::vector<std::filesystem::path>> save_weights(
+    const torch::nn::Module& module, const std::filesystem::path& dir, const std::string& stem, WeightsDtype dtype,
+    int64_t max_shard_bytes, const std::map<std::string, std::string>& metadata = {});
 
 /// The files of a weights set: `path` itself if it exists, else the shards "<stem>-0.safetensors", ... next to it.
 core::Expected<std::vector<std::filesystem::path>> weights_files(const std::filesystem::path& path);

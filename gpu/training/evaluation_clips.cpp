@@ -29,7 +29,7 @@ namespace {
 
 // Clip b of `batch` as plain data (the tensors are on any device).
 core::TapVidClip to_clip(const training::SyntheticBatch& batch, int64_t b, std::string name) {
-  const at::Tensor video = batch.video[b].to(at::kCPU).contiguous();               // [T,H,W,3] uint8
+  const at::Tensor video = batch.video[b].to(at::kCPU).contiguous();                            // [T,H,W,3] uint8
   const at::Tensor queries = batch.query_points_tyx[b].to(at::kCPU, at::kDouble).contiguous();  // [N,3]
   const at::Tensor tracks = batch.target_points_xy[b].to(at::kCPU, at::kFloat).contiguous();    // [N,T,2]
   const at::Tensor occluded = batch.occluded[b].to(at::kCPU, at::kByte).contiguous();           // [N,T]
@@ -47,7 +47,7 @@ core::TapVidClip to_clip(const training::SyntheticBatch& batch, int64_t b, std::
   }
   const double* q = queries.data_ptr<double>();
   for (int64_t n = 0; n < queries.size(0); ++n) {
-    clip.queries.push_back({static_cast<int64_t>(q[3 * n]), q[3 * n + 2], q[3 * n + 1]});   // (t, y, x) -> (t, x, y)
+    clip.queries.push_back({static_cast<int64_t>(q[3 * n]), q[3 * n + 2], q[3 * n + 1]});  // (t, y, x) -> (t, x, y)
   }
   clip.gt_tracks_xy.assign(tracks.data_ptr<float>(), tracks.data_ptr<float>() + tracks.numel());
   clip.gt_occluded.assign(occluded.data_ptr<uint8_t>(), occluded.data_ptr<uint8_t>() + occluded.numel());
@@ -56,7 +56,8 @@ core::TapVidClip to_clip(const training::SyntheticBatch& batch, int64_t b, std::
 
 }  // namespace
 
-core::Expected<std::vector<core::TapVidClip>> generate_synthetic_evaluation_clips(const SyntheticEvaluationOptions& options) {
+core::Expected<std::vector<core::TapVidClip>> generate_synthetic_evaluation_clips(
+    const SyntheticEvaluationOptions& options) {
   TRACKSCOPE_RETURN_IF_ERROR(options.check());
   core::Expected<core::DeviceDescription> device = resolve_device(options.device);
   if (!device) return device.status();
@@ -80,8 +81,10 @@ core::Expected<std::vector<core::TapVidClip>> generate_synthetic_evaluation_clip
     std::string what = error.what();
     what = what.substr(0, what.find('\n'));
     if (what.find("out of memory") != std::string::npos) {
-      return core::out_of_memory(fmt::format("generating synthetic clips on {}: out of memory ({}); use fewer points or "
-                                             "frames", device->id, what));
+      return core::out_of_memory(
+          fmt::format("generating synthetic clips on {}: out of memory ({}); use fewer points or "
+                      "frames",
+                      device->id, what));
     }
     return core::internal_error(fmt::format("generating synthetic clips on {}: {}", device->id, what));
   }

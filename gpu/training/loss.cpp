@@ -46,14 +46,15 @@ LossTerms tapir_loss(const TrackerOutputs& outputs, const at::Tensor& target_poi
   at::Tensor targets = to_256(target_points_xy.to(at::kFloat), height, width);
   LossTerms terms;
   for (const TrackEstimate& estimate : outputs.iterations) {
-    TORCH_CHECK(estimate.tracks_xy.sizes() == target_points_xy.sizes(), "tapir_loss: tracks ", estimate.tracks_xy.sizes(),
-                " do not match targets ", target_points_xy.sizes());
+    TORCH_CHECK(estimate.tracks_xy.sizes() == target_points_xy.sizes(), "tapir_loss: tracks ",
+                estimate.tracks_xy.sizes(), " do not match targets ", target_points_xy.sizes());
     at::Tensor tracks = to_256(estimate.tracks_xy.to(at::kFloat), height, width);
-    at::Tensor position = huber_position_loss(tracks, targets, occluded, options.huber_delta_px) * options.position_weight;
+    at::Tensor position =
+        huber_position_loss(tracks, targets, occluded, options.huber_delta_px) * options.position_weight;
     at::Tensor occlusion = occlusion_loss(estimate.occlusion_logits.to(at::kFloat), occluded);
     at::Tensor expected = estimate.expected_dist_logits.defined()
-                              ? expected_dist_loss(tracks, estimate.expected_dist_logits.to(at::kFloat), targets, occluded,
-                                                   options.expected_dist_threshold_px)
+                              ? expected_dist_loss(tracks, estimate.expected_dist_logits.to(at::kFloat), targets,
+                                                   occluded, options.expected_dist_threshold_px)
                               : at::zeros({}, position.options());
     at::Tensor sum = position + occlusion + expected;
     terms.total = terms.total.defined() ? terms.total + sum : sum;

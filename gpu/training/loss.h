@@ -22,10 +22,10 @@
 namespace trackscope::gpu::training {
 
 struct LossTerms {
-  at::Tensor total;                        // scalar: what to backpropagate
-  std::vector<at::Tensor> position;        // scalar per iteration, already multiplied by position_weight
-  std::vector<at::Tensor> occlusion;       // scalar per iteration
-  std::vector<at::Tensor> expected_dist;   // scalar per iteration (0 if the model has no such head)
+  at::Tensor total;                       // scalar: what to backpropagate
+  std::vector<at::Tensor> position;       // scalar per iteration, already multiplied by position_weight
+  std::vector<at::Tensor> occlusion;      // scalar per iteration
+  std::vector<at::Tensor> expected_dist;  // scalar per iteration (0 if the model has no such head)
 };
 
 /// Huber loss of the distance between tracks and targets ([...,2] px), masked by visibility: mean over all

@@ -15,10 +15,10 @@ namespace {
 
 constexpr double kPi = std::numbers::pi;
 constexpr int64_t kMask32 = 0xFFFFFFFFLL;
-constexpr int64_t kCandidates = 8;         // candidate positions per query (to find foreground points)
-constexpr int64_t kFixedPointSteps = 24;   // inverse-warp iterations: error <= max_warp^24
+constexpr int64_t kCandidates = 8;        // candidate positions per query (to find foreground points)
+constexpr int64_t kFixedPointSteps = 24;  // inverse-warp iterations: error <= max_warp^24
 constexpr int64_t kBlurRadius = 3;
-constexpr int64_t kNoisePlateMargin = 64;   // crop offsets of the per-clip pixel-noise plate
+constexpr int64_t kNoisePlateMargin = 64;  // crop offsets of the per-clip pixel-noise plate
 
 // Geometry of one layer on one frame, packed along the last axis of a [B, L+1, T, kParamCount] tensor.
 // Image -> texture ("inverse", used to render): r = A n + c, then p = r + sum_k a_k sin(w_k . r + phase_k).
@@ -26,24 +26,54 @@ constexpr int64_t kNoisePlateMargin = 64;   // crop offsets of the per-clip pixe
 // n and p are normalised coordinates ([-1, 1] spans the image / texture, align_corners = false).
 constexpr int64_t kWarpComponents = 2;
 enum GeometryParam : int64_t {
-  kA00, kA01, kA10, kA11, kCx, kCy,
-  kWarp0,                                        // per component: amplitude x, amplitude y, wave x, wave y, phase
-  kM00 = kWarp0 + 5 * kWarpComponents, kM01, kM10, kM11, kPx, kPy,
+  kA00,
+  kA01,
+  kA10,
+  kA11,
+  kCx,
+  kCy,
+  kWarp0,  // per component: amplitude x, amplitude y, wave x, wave y, phase
+  kM00 = kWarp0 + 5 * kWarpComponents,
+  kM01,
+  kM10,
+  kM11,
+  kPx,
+  kPy,
   kGeometryParams,
 };
 
 // Texture parameters of one layer: colours, pattern mixture and pattern shape.
 enum TextureParam : int64_t {
-  kColorA = 0, kColorB = 3, kNoiseWeight = 6, kStripesWeight, kCheckerWeight, kGradientWeight,
-  kFrequency, kOrientation, kPhase, kSharpness, kDetail, kContrast, kGradientGain,
+  kColorA = 0,
+  kColorB = 3,
+  kNoiseWeight = 6,
+  kStripesWeight,
+  kCheckerWeight,
+  kGradientWeight,
+  kFrequency,
+  kOrientation,
+  kPhase,
+  kSharpness,
+  kDetail,
+  kContrast,
+  kGradientGain,
   kTextureParams,
 };
 
 // Mask parameters of one foreground layer: shape mixture, ellipse, blob, polygon (8 vertices, polar).
 constexpr int64_t kVertices = 8;
 enum ShapeParam : int64_t {
-  kEllipseWeight, kPolygonWeight, kBlobWeight, kSemiAxisA, kSemiAxisB, kEllipseRotation, kBlobBase, kBlobAmplitude,
-  kActive, kVertexAngle0, kVertexRadius0 = kVertexAngle0 + kVertices,
+  kEllipseWeight,
+  kPolygonWeight,
+  kBlobWeight,
+  kSemiAxisA,
+  kSemiAxisB,
+  kEllipseRotation,
+  kBlobBase,
+  kBlobAmplitude,
+  kActive,
+  kVertexAngle0,
+  kVertexRadius0 = kVertexAngle0 + kVertices,
   kShapeParams = kVertexRadius0 + kVertices,
 };
 
@@ -91,7 +121,8 @@ at::Tensor hash_uniform(const at::Tensor& index, const at::Tensor& key) {
 // Value noise: octaves of bicubic-upsampled hashed lattices with lattice sizes first_grid, 2x, ... up to
 // size/2, amplitude persistence^octave, standardised per map and channel (zero mean, unit deviation).
 // [M, channels, size, size].
-at::Tensor fractal_noise(const at::Tensor& keys, int64_t channels, int64_t size, int64_t first_grid, double persistence) {
+at::Tensor fractal_noise(const at::Tensor& keys, int64_t channels, int64_t size, int64_t first_grid,
+                         double persistence) {
   const int64_t m = keys.size(0);
   const auto long_options = at::TensorOptions(at::kLong).device(keys.device());
   at::Tensor sum;
@@ -112,7 +143,10 @@ at::Tensor fractal_noise(const at::Tensor& keys, int64_t channels, int64_t size,
 
 // Texel-centre coordinates of a size x size texture: u along x ([1,1,1,S]) and v along y ([1,1,S,1]).
 std::pair<at::Tensor, at::Tensor> texel_coordinates(int64_t size, const at::Device& device) {
-  at::Tensor c = at::arange(size, at::TensorOptions(at::kFloat).device(device)).add_(0.5).mul_(2.0 / static_cast<double>(size)).sub_(1.0);
+  at::Tensor c = at::arange(size, at::TensorOptions(at::kFloat).device(device))
+                     .add_(0.5)
+                     .mul_(2.0 / static_cast<double>(size))
+                     .sub_(1.0);
   return {c.view({1, 1, 1, size}), c.view({1, 1, size, 1})};
 }
 
@@ -125,7 +159,8 @@ at::Tensor make_textures(const at::Tensor& params, const at::Tensor& keys, int64
   // Large-scale noise for the pattern; fine-grained per-channel detail (periods of 2..16 texels) so that every
   // neighbourhood is distinctive enough to track.
   at::Tensor noise = fractal_noise(keys, 1, size, 4, 0.7);
-  at::Tensor fine = fractal_noise(keys.add(int64_t{0x2545F491}).bitwise_and_(kMask32), 3, size, std::max<int64_t>(4, size / 16), 0.85);
+  at::Tensor fine = fractal_noise(keys.add(int64_t{0x2545F491}).bitwise_and_(kMask32), 3, size,
+                                  std::max<int64_t>(4, size / 16), 0.85);
   at::Tensor along = u * at::cos(p(kOrientation)) + v * at::sin(p(kOrientation));
   at::Tensor across = v * at::cos(p(kOrientation)) - u * at::sin(p(kOrientation));
   at::Tensor wave_along = at::sin(along * p(kFrequency) * kPi + p(kPhase));
@@ -169,7 +204,8 @@ at::Tensor make_alpha(const at::Tensor& shape, const at::Tensor& keys, int64_t s
   at::Tensor edge_distance = (edge_x * (v - vy) - edge_y * (u - vx)) / at::sqrt(edge_x * edge_x + edge_y * edge_y);
   at::Tensor s_polygon = (edge_distance * in_sector).sum(1, /*keepdim=*/true);
   // noise blob
-  at::Tensor blob_noise = fractal_noise(keys.add(int64_t{0x51ED27}).bitwise_and_(kMask32), 1, std::min<int64_t>(size, 32), 3, 0.55);
+  at::Tensor blob_noise =
+      fractal_noise(keys.add(int64_t{0x51ED27}).bitwise_and_(kMask32), 1, std::min<int64_t>(size, 32), 3, 0.55);
   blob_noise = at::upsample_bicubic2d(blob_noise, at::IntArrayRef{size, size}, false);
   at::Tensor s_blob = at::clamp(p(kBlobBase) + p(kBlobAmplitude) * 0.35 * blob_noise, 0.2, 0.92) - rho;
   at::Tensor s = p(kEllipseWeight) * s_ellipse + p(kPolygonWeight) * s_polygon + p(kBlobWeight) * s_blob;
@@ -184,8 +220,8 @@ void add_warp(const at::Tensor& params, const at::Tensor& rx, const at::Tensor& 
               at::Tensor& out_y, double sign) {
   for (int64_t k = 0; k < kWarpComponents; ++k) {
     const int64_t base = kWarp0 + 5 * k;
-    at::Tensor wave = at::sin(params.select(-1, base + 2) * rx + params.select(-1, base + 3) * ry +
-                              params.select(-1, base + 4));
+    at::Tensor wave =
+        at::sin(params.select(-1, base + 2) * rx + params.select(-1, base + 3) * ry + params.select(-1, base + 4));
     out_x = out_x + params.select(-1, base) * wave * sign;
     out_y = out_y + params.select(-1, base + 1) * wave * sign;
   }
@@ -227,22 +263,24 @@ at::Tensor sample(const at::Tensor& texture, const at::Tensor& x, const at::Tens
 // ---- scene parameters (CPU, double) -----------------------------------------------------------------------
 
 struct Scene {
-  at::Tensor geometry;        // [B, L+1, T, kGeometryParams]
-  at::Tensor textures;        // [B, L+1, kTextureParams]
-  at::Tensor shapes;          // [B, L, kShapeParams]
-  at::Tensor texture_keys;    // [B, L+1] int64
-  at::Tensor shape_keys;      // [B, L] int64
-  at::Tensor lighting;        // [B, T, 6]: gain rgb, bias rgb
+  at::Tensor geometry;      // [B, L+1, T, kGeometryParams]
+  at::Tensor textures;      // [B, L+1, kTextureParams]
+  at::Tensor shapes;        // [B, L, kShapeParams]
+  at::Tensor texture_keys;  // [B, L+1] int64
+  at::Tensor shape_keys;    // [B, L] int64
+  at::Tensor lighting;      // [B, T, 6]: gain rgb, bias rgb
   std::vector<double> blur_sigma_px;
   std::vector<double> noise_std;
   std::vector<double> temporal_blur;  // weight of each neighbouring frame, per clip
-  std::vector<bool> layer_warped;  // [L+1]: some clip warps this layer
-  int64_t active_layers = 0;       // the most objects any clip of the batch has
+  std::vector<bool> layer_warped;     // [L+1]: some clip warps this layer
+  int64_t active_layers = 0;          // the most objects any clip of the batch has
   int64_t noise_key = 0;
-  at::Tensor noise_offsets;        // [B, T, 2] int64: crop of the noise plate per frame
+  at::Tensor noise_offsets;  // [B, T, 2] int64: crop of the noise plate per frame
 };
 
-double tau(int64_t t, int64_t frames) { return frames > 1 ? static_cast<double>(t) / static_cast<double>(frames - 1) : 0.0; }
+double tau(int64_t t, int64_t frames) {
+  return frames > 1 ? static_cast<double>(t) / static_cast<double>(frames - 1) : 0.0;
+}
 
 // Writes A, c (inverse) and M, P (forward) for the forward map n = M r + P.
 void write_affine(double* q, double m00, double m01, double m10, double m11, double px, double py) {
@@ -501,7 +539,8 @@ Scene draw_scene(Uniforms& u, const SyntheticOptions& o) {
     scene.noise_std.push_back(u.uniform(0.0, o.max_noise_std));
   }
   scene.noise_key = u.key();
-  scene.noise_offsets = (u.tensor({b_count, t_count, 2}) * static_cast<double>(kNoisePlateMargin)).floor_().to(at::kLong);
+  scene.noise_offsets =
+      (u.tensor({b_count, t_count, 2}) * static_cast<double>(kNoisePlateMargin)).floor_().to(at::kLong);
   return scene;
 }
 
@@ -527,7 +566,8 @@ at::Tensor blur(const at::Tensor& frames, const std::vector<double>& sigmas_px) 
                                                              : std::array<int64_t, 4>{0, 0, kBlurRadius, kBlurRadius});
         const int64_t extent = x.size(dim);
         at::Tensor out = padded.narrow(dim, 0, extent) * (kernel[0] / sum);
-        for (int64_t i = 1; i < taps; ++i) out.add_(padded.narrow(dim, i, extent), kernel[static_cast<size_t>(i)] / sum);
+        for (int64_t i = 1; i < taps; ++i)
+          out.add_(padded.narrow(dim, i, extent), kernel[static_cast<size_t>(i)] / sum);
         x = out;
       }
     }
@@ -545,8 +585,10 @@ at::Tensor pixel_noise(const Scene& scene, const at::Tensor& frames) {
   at::Tensor index = at::arange(b_count * 3 * plate_h * plate_w, long_options);
   at::Tensor plate = hash_uniform(index, at::full({1}, scene.noise_key, long_options)).sub_(0.5).mul_(std::sqrt(12.0));
   at::Tensor offsets = scene.noise_offsets.to(frames.device());  // [B,T,2]: (dx, dy) in [0, margin)
-  at::Tensor rows = offsets.select(2, 1).view({b_count, t_count, 1, 1}) + at::arange(height, long_options).view({1, 1, height, 1});
-  at::Tensor cols = offsets.select(2, 0).view({b_count, t_count, 1, 1}) + at::arange(width, long_options).view({1, 1, 1, width});
+  at::Tensor rows =
+      offsets.select(2, 1).view({b_count, t_count, 1, 1}) + at::arange(height, long_options).view({1, 1, height, 1});
+  at::Tensor cols =
+      offsets.select(2, 0).view({b_count, t_count, 1, 1}) + at::arange(width, long_options).view({1, 1, 1, width});
   at::Tensor flat = (rows * plate_w + cols).view({b_count, 1, -1}).expand({b_count, 3, t_count * height * width});
   at::Tensor noise = plate.view({b_count, 3, plate_h * plate_w}).gather(2, flat).view(frames.sizes());
   at::Tensor deviation = at::tensor(scene.noise_std, at::kDouble).to(frames.options()).view({b_count, 1, 1, 1, 1});
@@ -587,17 +629,21 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
 
   // Query frames, foreground wishes and candidate positions, in bulk from the same generator.
   at::Tensor query_first = u.tensor({b_count, n_count}) < o.query_first_fraction;
-  at::Tensor random_frame = (u.tensor({b_count, n_count}) * static_cast<double>(t_count)).floor_().clamp_max_(
-      static_cast<double>(t_count - 1)).to(at::kLong);
+  at::Tensor random_frame = (u.tensor({b_count, n_count}) * static_cast<double>(t_count))
+                                .floor_()
+                                .clamp_max_(static_cast<double>(t_count - 1))
+                                .to(at::kLong);
   at::Tensor query_frames = at::where(query_first, at::zeros_like(random_frame), random_frame).to(device_);
   at::Tensor want_foreground = (u.tensor({b_count, n_count}) < o.foreground_point_fraction).to(device_);
   at::Tensor candidates = u.tensor({b_count, n_count, kCandidates, 2}).mul_(2.0).sub_(1.0).to(f32);
 
   at::Tensor geometry = scene.geometry.to(f32);  // [B, L+1, T, P]
-  at::Tensor background = make_textures(scene.textures.select(1, 0).to(f32), scene.texture_keys.select(1, 0).to(device_),
-                                        o.background_texture_size);  // [B,3,Sb,Sb]
-  at::Tensor object_rgb = make_textures(scene.textures.narrow(1, 1, layers).reshape({b_count * layers, kTextureParams}).to(f32),
-                                        scene.texture_keys.narrow(1, 1, layers).reshape({-1}).to(device_), size);
+  at::Tensor background =
+      make_textures(scene.textures.select(1, 0).to(f32), scene.texture_keys.select(1, 0).to(device_),
+                    o.background_texture_size);  // [B,3,Sb,Sb]
+  at::Tensor object_rgb =
+      make_textures(scene.textures.narrow(1, 1, layers).reshape({b_count * layers, kTextureParams}).to(f32),
+                    scene.texture_keys.narrow(1, 1, layers).reshape({-1}).to(device_), size);
   at::Tensor object_alpha = make_alpha(scene.shapes.reshape({b_count * layers, kShapeParams}).to(f32),
                                        scene.shape_keys.reshape({-1}).to(device_), size);  // [B*L,1,S,S]
   at::Tensor objects = at::cat({object_rgb, object_alpha}, 1).view({b_count, layers, 4, size, size});
@@ -605,10 +651,13 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
   // ---- render: inverse warping, bottom to top ------------------------------------------------------------
   // The affine part of every frame's sampling grid is one affine_grid call (pixel centres, align_corners =
   // false); the warp is two batched matrix products around a sin.
-  const at::Tensor theta_order = at::tensor({kA00, kA01, kCx, kA10, kA11, kCy}, at::TensorOptions(at::kLong).device(device_));
-  const at::Tensor wave_order = at::tensor({kWarp0 + 2, kWarp0 + 7, kWarp0 + 3, kWarp0 + 8}, at::TensorOptions(at::kLong).device(device_));
+  const at::Tensor theta_order =
+      at::tensor({kA00, kA01, kCx, kA10, kA11, kCy}, at::TensorOptions(at::kLong).device(device_));
+  const at::Tensor wave_order =
+      at::tensor({kWarp0 + 2, kWarp0 + 7, kWarp0 + 3, kWarp0 + 8}, at::TensorOptions(at::kLong).device(device_));
   const at::Tensor phase_order = at::tensor({kWarp0 + 4, kWarp0 + 9}, at::TensorOptions(at::kLong).device(device_));
-  const at::Tensor amplitude_order = at::tensor({kWarp0 + 0, kWarp0 + 1, kWarp0 + 5, kWarp0 + 6}, at::TensorOptions(at::kLong).device(device_));
+  const at::Tensor amplitude_order =
+      at::tensor({kWarp0 + 0, kWarp0 + 1, kWarp0 + 5, kWarp0 + 6}, at::TensorOptions(at::kLong).device(device_));
   static_assert(kWarpComponents == 2, "the index lists above spell out two warp components");
   auto layer_grid = [&](int64_t k) {  // [B, T*H, W, 2]
     at::Tensor params = geometry.select(1, k).reshape({b_count * t_count, kGeometryParams});
@@ -625,7 +674,8 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
   };
   at::Tensor frame = at::grid_sampler(background, layer_grid(0), 0, 0, false);  // [B,3,T*H,W]
   at::Tensor layer_ids;
-  if (o.render_layer_ids) layer_ids = at::zeros({b_count, t_count * height, width}, at::TensorOptions(at::kByte).device(device_));
+  if (o.render_layer_ids)
+    layer_ids = at::zeros({b_count, t_count * height, width}, at::TensorOptions(at::kByte).device(device_));
   for (int64_t k = 1; k <= scene.active_layers; ++k) {
     at::Tensor rgba = at::grid_sampler(objects.select(1, k - 1), layer_grid(k), 0, 0, false);
     at::Tensor alpha = rgba.narrow(1, 3, 1);
@@ -633,7 +683,7 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
     if (o.render_layer_ids) layer_ids.masked_fill_(alpha.squeeze(1) >= 0.5, static_cast<uint8_t>(k));
   }
   frame = frame.view({b_count, 3, t_count, height, width});
-  at::Tensor lighting = scene.lighting.to(f32);                                  // [B,T,6]
+  at::Tensor lighting = scene.lighting.to(f32);  // [B,T,6]
   at::Tensor gain = lighting.narrow(2, 0, 3).permute({0, 2, 1}).reshape({b_count, 3, t_count, 1, 1});
   at::Tensor bias = lighting.narrow(2, 3, 3).permute({0, 2, 1}).reshape({b_count, 3, t_count, 1, 1});
   frame = frame * gain + bias;
@@ -646,12 +696,14 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
     at::Tensor next = at::cat({frame.narrow(2, 1, t_count - 1), frame.narrow(2, t_count - 1, 1)}, 2);
     frame = frame * (1.0 - 2.0 * weight) + (previous + next) * weight;
   }
-  if (*std::max_element(scene.blur_sigma_px.begin(), scene.blur_sigma_px.end()) >= 1e-3) frame = blur(frame, scene.blur_sigma_px);
+  if (*std::max_element(scene.blur_sigma_px.begin(), scene.blur_sigma_px.end()) >= 1e-3)
+    frame = blur(frame, scene.blur_sigma_px);
   if (*std::max_element(scene.noise_std.begin(), scene.noise_std.end()) > 0.0) frame.add_(pixel_noise(scene, frame));
   frame = frame.clamp_(0.0, 1.0).permute({0, 2, 3, 4, 1}).contiguous();  // [B,T,H,W,3]
 
   SyntheticBatch batch;
-  batch.video = o.format == SyntheticVideoFormat::uint8 ? frame.mul_(255.0).round_().to(at::kByte) : frame.mul_(2.0).sub_(1.0);
+  batch.video =
+      o.format == SyntheticVideoFormat::uint8 ? frame.mul_(255.0).round_().to(at::kByte) : frame.mul_(2.0).sub_(1.0);
   batch.lighting_gain = lighting.narrow(2, 0, 3).contiguous();
   batch.lighting_bias = lighting.narrow(2, 3, 3).contiguous();
   batch.temporal_blur = temporal_blur;
@@ -660,8 +712,10 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
   // ---- queries: the top-most layer at a candidate position on the query frame owns the point ---------------
   const bool any_warp = std::any_of(scene.layer_warped.begin(), scene.layer_warped.end(), [](bool w) { return w; });
   at::Tensor params_at_query =
-      geometry.gather(2, query_frames.view({b_count, 1, n_count, 1}).expand({b_count, layers + 1, n_count, kGeometryParams}))
-          .unsqueeze(3);  // [B, L+1, N, 1, P]
+      geometry
+          .gather(2,
+                  query_frames.view({b_count, 1, n_count, 1}).expand({b_count, layers + 1, n_count, kGeometryParams}))
+          .unsqueeze(3);                                  // [B, L+1, N, 1, P]
   at::Tensor cx = candidates.select(-1, 0).unsqueeze(1);  // [B,1,N,C]
   at::Tensor cy = candidates.select(-1, 1).unsqueeze(1);
   auto [tx, ty] = texture_from_image(params_at_query, cx, cy, any_warp);  // [B, L+1, N, C]
@@ -672,42 +726,50 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
                           y.reshape({b_count * layers, shape[2], -1}));
     return a.view(shape);
   };
-  at::Tensor layer_index = at::arange(1, layers + 1, at::TensorOptions(at::kLong).device(device_)).view({1, layers, 1, 1});
-  at::Tensor covered = alpha_at(tx.narrow(1, 1, layers), ty.narrow(1, 1, layers)) >= 0.5;   // [B, L, N, C]
+  at::Tensor layer_index =
+      at::arange(1, layers + 1, at::TensorOptions(at::kLong).device(device_)).view({1, layers, 1, 1});
+  at::Tensor covered = alpha_at(tx.narrow(1, 1, layers), ty.narrow(1, 1, layers)) >= 0.5;  // [B, L, N, C]
   at::Tensor top = (covered.to(at::kLong) * layer_index).amax(1);                          // [B, N, C]
-  at::Tensor candidate_index = at::arange(kCandidates, at::TensorOptions(at::kLong).device(device_)).view({1, 1, kCandidates});
-  at::Tensor first_foreground = at::where(top > 0, candidate_index, at::full_like(candidate_index, kCandidates)).amin(2);
+  at::Tensor candidate_index =
+      at::arange(kCandidates, at::TensorOptions(at::kLong).device(device_)).view({1, 1, kCandidates});
+  at::Tensor first_foreground =
+      at::where(top > 0, candidate_index, at::full_like(candidate_index, kCandidates)).amin(2);
   at::Tensor chosen = at::where(at::logical_and(want_foreground, first_foreground < kCandidates), first_foreground,
-                                at::zeros_like(first_foreground));                         // [B, N]
-  at::Tensor point_layers = top.gather(2, chosen.unsqueeze(2)).squeeze(2);                  // [B, N]
+                                at::zeros_like(first_foreground));          // [B, N]
+  at::Tensor point_layers = top.gather(2, chosen.unsqueeze(2)).squeeze(2);  // [B, N]
   at::Tensor query_x = candidates.select(-1, 0).gather(2, chosen.unsqueeze(2)).squeeze(2);
   at::Tensor query_y = candidates.select(-1, 1).gather(2, chosen.unsqueeze(2)).squeeze(2);
   auto pick = [&](const at::Tensor& per_layer) {  // [B, L+1, N, C] -> value on the chosen candidate and layer [B, N]
-    at::Tensor per_candidate = per_layer.gather(3, chosen.view({b_count, 1, n_count, 1}).expand({b_count, layers + 1, n_count, 1}));
+    at::Tensor per_candidate =
+        per_layer.gather(3, chosen.view({b_count, 1, n_count, 1}).expand({b_count, layers + 1, n_count, 1}));
     return per_candidate.squeeze(3).gather(1, point_layers.unsqueeze(1)).squeeze(1);
   };
   at::Tensor texture_x = pick(tx).unsqueeze(2);  // [B, N, 1]
   at::Tensor texture_y = pick(ty).unsqueeze(2);
 
   // ---- ground truth: the point's texture coordinates carried to every frame ---------------------------------
-  at::Tensor params_of_point =
-      geometry.gather(1, point_layers.view({b_count, n_count, 1, 1}).expand({b_count, n_count, t_count, kGeometryParams}));
+  at::Tensor params_of_point = geometry.gather(
+      1, point_layers.view({b_count, n_count, 1, 1}).expand({b_count, n_count, t_count, kGeometryParams}));
   auto [track_nx, track_ny] = image_from_texture(params_of_point, texture_x, texture_y, any_warp);  // [B, N, T]
   at::Tensor track_x = (track_nx + 1.0) * (0.5 * static_cast<double>(width));
   at::Tensor track_y = (track_ny + 1.0) * (0.5 * static_cast<double>(height));
-  at::Tensor outside = (track_x < 0.0).logical_or_(track_x >= static_cast<double>(width))
-                           .logical_or_(track_y < 0.0).logical_or_(track_y >= static_cast<double>(height));
+  at::Tensor outside = (track_x < 0.0)
+                           .logical_or_(track_x >= static_cast<double>(width))
+                           .logical_or_(track_y < 0.0)
+                           .logical_or_(track_y >= static_cast<double>(height));
   at::Tensor object_params = geometry.narrow(1, 1, layers).unsqueeze(2);  // [B, L, 1, T, P]
-  auto [ox, oy] = texture_from_image(object_params, track_nx.unsqueeze(1), track_ny.unsqueeze(1), any_warp);  // [B,L,N,T]
+  auto [ox, oy] =
+      texture_from_image(object_params, track_nx.unsqueeze(1), track_ny.unsqueeze(1), any_warp);  // [B,L,N,T]
   at::Tensor above = layer_index > point_layers.view({b_count, 1, n_count, 1});
   at::Tensor hidden = at::logical_and(alpha_at(ox, oy) >= 0.5, above).any(1);  // [B, N, T]
   at::Tensor occluded = at::logical_or(hidden, outside);
   // The query is visible by construction; do not let a rounding tie at an alpha edge say otherwise.
   occluded.scatter_(2, query_frames.unsqueeze(2), false);
 
-  batch.query_points_tyx = at::stack({query_frames.to(at::kFloat), (query_y + 1.0) * (0.5 * static_cast<double>(height)),
-                                      (query_x + 1.0) * (0.5 * static_cast<double>(width))},
-                                     -1);
+  batch.query_points_tyx =
+      at::stack({query_frames.to(at::kFloat), (query_y + 1.0) * (0.5 * static_cast<double>(height)),
+                 (query_x + 1.0) * (0.5 * static_cast<double>(width))},
+                -1);
   batch.target_points_xy = at::stack({track_x, track_y}, -1);
   batch.occluded = occluded;
   batch.point_layers = point_layers;

@@ -23,24 +23,24 @@
 namespace trackscope::gpu::training {
 
 struct SyntheticBatch {
-  at::Tensor video;              // [B,T,H,W,3]: float32 in [-1,1], or uint8 (SyntheticVideoFormat)
-  at::Tensor query_points_tyx;   // [B,N,3] float32: (frame, y, x); the point is visible there
-  at::Tensor target_points_xy;   // [B,N,T,2] float32: (x, y) of the point on every frame (also when occluded,
-                                 // also outside the image)
-  at::Tensor occluded;           // [B,N,T] bool: hidden by a layer above it, or outside [0,W) x [0,H)
+  at::Tensor video;             // [B,T,H,W,3]: float32 in [-1,1], or uint8 (SyntheticVideoFormat)
+  at::Tensor query_points_tyx;  // [B,N,3] float32: (frame, y, x); the point is visible there
+  at::Tensor target_points_xy;  // [B,N,T,2] float32: (x, y) of the point on every frame (also when occluded,
+                                // also outside the image)
+  at::Tensor occluded;          // [B,N,T] bool: hidden by a layer above it, or outside [0,W) x [0,H)
   // Diagnostics (tests, debugging):
-  at::Tensor point_layers;       // [B,N] int64: layer the point belongs to (0 = background, 1.. = objects by depth)
-  at::Tensor layer_ids;          // [B,T,H,W] uint8: top-most layer at each pixel centre (render_layer_ids only)
-  at::Tensor lighting_gain;      // [B,T,3] float32: frame = gain * unlit + bias, before blur and noise
-  at::Tensor lighting_bias;      // [B,T,3] float32
-  at::Tensor temporal_blur;      // [B] float32: weight of each neighbouring frame (0 = none)
+  at::Tensor point_layers;   // [B,N] int64: layer the point belongs to (0 = background, 1.. = objects by depth)
+  at::Tensor layer_ids;      // [B,T,H,W] uint8: top-most layer at each pixel centre (render_layer_ids only)
+  at::Tensor lighting_gain;  // [B,T,3] float32: frame = gain * unlit + bias, before blur and noise
+  at::Tensor lighting_bias;  // [B,T,3] float32
+  at::Tensor temporal_blur;  // [B] float32: weight of each neighbouring frame (0 = none)
 };
 
 class SyntheticVideoGenerator {
  public:
   /// invalid_argument when options.check() fails or the device is not usable by LibTorch.
   static core::Expected<std::unique_ptr<SyntheticVideoGenerator>> create(const SyntheticOptions& options,
-                                                                        const at::Device& device);
+                                                                         const at::Device& device);
 
   /// The batch for `seed`: the same seed and options give the same batch.
   SyntheticBatch generate(uint64_t seed) const;

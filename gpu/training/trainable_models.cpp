@@ -25,12 +25,14 @@ class TrainableLocoTrack final : public TrainableTracker {
   }
   torch::nn::Module& module() override { return *net_; }
   std::string describe() const override {
-    return fmt::format("{} ({} parameters)", model::model_display_name(net_->config().size), net_->config().parameter_count());
+    return fmt::format("{} ({} parameters)", model::model_display_name(net_->config().size),
+                       net_->config().parameter_count());
   }
   TrackerOutputs forward(const at::Tensor& video, const at::Tensor& query_points_tyx) override {
-    TORCH_CHECK(video.size(2) == 256 && video.size(3) == 256, "LocoTrack trains on 256x256 clips, got ", video.size(3), "x",
-                video.size(2));
-    const model::ForwardOutput out = model::forward(*net_, video, query_points_tyx, std::max<int64_t>(1, query_points_tyx.size(1)));
+    TORCH_CHECK(video.size(2) == 256 && video.size(3) == 256, "LocoTrack trains on 256x256 clips, got ", video.size(3),
+                "x", video.size(2));
+    const model::ForwardOutput out =
+        model::forward(*net_, video, query_points_tyx, std::max<int64_t>(1, query_points_tyx.size(1)));
     TrackerOutputs outputs;
     for (const model::TrackState& state : out.iterations) {
       outputs.iterations.push_back({state.tracks, state.occlusion, state.expected_dist});
@@ -45,10 +47,13 @@ class TrainableLocoTrack final : public TrainableTracker {
 }  // namespace
 #endif
 
-core::Expected<std::unique_ptr<TrainableTracker>> make_trainable_tracker(const std::string& name, const at::Device& device) {
+core::Expected<std::unique_ptr<TrainableTracker>> make_trainable_tracker(const std::string& name,
+                                                                         const at::Device& device) {
 #ifdef TRACKSCOPE_TRAINABLE_LOCOTRACK
-  if (name == "locotrack-small") return std::unique_ptr<TrainableTracker>(std::make_unique<TrainableLocoTrack>(model::ModelSize::small, device));
-  if (name == "locotrack-base") return std::unique_ptr<TrainableTracker>(std::make_unique<TrainableLocoTrack>(model::ModelSize::base, device));
+  if (name == "locotrack-small")
+    return std::unique_ptr<TrainableTracker>(std::make_unique<TrainableLocoTrack>(model::ModelSize::small, device));
+  if (name == "locotrack-base")
+    return std::unique_ptr<TrainableTracker>(std::make_unique<TrainableLocoTrack>(model::ModelSize::base, device));
   return core::not_found(fmt::format("no trainable model '{}': use locotrack-small or locotrack-base", name));
 #else
   return core::not_found(fmt::format(

@@ -30,9 +30,9 @@ namespace trackscope::gpu::training {
 
 /// One iteration's estimate of every track.
 struct TrackEstimate {
-  at::Tensor tracks_xy;              // [B,N,T,2]
-  at::Tensor occlusion_logits;       // [B,N,T]
-  at::Tensor expected_dist_logits;   // [B,N,T]; undefined if the model has no such head
+  at::Tensor tracks_xy;             // [B,N,T,2]
+  at::Tensor occlusion_logits;      // [B,N,T]
+  at::Tensor expected_dist_logits;  // [B,N,T]; undefined if the model has no such head
 };
 
 /// Every estimate the model made, in order; the last one is the model's output. LocoTrack: iteration 0 is the
@@ -58,6 +58,7 @@ using TrainableTrackerFactory =
     std::function<core::Expected<std::unique_ptr<TrainableTracker>>(const std::string& name, const at::Device& device)>;
 
 /// The models this build can train (trainable_models.cpp). not_found lists the names it knows.
-core::Expected<std::unique_ptr<TrainableTracker>> make_trainable_tracker(const std::string& name, const at::Device& device);
+core::Expected<std::unique_ptr<TrainableTracker>> make_trainable_tracker(const std::string& name,
+                                                                         const at::Device& device);
 
 }  // namespace trackscope::gpu::training

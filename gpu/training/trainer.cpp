@@ -39,7 +39,8 @@ core::Status torch_error(const std::exception& error, std::string_view during) {
   std::string what = error.what();
   what = what.substr(0, what.find('\n'));
   if (what.find("out of memory") != std::string::npos) {
-    return core::out_of_memory(fmt::format("{}: out of device memory ({}); lower the batch size, points or frames", during, what));
+    return core::out_of_memory(
+        fmt::format("{}: out of device memory ({}); lower the batch size, points or frames", during, what));
   }
   return core::internal_error(fmt::format("{}: {}", during, what));
 }
@@ -58,14 +59,18 @@ at::Tensor model_input(const at::Tensor& video) {
 }
 
 Json metrics_json(const core::TapVidMetrics& m) {
-  return {{"average_jaccard", m.average_jaccard}, {"average_pts_within", m.average_pts_within},
-          {"occlusion_accuracy", m.occlusion_accuracy}, {"jaccard", m.jaccard}, {"pts_within", m.pts_within},
-          {"videos", m.videos}, {"evaluated_points", m.counts.evaluated_points}};
+  return {{"average_jaccard", m.average_jaccard},
+          {"average_pts_within", m.average_pts_within},
+          {"occlusion_accuracy", m.occlusion_accuracy},
+          {"jaccard", m.jaccard},
+          {"pts_within", m.pts_within},
+          {"videos", m.videos},
+          {"evaluated_points", m.counts.evaluated_points}};
 }
 
 // TAP-Vid inputs of clip b, positions scaled to 256x256 as the benchmark expects.
-core::TapVidVideo tapvid_video(const SyntheticBatch& batch, const at::Tensor& pred_tracks, const at::Tensor& pred_occluded,
-                               int64_t b) {
+core::TapVidVideo tapvid_video(const SyntheticBatch& batch, const at::Tensor& pred_tracks,
+                               const at::Tensor& pred_occluded, int64_t b) {
   const int64_t n_count = batch.target_points_xy.size(1), t_count = batch.target_points_xy.size(2);
   const int64_t height = batch.video.size(2), width = batch.video.size(3);
   at::Tensor scale = at::tensor({256.0f / static_cast<float>(width), 256.0f / static_cast<float>(height)});
@@ -131,16 +136,17 @@ core::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainingOptions& 
   trainer->train_data_ = std::move(*train_data);
   trainer->validation_data_ = std::move(*validation_data);
   const OptimizerOptions& o = options.optimizer;
-  trainer->optimizer_ = std::make_unique<torch::optim::AdamW>(
-      model.module().parameters(), torch::optim::AdamWOptions(o.learning_rate)
-                                       .betas(std::make_tuple(o.beta1, o.beta2))
-                                       .weight_decay(o.weight_decay)
-                                       .eps(o.epsilon));
+  trainer->optimizer_ =
+      std::make_unique<torch::optim::AdamW>(model.module().parameters(), torch::optim::AdamWOptions(o.learning_rate)
+                                                                             .betas(std::make_tuple(o.beta1, o.beta2))
+                                                                             .weight_decay(o.weight_decay)
+                                                                             .eps(o.epsilon));
   std::error_code error;
   std::filesystem::create_directories(options.output_dir, error);
   if (error) return core::io_error(fmt::format("cannot create '{}': {}", options.output_dir.string(), error.message()));
   trainer->log_.open(options.output_dir / "train_log.jsonl", std::ios::app);
-  if (!trainer->log_) return core::io_error(fmt::format("cannot write '{}'", (options.output_dir / "train_log.jsonl").string()));
+  if (!trainer->log_)
+    return core::io_error(fmt::format("cannot write '{}'", (options.output_dir / "train_log.jsonl").string()));
   return trainer;
 }
 
@@ -157,7 +163,8 @@ void Trainer::log_json(const std::string& line) {
 }
 
 void Trainer::apply_schedule() {
-  const ScheduleOptions::Point point = options_.schedule.at(step_, options_.optimizer.learning_rate, options_.optimizer.beta1);
+  const ScheduleOptions::Point point =
+      options_.schedule.at(step_, options_.optimizer.learning_rate, options_.optimizer.beta1);
   for (auto& group : optimizer_->param_groups()) {
     auto& adamw = static_cast<torch::optim::AdamWOptions&>(group.options());
     adamw.lr(point.learning_rate);
@@ -180,18 +187,21 @@ core::Status Trainer::resume(const std::filesystem::path& dir) {
     const Json state = read_json(dir / "trainer_state.json");
     if (state.is_null()) return core::not_found(fmt::format("no readable trainer_state.json in '{}'", dir.string()));
     if (state.value("model", options_.model) != options_.model) {
-      return core::invalid_argument(fmt::format("'{}' holds a {} checkpoint, not {}", dir.string(), state.value("model", ""), options_.model));
+      return core::invalid_argument(
+          fmt::format("'{}' holds a {} checkpoint, not {}", dir.string(), state.value("model", ""), options_.model));
     }
     TRACKSCOPE_RETURN_IF_ERROR(load_weights(model_.module(), dir / "weights.safetensors"));
     if (std::filesystem::exists(dir / "optimizer.pt")) {
       torch::load(*optimizer_, (dir / "optimizer.pt").string(), device_);
     } else {
-      core::log::warn("'{}' has no optimizer.pt: AdamW moments start afresh at step {}", dir.string(), state.value("step", 0));
+      core::log::warn("'{}' has no optimizer.pt: AdamW moments start afresh at step {}", dir.string(),
+                      state.value("step", 0));
     }
     step_ = state.value("step", int64_t{0});
     previous_train_seconds_ = state.value("train_seconds", 0.0);
     if (state.value("data_seed", options_.data_seed) != options_.data_seed) {
-      core::log::warn("resuming with data seed {} (the checkpoint used {})", options_.data_seed, state.value("data_seed", uint64_t{0}));
+      core::log::warn("resuming with data seed {} (the checkpoint used {})", options_.data_seed,
+                      state.value("data_seed", uint64_t{0}));
     }
     log_json(Json{{"type", "resume"}, {"step", step_}, {"from", dir.string()}}.dump());
     return core::Status();
@@ -200,9 +210,12 @@ core::Status Trainer::resume(const std::filesystem::path& dir) {
 
 core::Status Trainer::save_checkpoint(const std::filesystem::path& dir) {
   return guarded("saving the checkpoint", [&]() -> core::Status {
-    const std::map<std::string, std::string> metadata = {
-        {"format", "pt"}, {"model", options_.model}, {"step", std::to_string(step_)}, {"data_seed", std::to_string(options_.data_seed)}};
-    auto files = save_weights(model_.module(), dir, "weights", options_.checkpoint_weights_dtype, options_.max_shard_bytes, metadata);
+    const std::map<std::string, std::string> metadata = {{"format", "pt"},
+                                                         {"model", options_.model},
+                                                         {"step", std::to_string(step_)},
+                                                         {"data_seed", std::to_string(options_.data_seed)}};
+    auto files = save_weights(model_.module(), dir, "weights", options_.checkpoint_weights_dtype,
+                              options_.max_shard_bytes, metadata);
     if (!files) return files.status();
     const std::filesystem::path optimizer_path = dir / "optimizer.pt";
     torch::save(*optimizer_, optimizer_path.string() + ".tmp");
@@ -247,8 +260,9 @@ core::Status Trainer::self_check() {
     const double query_error = (at_query - a.query_points_tyx.narrow(-1, 1, 2).flip(-1)).abs().max().item<double>();
     const double visible = 1.0 - a.occluded.to(at::kFloat).mean().item<double>();
     if (query_error > 0.01 || visible < 0.3 || visible > 0.995) {
-      return core::internal_error(fmt::format("self-check: implausible ground truth (query-frame error {} px, {:.1f}% visible)",
-                                              query_error, 100.0 * visible));
+      return core::internal_error(
+          fmt::format("self-check: implausible ground truth (query-frame error {} px, {:.1f}% visible)", query_error,
+                      100.0 * visible));
     }
     model_.module().train();
     optimizer_->zero_grad();
@@ -256,7 +270,8 @@ core::Status Trainer::self_check() {
     if (outputs.iterations.empty() || outputs.final_estimate().tracks_xy.sizes() != a.target_points_xy.sizes()) {
       return core::internal_error("self-check: the model's tracks do not have the shape [B,N,T,2] of the targets");
     }
-    const LossTerms loss = tapir_loss(outputs, a.target_points_xy, a.occluded, a.video.size(2), a.video.size(3), options_.loss);
+    const LossTerms loss =
+        tapir_loss(outputs, a.target_points_xy, a.occluded, a.video.size(2), a.video.size(3), options_.loss);
     loss.total.backward();
     const double total = loss.total.item<double>();
     int64_t with_gradient = 0, nonfinite = 0;
@@ -267,12 +282,21 @@ core::Status Trainer::self_check() {
     }
     optimizer_->zero_grad();
     if (!std::isfinite(total) || with_gradient == 0 || nonfinite > 0) {
-      return core::internal_error(fmt::format("self-check: loss {} with {} gradients, {} of them non-finite", total, with_gradient, nonfinite));
+      return core::internal_error(
+          fmt::format("self-check: loss {} with {} gradients, {} of them non-finite", total, with_gradient, nonfinite));
     }
-    log_json(Json{{"type", "self_check"}, {"ok", true}, {"device", device_.str()}, {"model", model_.describe()},
-                  {"autocast_bf16", autocast_}, {"generator_repeat_difference", {video_difference, track_difference, occlusion_mismatch}},
-                  {"loss", total}, {"iterations", outputs.iterations.size()}, {"parameters_with_gradient", with_gradient},
-                  {"visible_fraction", visible}, {"seconds", seconds_since(start)}}.dump());
+    log_json(Json{{"type", "self_check"},
+                  {"ok", true},
+                  {"device", device_.str()},
+                  {"model", model_.describe()},
+                  {"autocast_bf16", autocast_},
+                  {"generator_repeat_difference", {video_difference, track_difference, occlusion_mismatch}},
+                  {"loss", total},
+                  {"iterations", outputs.iterations.size()},
+                  {"parameters_with_gradient", with_gradient},
+                  {"visible_fraction", visible},
+                  {"seconds", seconds_since(start)}}
+                 .dump());
     return core::Status();
   });
 }
@@ -298,7 +322,8 @@ core::Expected<StepRecord> Trainer::train_step(bool timed) {
     r.beta1 = std::get<0>(adamw.betas());
     optimizer_->zero_grad();
     const TrackerOutputs outputs = run_model(video, batch.query_points_tyx);
-    const LossTerms loss = tapir_loss(outputs, batch.target_points_xy, batch.occluded, video.size(2), video.size(3), options_.loss);
+    const LossTerms loss =
+        tapir_loss(outputs, batch.target_points_xy, batch.occluded, video.size(2), video.size(3), options_.loss);
     lap(r.forward_ms);
     loss.total.backward();
     lap(r.backward_ms);
@@ -320,12 +345,14 @@ core::Expected<StepRecord> Trainer::train_step(bool timed) {
       }
     }
     const double clip = options_.optimizer.gradient_clip_norm;
-    r.gradient_norm = torch::nn::utils::clip_grad_norm_(parameters, clip > 0.0 ? clip : std::numeric_limits<double>::infinity());
+    r.gradient_norm =
+        torch::nn::utils::clip_grad_norm_(parameters, clip > 0.0 ? clip : std::numeric_limits<double>::infinity());
     optimizer_->step();
     lap(r.optimizer_ms);
-    const at::Tensor values = at::stack({loss.total.detach(), at::stack(loss.position).sum().detach(),
-                                         at::stack(loss.occlusion).sum().detach(), at::stack(loss.expected_dist).sum().detach()})
-                                  .to(at::kCPU, at::kDouble);  // one host sync for every logged value
+    const at::Tensor values =
+        at::stack({loss.total.detach(), at::stack(loss.position).sum().detach(),
+                   at::stack(loss.occlusion).sum().detach(), at::stack(loss.expected_dist).sum().detach()})
+            .to(at::kCPU, at::kDouble);  // one host sync for every logged value
     r.loss = values[0].item<double>();
     r.position_loss = values[1].item<double>();
     r.occlusion_loss = values[2].item<double>();
@@ -344,23 +371,30 @@ core::Expected<ValidationSummary> Trainer::validate() {
     double loss_sum = 0.0;
     const int64_t batch_size = options_.validation_data.batch_size;
     for (int64_t done = 0, index = 0; done < options_.validation_clips; ++index) {
-      const SyntheticBatch batch = validation_data_->generate(derive_seed(options_.validation_seed, static_cast<uint64_t>(index)));
+      const SyntheticBatch batch =
+          validation_data_->generate(derive_seed(options_.validation_seed, static_cast<uint64_t>(index)));
       const at::Tensor video = model_input(batch.video);
       const TrackerOutputs outputs = run_model(video, batch.query_points_tyx);
       const int64_t used = std::min(batch_size, options_.validation_clips - done);
-      loss_sum += tapir_loss(outputs, batch.target_points_xy, batch.occluded, video.size(2), video.size(3), options_.loss)
-                      .total.item<double>() * static_cast<double>(used);
+      loss_sum +=
+          tapir_loss(outputs, batch.target_points_xy, batch.occluded, video.size(2), video.size(3), options_.loss)
+              .total.item<double>() *
+          static_cast<double>(used);
       const TrackEstimate& estimate = outputs.final_estimate();
       // The model's own visibility rule: visible iff (1 - sigmoid(occ)) (1 - sigmoid(expd)) >= 0.5.
       at::Tensor visible = 1.0 - at::sigmoid(estimate.occlusion_logits.to(at::kFloat));
-      if (estimate.expected_dist_logits.defined()) visible = visible * (1.0 - at::sigmoid(estimate.expected_dist_logits.to(at::kFloat)));
+      if (estimate.expected_dist_logits.defined())
+        visible = visible * (1.0 - at::sigmoid(estimate.expected_dist_logits.to(at::kFloat)));
       const at::Tensor predicted_occluded = visible < 0.5;
       const int64_t frames = batch.target_points_xy.size(2);
-      const at::Tensor still_tracks = batch.query_points_tyx.narrow(-1, 1, 2).flip(-1).unsqueeze(2).expand({-1, -1, frames, -1});
+      const at::Tensor still_tracks =
+          batch.query_points_tyx.narrow(-1, 1, 2).flip(-1).unsqueeze(2).expand({-1, -1, frames, -1});
       const at::Tensor still_occluded = at::zeros_like(batch.occluded);
       for (int64_t b = 0; b < used; ++b) {
-        auto m = core::compute_tapvid_metrics(tapvid_video(batch, estimate.tracks_xy, predicted_occluded, b), core::QueryMode::first);
-        auto s = core::compute_tapvid_metrics(tapvid_video(batch, still_tracks, still_occluded, b), core::QueryMode::first);
+        auto m = core::compute_tapvid_metrics(tapvid_video(batch, estimate.tracks_xy, predicted_occluded, b),
+                                              core::QueryMode::first);
+        auto s =
+            core::compute_tapvid_metrics(tapvid_video(batch, still_tracks, still_occluded, b), core::QueryMode::first);
         if (!m) return m.status();
         if (!s) return s.status();
         model_metrics.push_back(*m);
@@ -391,34 +425,58 @@ core::Expected<TrainingSummary> Trainer::train() {
   StepRecord sums, timed, latest;
   int64_t interval_steps = 0;
   auto validation_line = [](const ValidationSummary& v) {
-    return Json{{"type", "validation"}, {"step", v.step}, {"loss", v.loss}, {"seconds", v.seconds},
-                {"model", metrics_json(v.metrics)}, {"stationary", metrics_json(v.stationary_baseline)}}.dump();
+    return Json{{"type", "validation"},
+                {"step", v.step},
+                {"loss", v.loss},
+                {"seconds", v.seconds},
+                {"model", metrics_json(v.metrics)},
+                {"stationary", metrics_json(v.stationary_baseline)}}
+        .dump();
   };
   auto flush_interval = [&]() {
     if (interval_steps == 0) return;
     const double seconds = seconds_since(interval_start), n = static_cast<double>(interval_steps);
-    log_json(Json{{"type", "train"}, {"step", step_}, {"loss", sums.loss / n}, {"position_loss", sums.position_loss / n},
-                  {"occlusion_loss", sums.occlusion_loss / n}, {"expected_dist_loss", sums.expected_dist_loss / n},
-                  {"learning_rate", latest.learning_rate}, {"beta1", latest.beta1}, {"gradient_norm", sums.gradient_norm / n},
-                  {"nonfinite_gradients", sums.nonfinite_gradients}, {"steps_per_second", n / seconds},
-                  {"clips_per_second", n * static_cast<double>(batch_size) / seconds}, {"elapsed_s", seconds_since(start)},
-                  {"timed_step", {{"data_ms", timed.data_ms}, {"forward_ms", timed.forward_ms}, {"backward_ms", timed.backward_ms},
-                                  {"optimizer_ms", timed.optimizer_ms}}}}
+    log_json(Json{{"type", "train"},
+                  {"step", step_},
+                  {"loss", sums.loss / n},
+                  {"position_loss", sums.position_loss / n},
+                  {"occlusion_loss", sums.occlusion_loss / n},
+                  {"expected_dist_loss", sums.expected_dist_loss / n},
+                  {"learning_rate", latest.learning_rate},
+                  {"beta1", latest.beta1},
+                  {"gradient_norm", sums.gradient_norm / n},
+                  {"nonfinite_gradients", sums.nonfinite_gradients},
+                  {"steps_per_second", n / seconds},
+                  {"clips_per_second", n * static_cast<double>(batch_size) / seconds},
+                  {"elapsed_s", seconds_since(start)},
+                  {"timed_step",
+                   {{"data_ms", timed.data_ms},
+                    {"forward_ms", timed.forward_ms},
+                    {"backward_ms", timed.backward_ms},
+                    {"optimizer_ms", timed.optimizer_ms}}}}
                  .dump());
     sums = StepRecord{};
     interval_steps = 0;
     interval_start = Clock::now();
   };
   model_.module().train();
-  log_json(Json{{"type", "start"}, {"step", step_}, {"model", model_.describe()}, {"device", device_.str()},
-                {"precision", core::to_string(options_.precision)}, {"autocast_bf16", autocast_}, {"batch_size", batch_size},
-                {"frames", options_.data.frames}, {"points", options_.data.points},
-                {"data", {{"max_object_speed", options_.data.max_object_speed},
-                          {"limb_fraction", options_.data.limb_fraction},
-                          {"max_aspect_squeeze", options_.data.max_aspect_squeeze},
-                          {"max_temporal_blur", options_.data.max_temporal_blur}}},
+  log_json(Json{{"type", "start"},
+                {"step", step_},
+                {"model", model_.describe()},
+                {"device", device_.str()},
+                {"precision", core::to_string(options_.precision)},
+                {"autocast_bf16", autocast_},
+                {"batch_size", batch_size},
+                {"frames", options_.data.frames},
+                {"points", options_.data.points},
+                {"data",
+                 {{"max_object_speed", options_.data.max_object_speed},
+                  {"limb_fraction", options_.data.limb_fraction},
+                  {"max_aspect_squeeze", options_.data.max_aspect_squeeze},
+                  {"max_temporal_blur", options_.data.max_temporal_blur}}},
                 {"max_steps", options_.max_steps},
-                {"max_minutes", options_.max_minutes}}.dump());
+                {"max_minutes", options_.max_minutes}}
+               .dump());
   while (true) {
     const int64_t done = step_ - summary.first_step;
     if (options_.max_steps > 0 && done >= options_.max_steps) break;
@@ -437,7 +495,8 @@ core::Expected<TrainingSummary> Trainer::train() {
     sums.nonfinite_gradients += record->nonfinite_gradients;
     summary.last_loss = record->loss;
     if (++interval_steps == options_.log_every_steps) flush_interval();
-    if (options_.validation_every_steps > 0 && step_ % options_.validation_every_steps == 0 && options_.validation_clips > 0) {
+    if (options_.validation_every_steps > 0 && step_ % options_.validation_every_steps == 0 &&
+        options_.validation_clips > 0) {
       flush_interval();
       auto v = validate();
       if (!v) return v.status();
@@ -445,7 +504,8 @@ core::Expected<TrainingSummary> Trainer::train() {
       interval_start = Clock::now();
     }
     const bool checkpoint_steps = options_.checkpoint_every_steps > 0 && step_ % options_.checkpoint_every_steps == 0;
-    const bool checkpoint_time = options_.checkpoint_every_minutes > 0.0 && seconds_since(last_checkpoint) >= options_.checkpoint_every_minutes * 60.0;
+    const bool checkpoint_time = options_.checkpoint_every_minutes > 0.0 &&
+                                 seconds_since(last_checkpoint) >= options_.checkpoint_every_minutes * 60.0;
     if (checkpoint_steps || checkpoint_time) {
       flush_interval();
       previous_train_seconds_ += seconds_since(last_checkpoint);
@@ -468,8 +528,12 @@ core::Expected<TrainingSummary> Trainer::train() {
     summary.validation = *v;
     TRACKSCOPE_RETURN_IF_ERROR(write_json(options_.output_dir / "validation.json", Json::parse(validation_line(*v))));
   }
-  log_json(Json{{"type", "end"}, {"step", step_}, {"train_seconds", summary.train_seconds},
-                {"steps_per_second", summary.steps_per_second}, {"clips_per_second", summary.clips_per_second}}.dump());
+  log_json(Json{{"type", "end"},
+                {"step", step_},
+                {"train_seconds", summary.train_seconds},
+                {"steps_per_second", summary.steps_per_second},
+                {"clips_per_second", summary.clips_per_second}}
+               .dump());
   return summary;
 }
 
@@ -497,7 +561,8 @@ core::Expected<TrainingSummary> run_training(const TrainingOptions& options, con
     auto trainer = Trainer::create(effective, **model, device);
     if (!trainer) return trainer.status();
     std::filesystem::path resume_from = options.resume_from;
-    if (resume_from.empty() && options.continue_in_output && std::filesystem::exists(options.output_dir / "trainer_state.json")) {
+    if (resume_from.empty() && options.continue_in_output &&
+        std::filesystem::exists(options.output_dir / "trainer_state.json")) {
       resume_from = options.output_dir;
     }
     if (!resume_from.empty()) {

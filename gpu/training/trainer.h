@@ -32,15 +32,15 @@ namespace trackscope::gpu::training {
 
 /// What one optimiser step did.
 struct StepRecord {
-  int64_t step = 0;                // global step index of this update (0-based)
+  int64_t step = 0;  // global step index of this update (0-based)
   double loss = 0.0;
-  double position_loss = 0.0;      // summed over iterations, weighted
+  double position_loss = 0.0;  // summed over iterations, weighted
   double occlusion_loss = 0.0;
   double expected_dist_loss = 0.0;
   double learning_rate = 0.0;
   double beta1 = 0.0;
-  double gradient_norm = 0.0;      // before clipping (non-finite gradients zeroed first)
-  int64_t nonfinite_gradients = 0; // parameters whose gradient had NaN/inf and was zeroed (as the reference does)
+  double gradient_norm = 0.0;       // before clipping (non-finite gradients zeroed first)
+  int64_t nonfinite_gradients = 0;  // parameters whose gradient had NaN/inf and was zeroed (as the reference does)
   // Stage times, measured with device synchronisation (timed steps only; 0 otherwise).
   double data_ms = 0.0;
   double forward_ms = 0.0;
@@ -94,7 +94,7 @@ class Trainer {
   std::unique_ptr<SyntheticVideoGenerator> validation_data_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   int64_t step_ = 0;
-  double previous_train_seconds_ = 0.0;   // from earlier calls of a resumed run
+  double previous_train_seconds_ = 0.0;  // from earlier calls of a resumed run
   std::ofstream log_;
 };
 

@@ -87,8 +87,8 @@ core::Expected<weights::StateDict> read_safetensors(const std::filesystem::path&
   for (const core::io::TensorEntry& entry : set->tensors()) {
     const std::optional<at::ScalarType> type = scalar_type_of(entry.dtype);
     if (!type) {
-      return core::unsupported(fmt::format("'{}': tensor {} has a dtype the model cannot use", path.string(),
-                                           entry.describe()));
+      return core::unsupported(
+          fmt::format("'{}': tensor {} has a dtype the model cannot use", path.string(), entry.describe()));
     }
     // Copy into an owned, aligned tensor: the file buffer gives no alignment guarantee.
     at::Tensor tensor = at::empty(entry.shape, at::TensorOptions().dtype(*type));
@@ -108,13 +108,14 @@ core::Expected<weights::StateDict> read_checkpoint(const std::filesystem::path& 
                                              c10::nullopt, at::Device(at::kCPU), reader);
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
-    return core::corrupt_data(fmt::format("cannot read the PyTorch checkpoint '{}': {}. If the file is intact but holds "
-                                          "objects LibTorch cannot unpickle, {}",
-                                          path.string(), what.substr(0, what.find('\n')), kConverterHint));
+    return core::corrupt_data(
+        fmt::format("cannot read the PyTorch checkpoint '{}': {}. If the file is intact but holds "
+                    "objects LibTorch cannot unpickle, {}",
+                    path.string(), what.substr(0, what.find('\n')), kConverterHint));
   }
   if (!root.isGenericDict()) {
-    return core::unsupported(fmt::format("'{}' holds a {} instead of a dict of tensors; {}", path.string(),
-                                         root.tagKind(), kConverterHint));
+    return core::unsupported(
+        fmt::format("'{}' holds a {} instead of a dict of tensors; {}", path.string(), root.tagKind(), kConverterHint));
   }
   c10::impl::GenericDict dict = root.toGenericDict();
   for (const auto& item : root.toGenericDict()) {
@@ -135,8 +136,8 @@ core::Expected<weights::StateDict> read_checkpoint(const std::filesystem::path& 
     state.tensors.emplace_back(strip_model_prefix(item.key().toStringRef()), item.value().toTensor().contiguous());
   }
   if (state.tensors.empty()) {
-    return core::invalid_argument(fmt::format("'{}' holds no tensors (neither a state dict nor a 'state_dict' entry)",
-                                              path.string()));
+    return core::invalid_argument(
+        fmt::format("'{}' holds no tensors (neither a state dict nor a 'state_dict' entry)", path.string()));
   }
   return state;
 }
@@ -235,7 +236,8 @@ core::Expected<StateDict> read_state_dict(const std::filesystem::path& path) {
   const bool zip = magic[0] == 'P' && magic[1] == 'K' && magic[2] == '\x03' && magic[3] == '\x04';
   if (zip) return read_checkpoint(path);
   if (static_cast<unsigned char>(magic[0]) == 0x80 && path.extension() != ".safetensors") {
-    return core::unsupported(fmt::format("'{}' is a legacy (pre-1.6) torch.save file; {}", path.string(), kConverterHint));
+    return core::unsupported(
+        fmt::format("'{}' is a legacy (pre-1.6) torch.save file; {}", path.string(), kConverterHint));
   }
   return read_safetensors(path);
 }
@@ -269,7 +271,8 @@ core::Status load_state_dict(model::LocoTrack& model, const StateDict& state) {
       mismatched.push_back(fmt::format("{}: file {} vs model {}", item.key(), shape_text(source.sizes()),
                                        shape_text(item.value().sizes())));
     } else if (!c10::isFloatingType(source.scalar_type())) {
-      mismatched.push_back(fmt::format("{}: dtype {} is not floating point", item.key(), c10::toString(source.scalar_type())));
+      mismatched.push_back(
+          fmt::format("{}: dtype {} is not floating point", item.key(), c10::toString(source.scalar_type())));
     } else if (!at::isfinite(source).all().item<bool>()) {
       non_finite.push_back(item.key());
     }
@@ -278,12 +281,14 @@ core::Status load_state_dict(model::LocoTrack& model, const StateDict& state) {
     if (parameters.find(key) == nullptr) unexpected.push_back(key);
   }
   if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
-    std::string message = fmt::format("the weights do not fit {} ({} tensors expected, {} given):",
-                                      model::model_display_name(model.config().size), parameters.size(),
-                                      state.tensors.size());
+    std::string message = fmt::format(
+        "the weights do not fit {} ({} tensors expected, {} given):", model::model_display_name(model.config().size),
+        parameters.size(), state.tensors.size());
     if (!missing.empty()) message += fmt::format("\n  missing ({}): {}", missing.size(), fmt::join(missing, ", "));
-    if (!unexpected.empty()) message += fmt::format("\n  unexpected ({}): {}", unexpected.size(), fmt::join(unexpected, ", "));
-    if (!mismatched.empty()) message += fmt::format("\n  wrong shape or type ({}): {}", mismatched.size(), fmt::join(mismatched, "; "));
+    if (!unexpected.empty())
+      message += fmt::format("\n  unexpected ({}): {}", unexpected.size(), fmt::join(unexpected, ", "));
+    if (!mismatched.empty())
+      message += fmt::format("\n  wrong shape or type ({}): {}", mismatched.size(), fmt::join(mismatched, "; "));
     return core::invalid_argument(message);
   }
   if (!non_finite.empty()) {
@@ -316,7 +321,8 @@ core::Expected<LoadedModel> load_locotrack(const std::filesystem::path& path, co
     core::log::info("loaded {} from {}", loaded.info.summary(), path.string());
     return loaded;
   } catch (const c10::Error& e) {
-    return core::internal_error(fmt::format("loading '{}' failed in LibTorch: {}", path.string(), e.what_without_backtrace()));
+    return core::internal_error(
+        fmt::format("loading '{}' failed in LibTorch: {}", path.string(), e.what_without_backtrace()));
   }
 }
 
@@ -345,7 +351,8 @@ core::Status save_model_safetensors(const model::LocoTrack& model, const std::fi
     metadata.emplace("model_size", std::string(model::model_size_name(model.config().size)));
     return core::io::write_safetensors(path, tensors, metadata);
   } catch (const c10::Error& e) {
-    return core::internal_error(fmt::format("saving '{}' failed in LibTorch: {}", path.string(), e.what_without_backtrace()));
+    return core::internal_error(
+        fmt::format("saving '{}' failed in LibTorch: {}", path.string(), e.what_without_backtrace()));
   }
 }
 

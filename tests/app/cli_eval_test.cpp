@@ -30,7 +30,7 @@ const fs::path kOutput = fs::path(TRACKSCOPE_TEST_OUTPUT_DIR) / "cli_eval";
 
 struct CliRun {
   int exit_code = -1;
-  std::string output;   // stdout and stderr
+  std::string output;  // stdout and stderr
 };
 
 CliRun run_command(const std::string& subcommand, const std::string& arguments) {
@@ -59,8 +59,8 @@ Json read_json(const fs::path& path) {
 class StillTracker final : public core::PointTracker {
  public:
   const core::TrackerDescription& description() const override { return description_; }
-  core::Expected<core::TrackSet> track(core::VideoSource& video, const core::TrackRequest& request, core::TrackObserver&,
-                                       std::stop_token) override {
+  core::Expected<core::TrackSet> track(core::VideoSource& video, const core::TrackRequest& request,
+                                       core::TrackObserver&, std::stop_token) override {
     const int64_t end = request.end_frame == -1 ? video.info().frame_count : request.end_frame;
     return core::make_stationary_tracks(request.queries, request.first_frame, end - request.first_frame);
   }
@@ -76,7 +76,7 @@ TEST(CliEval, BadjaOnTheFirstFramesWritesTheReport) {
   const fs::path json = kOutput / "badja.json";
   fs::remove(json);
   const CliRun run = run_cli("--badja " + quoted(kCsv) + " --video " + quoted(kVideo) + " --model " + quoted(kFixture) +
-                          " --device cpu --threads 1 --end-frame 8 -q --json " + quoted(json));
+                             " --device cpu --threads 1 --end-frame 8 -q --json " + quoted(json));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("stationary"), std::string::npos) << run.output;
   const Json report = read_json(json);
@@ -102,7 +102,8 @@ TEST(CliEval, BadjaOnTheFirstFramesWritesTheReport) {
   NullObserver observer;
   core::BadjaEvaluationOptions options;
   options.end_frame = 8;
-  core::Expected<core::BadjaEvaluation> expected = core::evaluate_badja(still, **video, *annotations, options, observer);
+  core::Expected<core::BadjaEvaluation> expected =
+      core::evaluate_badja(still, **video, *annotations, options, observer);
   ASSERT_TRUE(expected) << expected.status().message();
   const Json& stationary = badja["baselines"]["stationary"];
   EXPECT_EQ(stationary["correct"], expected->stationary.correct);
@@ -122,15 +123,16 @@ TEST(CliEval, SyntheticClipWithTheRandomWeightsBaseline) {
   const fs::path json = kOutput / "synthetic.json";
   fs::remove(json);
   // The model and the baseline are the same weights here: their metrics must agree exactly.
-  const CliRun run = run_cli("--synthetic 5 --clips 1 --frames 4 --points 16 --model " + quoted(kFixture) +
-                          " --baseline-weights " + quoted(kFixture) + " --device cpu --threads 1 -q --json " + quoted(json));
+  const CliRun run =
+      run_cli("--synthetic 5 --clips 1 --frames 4 --points 16 --model " + quoted(kFixture) + " --baseline-weights " +
+              quoted(kFixture) + " --device cpu --threads 1 -q --json " + quoted(json));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json report = read_json(json);
   ASSERT_TRUE(report.is_object());
   const Json& synthetic = report["synthetic"];
   EXPECT_EQ(synthetic["seed"], 5);
   EXPECT_EQ(synthetic["clips"], 1);
-  EXPECT_EQ(synthetic["evaluated_points"], 16 * 3);   // query-first: the 3 frames after frame 0
+  EXPECT_EQ(synthetic["evaluated_points"], 16 * 3);  // query-first: the 3 frames after frame 0
   for (const char* key : {"average_jaccard", "average_pts_within", "occlusion_accuracy"}) {
     ASSERT_TRUE(synthetic[key].is_number()) << key;
     EXPECT_EQ(synthetic[key], synthetic["baselines"]["random_weights"][key]) << key;
@@ -167,11 +169,12 @@ TEST(CliEval, BadArgumentsExitWith2) {
 }
 
 TEST(CliEval, FailuresExitWith1AndSayWhy) {
-  const CliRun missing = run_cli("--badja " + quoted(kOutput / "no_such.csv") + " --video " + quoted(kVideo) + " --device cpu");
+  const CliRun missing =
+      run_cli("--badja " + quoted(kOutput / "no_such.csv") + " --video " + quoted(kVideo) + " --device cpu");
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_NE(missing.output.find("no_such.csv"), std::string::npos) << missing.output;
   const CliRun weights = run_cli("--synthetic 1 --clips 1 --frames 2 --points 1 --device cpu --model " +
-                              quoted(kOutput / "no_such_weights.safetensors"));
+                                 quoted(kOutput / "no_such_weights.safetensors"));
   EXPECT_EQ(weights.exit_code, 1) << weights.output;
   EXPECT_NE(weights.output.find("no_such_weights"), std::string::npos) << weights.output;
 }
@@ -184,9 +187,9 @@ TEST(CliTrack, WritesAProjectTheWorkbenchOpens) {
   std::ofstream(queries) << "frame,x,y\n0,300,250\n0,420,300.5\n2,500,260\n";
   const fs::path project_path = kOutput / "tracked.trackscope";
   fs::remove(project_path);
-  const CliRun run = run_command("track", quoted(kVideo) + " --queries " + quoted(queries) + " --out " +
-                                              quoted(project_path) + " --model " + quoted(kFixture) +
-                                              " --device cpu --end 4 --view-frame 2 -q");
+  const CliRun run =
+      run_command("track", quoted(kVideo) + " --queries " + quoted(queries) + " --out " + quoted(project_path) +
+                               " --model " + quoted(kFixture) + " --device cpu --end 4 --view-frame 2 -q");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   core::Expected<core::io::Project> project = core::io::load_project(project_path);
   ASSERT_TRUE(project) << project.status().message();

@@ -101,10 +101,10 @@ TEST(Annotation, FindNearestOnlyOnTheFrameAndWithinRadius) {
   const PointId other_frame = annotation.add({6, 10.0, 10.0});
   EXPECT_EQ(annotation.find_nearest(5, 12.0, 10.0, 5.0), near);
   EXPECT_EQ(annotation.find_nearest(6, 12.0, 10.0, 5.0), other_frame);
-  EXPECT_EQ(annotation.find_nearest(5, 97.0, 104.0, 5.0), far);       // distance exactly 5: inclusive
+  EXPECT_EQ(annotation.find_nearest(5, 97.0, 104.0, 5.0), far);  // distance exactly 5: inclusive
   EXPECT_EQ(annotation.find_nearest(5, 97.0, 104.0, 4.99), std::nullopt);
   EXPECT_EQ(annotation.find_nearest(7, 10.0, 10.0, 50.0), std::nullopt);
-  EXPECT_EQ(annotation.find_nearest(5, 50.0, 50.0, 1000.0), near);    // both in range: the nearer one
+  EXPECT_EQ(annotation.find_nearest(5, 50.0, 50.0, 1000.0), near);  // both in range: the nearer one
 }
 
 TEST(Annotation, FindNearestTieGoesToLowerId) {
@@ -179,7 +179,9 @@ Track straight_track(const Query& query, int64_t frames) {
 
 struct TrackRecorder : AnnotationObserver {
   std::vector<AnnotationChangeKind> kinds;
-  void on_annotation_changed(const Annotation&, const AnnotationChange& change) override { kinds.push_back(change.kind); }
+  void on_annotation_changed(const Annotation&, const AnnotationChange& change) override {
+    kinds.push_back(change.kind);
+  }
 };
 
 TEST(AnnotationTracks, SetReplaceClearAndLifetimeFollowThePoint) {
@@ -208,9 +210,9 @@ TEST(AnnotationTracks, SetReplaceClearAndLifetimeFollowThePoint) {
   annotation.clear();
   EXPECT_EQ(annotation.track(a), nullptr);
   const std::vector<AnnotationChangeKind> expected = {
-      AnnotationChangeKind::added, AnnotationChangeKind::added, AnnotationChangeKind::track_changed,
-      AnnotationChangeKind::track_changed, AnnotationChangeKind::moved, AnnotationChangeKind::track_changed,
-      AnnotationChangeKind::removed, AnnotationChangeKind::track_changed, AnnotationChangeKind::track_changed,
+      AnnotationChangeKind::added,         AnnotationChangeKind::added,         AnnotationChangeKind::track_changed,
+      AnnotationChangeKind::track_changed, AnnotationChangeKind::moved,         AnnotationChangeKind::track_changed,
+      AnnotationChangeKind::removed,       AnnotationChangeKind::track_changed, AnnotationChangeKind::track_changed,
       AnnotationChangeKind::cleared};
   EXPECT_EQ(recorder.kinds, expected);
   annotation.remove_observer(&recorder);

@@ -148,8 +148,9 @@ TEST(BadjaEvaluation, GroundTruthTrackerScoresOneOnTheWholeClip) {
   const TrackRequest& request = tracker.requests.front();
   EXPECT_EQ(request.first_frame, 0);
   EXPECT_EQ(request.end_frame, 50);
-  ASSERT_EQ(request.queries.size(), static_cast<size_t>(std::count_if(
-      gt->frames.front().joints.begin(), gt->frames.front().joints.end(), [](const BadjaJoint& j) { return j.visible; })));
+  ASSERT_EQ(request.queries.size(),
+            static_cast<size_t>(std::count_if(gt->frames.front().joints.begin(), gt->frames.front().joints.end(),
+                                              [](const BadjaJoint& j) { return j.visible; })));
   for (const Query& q : request.queries) EXPECT_EQ(q.frame, 0);
   EXPECT_EQ(progress.seen.size(), 2u);
 
@@ -184,7 +185,7 @@ TEST(BadjaEvaluation, QueryPositionTrackerEqualsTheStationaryBaseline) {
 TEST(BadjaEvaluation, OffsetScoresOnlyFramesWhoseThresholdIsLarger) {
   Expected<BadjaAnnotations> gt = load_badja_csv(kBadjaCsv);
   ASSERT_TRUE(gt) << gt.status().message();
-  constexpr double kOffsetPx = 25.0;   // between the smallest (19.4) and largest (31.6) threshold of the clip
+  constexpr double kOffsetPx = 25.0;  // between the smallest (19.4) and largest (31.6) threshold of the clip
   BlankVideo video(854, 480, 50);
   FakeTracker tracker(badja_oracle(*gt, kOffsetPx * 0.6, kOffsetPx * 0.8));
   ProgressLog progress;
@@ -192,7 +193,8 @@ TEST(BadjaEvaluation, OffsetScoresOnlyFramesWhoseThresholdIsLarger) {
   ASSERT_TRUE(full) << full.status().message();
   int64_t correct = 0;
   for (const PckFrame& f : full->pck.per_frame) {
-    const auto frame = std::find_if(gt->frames.begin(), gt->frames.end(), [&](const BadjaFrame& a) { return a.frame == f.frame; });
+    const auto frame =
+        std::find_if(gt->frames.begin(), gt->frames.end(), [&](const BadjaFrame& a) { return a.frame == f.frame; });
     ASSERT_NE(frame, gt->frames.end());
     EXPECT_EQ(f.correct, frame->pck_threshold_px > kOffsetPx ? f.evaluated : 0) << "frame " << f.frame;
     correct += f.correct;
@@ -208,7 +210,8 @@ TEST(BadjaEvaluation, OffsetScoresOnlyFramesWhoseThresholdIsLarger) {
   ASSERT_TRUE(half) << half.status().message();
   EXPECT_EQ(half->annotations.width, 427);
   expect_same_pck(half->pck, full->pck);
-  EXPECT_NEAR(half_tracker.requests.front().queries.front().x_px, tracker.requests.front().queries.front().x_px / 2, 1e-9);
+  EXPECT_NEAR(half_tracker.requests.front().queries.front().x_px, tracker.requests.front().queries.front().x_px / 2,
+              1e-9);
 }
 
 TEST(BadjaEvaluation, EndFrameLimitsTrackingAndScoring) {
@@ -223,7 +226,7 @@ TEST(BadjaEvaluation, EndFrameLimitsTrackingAndScoring) {
   ASSERT_TRUE(result) << result.status().message();
   EXPECT_EQ(tracker.requests.front().end_frame, 8);
   EXPECT_EQ(result->end_frame, 8);
-  ASSERT_EQ(result->pck.per_frame.size(), 2u);   // frames 2 and 7 (8 is at the end, outside)
+  ASSERT_EQ(result->pck.per_frame.size(), 2u);  // frames 2 and 7 (8 is at the end, outside)
   EXPECT_EQ(result->pck.per_frame[0].frame, 2);
   EXPECT_EQ(result->pck.per_frame[1].frame, 7);
   const std::map<int64_t, int64_t> expected = scored_joints(*gt, 8);
@@ -282,7 +285,7 @@ TEST(BadjaEvaluation, ErrorsSayWhatToDo) {
   BadjaEvaluationOptions zero;
   zero.end_frame = 0;
   EXPECT_EQ(evaluate_badja(tracker, video, *csv, zero, progress).status().code(), StatusCode::invalid_argument);
-  EXPECT_TRUE(tracker.requests.empty());   // every error above came before tracking
+  EXPECT_TRUE(tracker.requests.empty());  // every error above came before tracking
 
   tracker.failure = cancelled("stopped by the user");
   EXPECT_EQ(evaluate_badja(tracker, video, *csv, {}, progress).status().code(), StatusCode::cancelled);
@@ -422,7 +425,7 @@ TEST(TapVidEvaluation, FramesReachTheTrackerInOrder) {
   ASSERT_TRUE(result) << result.status().message();
   EXPECT_EQ(tracker.videos.front(), "three");
   EXPECT_DOUBLE_EQ(result->model.occlusion_accuracy, 1.0);
-  EXPECT_DOUBLE_EQ(result->model.pts_within[0], 1.0);   // pixel centres = ground truth
+  EXPECT_DOUBLE_EQ(result->model.pts_within[0], 1.0);  // pixel centres = ground truth
 }
 
 TEST(TapVidEvaluation, AveragesOverClipsAndReportsProgressOverAll) {
@@ -455,7 +458,7 @@ TEST(TapVidEvaluation, RejectsBadClipsAndPassesTrackerErrors) {
   EXPECT_EQ(evaluate_tapvid(tracker, {}, progress).status().code(), StatusCode::invalid_argument);
 
   TapVidClip late_query = three_track_clip();
-  late_query.queries[0].frame = 1;   // track 0 is visible on frame 0: not query-first
+  late_query.queries[0].frame = 1;  // track 0 is visible on frame 0: not query-first
   Status late = late_query.check();
   EXPECT_EQ(late.code(), StatusCode::invalid_argument);
   EXPECT_NE(late.message().find("query-first"), std::string::npos) << late.message();

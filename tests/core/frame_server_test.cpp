@@ -27,7 +27,8 @@ class FrameServerTest : public ::testing::Test {
     folder_ = testing::test_folder(std::string("frame_server_") +
                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
     for (int64_t i = 0; i < kFrames; ++i) {
-      testing::write_uncompressed_png(folder_ / fmt::format("{:04d}.png", i), testing::make_index_frame(i, kWidth, kHeight));
+      testing::write_uncompressed_png(folder_ / fmt::format("{:04d}.png", i),
+                                      testing::make_index_frame(i, kWidth, kHeight));
     }
   }
 
@@ -53,8 +54,8 @@ class FrameServerTest : public ::testing::Test {
 struct CallbackLog {
   std::mutex mutex;
   std::condition_variable changed;
-  std::vector<std::pair<int64_t, bool>> calls;   // (index, ok)
-  std::vector<int64_t> pixel_indices;            // the index read from each delivered frame's pixels
+  std::vector<std::pair<int64_t, bool>> calls;  // (index, ok)
+  std::vector<int64_t> pixel_indices;           // the index read from each delivered frame's pixels
 
   FrameServer::FrameReadyCallback callback() {
     return [this](int64_t index, const Expected<FramePtr>& frame) {
@@ -73,7 +74,7 @@ struct CallbackLog {
 };
 
 TEST_F(FrameServerTest, RequestMissThenCallbackDeliversTheFrame) {
-  CallbackLog log;   // outlives the server: callbacks may run until the server is destroyed
+  CallbackLog log;  // outlives the server: callbacks may run until the server is destroyed
   auto server = open();
   ASSERT_TRUE(server);
   EXPECT_EQ(server->info().frame_count, kFrames);
@@ -108,7 +109,7 @@ TEST_F(FrameServerTest, WaitForReturnsExactFramesAndClampsOutOfRange) {
   auto above = server->wait_for(int64_t{1} << 40, 10s);
   ASSERT_TRUE(above);
   EXPECT_EQ((*above)->index, kFrames - 1);
-  server->request(-100);   // clamped, no crash
+  server->request(-100);  // clamped, no crash
   auto clamped = server->wait_for(0, 10s);
   ASSERT_TRUE(clamped);
   EXPECT_GT(server->stats().decoded_frames, 0);
@@ -143,7 +144,7 @@ TEST_F(FrameServerTest, PrefetchFillsTheWindowAroundThePlayhead) {
 TEST_F(FrameServerTest, CacheRespectsItsByteLimit) {
   FrameServerOptions options;
   options.cache_bytes = 5 * kFrameBytes + kFrameBytes / 2;
-  options.prefetch_ahead = 16;   // more than fits: prefetch is capped by the cache
+  options.prefetch_ahead = 16;  // more than fits: prefetch is capped by the cache
   auto server = open(options);
   ASSERT_TRUE(server);
   for (int64_t index = 0; index < kFrames; index += 3) {
@@ -164,7 +165,7 @@ TEST_F(FrameServerTest, CacheRespectsItsByteLimit) {
 
 TEST_F(FrameServerTest, FramesLargerThanTheCacheAreStillDelivered) {
   FrameServerOptions options;
-  options.cache_bytes = 1000;   // not even one frame
+  options.cache_bytes = 1000;  // not even one frame
   auto server = open(options);
   ASSERT_TRUE(server);
   auto frame = server->wait_for(12, 10s);
@@ -198,7 +199,7 @@ TEST_F(FrameServerTest, CallbackMayRequestAgain) {
   ASSERT_TRUE(server);
   server->set_frame_ready_callback([&](int64_t index, const Expected<FramePtr>& frame) {
     log.callback()(index, frame);
-    if (index < 38 && chained++ < 3) server->request(index + 1);   // never blocks
+    if (index < 38 && chained++ < 3) server->request(index + 1);  // never blocks
   });
   server->request(34);
   ASSERT_TRUE(log.wait_for_index(37));

@@ -20,7 +20,7 @@ Frame gradient(int width, int height) {
       uint8_t* p = frame.rgb.data() + (static_cast<size_t>(y) * width + x) * 3;
       p[0] = static_cast<uint8_t>(x * 255 / std::max(1, width - 1));
       p[1] = static_cast<uint8_t>(y * 255 / std::max(1, height - 1));
-      p[2] = static_cast<uint8_t>((x * 31 + y * 17) % 256);   // sharp sawtooth edges
+      p[2] = static_cast<uint8_t>((x * 31 + y * 17) % 256);  // sharp sawtooth edges
     }
   }
   return frame;

@@ -170,14 +170,16 @@ TEST(ImageResize, DownscalingAntialiasesACheckerboard) {
   board.height = 120;
   board.rgb.resize(static_cast<size_t>(200) * 120 * 3);
   for (int y = 0; y < 120; ++y) {
-    for (int x = 0; x < 200; ++x) std::fill_n(board.rgb.data() + (static_cast<size_t>(y) * 200 + x) * 3, 3, ((x + y) % 2) != 0 ? 255 : 0);
+    for (int x = 0; x < 200; ++x)
+      std::fill_n(board.rgb.data() + (static_cast<size_t>(y) * 200 + x) * 3, 3, ((x + y) % 2) != 0 ? 255 : 0);
   }
   for (ResizeFilter filter : {ResizeFilter::lanczos, ResizeFilter::bilinear}) {
     for (auto [width, height] : {std::pair{100, 60}, std::pair{64, 64}, std::pair{37, 23}}) {
       const Frame out = resized(board, width, height, filter);
       for (int y = 2; y < height - 2; ++y) {
         for (int x = 2; x < width - 2; ++x) {
-          EXPECT_NEAR(out.pixel(x, y)[0], 127.5, 8.0) << "aliasing at " << x << "," << y << " for " << width << "x" << height;
+          EXPECT_NEAR(out.pixel(x, y)[0], 127.5, 8.0)
+              << "aliasing at " << x << "," << y << " for " << width << "x" << height;
         }
       }
     }
@@ -204,7 +206,8 @@ TEST(ImageResize, TapsAreNormalised) {
   EXPECT_EQ(taps.taps, 2 * 15 + 1) << "support 3 widened by the scale 5";
   for (size_t i = 0; i < taps.first.size(); ++i) {
     int64_t sum = 0;
-    for (int k = 0; k < taps.size[i]; ++k) sum += taps.weights[i * static_cast<size_t>(taps.taps) + static_cast<size_t>(k)];
+    for (int k = 0; k < taps.size[i]; ++k)
+      sum += taps.weights[i * static_cast<size_t>(taps.taps) + static_cast<size_t>(k)];
     EXPECT_NEAR(static_cast<double>(sum), 1 << 22, taps.taps) << "output column " << i;
   }
 }

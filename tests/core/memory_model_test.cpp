@@ -25,7 +25,7 @@ TEST(MemoryModel, CountsTheFeatureGridsAndFramesPerFrame) {
   TrackerMemoryInput input = camel_cpu();
   Expected<TrackerMemoryPlan> plan = plan_tracker_memory(input);
   ASSERT_TRUE(plan) << plan.status().message();
-  EXPECT_EQ(plan->grids_bytes, int64_t{372} * 1'835'008 * 4);   // 2.54 GiB
+  EXPECT_EQ(plan->grids_bytes, int64_t{372} * 1'835'008 * 4);  // 2.54 GiB
   EXPECT_EQ(plan->frames_bytes, int64_t{372} * 256 * 256 * 3 * 4);
   EXPECT_EQ(plan->weights_bytes, int64_t{8'236'133} * 4);
   input.compute_dtype_bytes = 2;  // bf16: half the grids, plus a bf16 copy of the weights

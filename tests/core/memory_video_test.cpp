@@ -28,7 +28,8 @@ TEST(MemoryVideo, ServesTheGivenFramesWithTiming) {
   std::vector<std::vector<uint8_t>> frames;
   for (int t = 0; t < 5; ++t) frames.push_back(pattern(40, 30, t));
   const std::vector<std::vector<uint8_t>> copy = frames;
-  Expected<std::unique_ptr<MemoryVideoSource>> video = MemoryVideoSource::from_rgb(40, 30, std::move(frames), {25, 1}, "clip");
+  Expected<std::unique_ptr<MemoryVideoSource>> video =
+      MemoryVideoSource::from_rgb(40, 30, std::move(frames), {25, 1}, "clip");
   ASSERT_TRUE(video) << video.status().message();
   const VideoInfo& info = (*video)->info();
   EXPECT_EQ(info.width, 40);
@@ -79,7 +80,8 @@ TEST(MemoryVideo, OtherSizesAreLanczosResized) {
 
 TEST(MemoryVideo, RejectsInconsistentInput) {
   EXPECT_EQ(MemoryVideoSource::from_rgb(4, 4, {}, {25, 1}).status().code(), StatusCode::invalid_argument);
-  EXPECT_EQ(MemoryVideoSource::from_rgb(4, 4, {pattern(4, 4, 0)}, {0, 1}).status().code(), StatusCode::invalid_argument);
+  EXPECT_EQ(MemoryVideoSource::from_rgb(4, 4, {pattern(4, 4, 0)}, {0, 1}).status().code(),
+            StatusCode::invalid_argument);
   Expected<std::unique_ptr<MemoryVideoSource>> short_buffer =
       MemoryVideoSource::from_rgb(4, 4, {pattern(4, 4, 0), pattern(4, 3, 1)}, {25, 1});
   EXPECT_EQ(short_buffer.status().code(), StatusCode::invalid_argument);

@@ -21,7 +21,8 @@ struct StageSpec {
   int executions = 1;
 };
 
-Profile make_profile(const std::string& cuda_name, Precision precision, bool tf32_flags, const std::vector<StageSpec>& stages) {
+Profile make_profile(const std::string& cuda_name, Precision precision, bool tf32_flags,
+                     const std::vector<StageSpec>& stages) {
   Profile p;
   p.device.id = "cuda:0";
   p.device.name = cuda_name;
@@ -58,7 +59,8 @@ Profile make_profile(const std::string& cuda_name, Precision precision, bool tf3
 }
 
 const StageComparison& row(const Comparison& c, Stage stage) {
-  auto it = std::find_if(c.stages.begin(), c.stages.end(), [&](const StageComparison& s) { return s.stage == stage_name(stage); });
+  auto it = std::find_if(c.stages.begin(), c.stages.end(),
+                         [&](const StageComparison& s) { return s.stage == stage_name(stage); });
   if (it == c.stages.end()) throw std::runtime_error("no row");
   return *it;
 }
@@ -73,9 +75,9 @@ Comparison compare(const Profile& a, const Profile& b) {
   return *c;
 }
 
-constexpr double kComputeHeavy = 1e12;   // 1 TFLOP, 1 MB: compute-bound everywhere
+constexpr double kComputeHeavy = 1e12;  // 1 TFLOP, 1 MB: compute-bound everywhere
 constexpr double kSmallBytes = 1e6;
-constexpr double kMemoryHeavy = 10e9;    // 10 GB, 1 GFLOP: memory-bound everywhere
+constexpr double kMemoryHeavy = 10e9;  // 10 GB, 1 GFLOP: memory-bound everywhere
 
 TEST(Roofline, AchievedRatesSharesAndFloors) {
   const Profile h200 = make_profile("NVIDIA H200", Precision::fp32, false,
@@ -90,15 +92,16 @@ TEST(Roofline, AchievedRatesSharesAndFloors) {
   EXPECT_NEAR(backbone.floor->ms(), 1e12 / 67e12 * 1e3, 1e-9);
   EXPECT_EQ(backbone.floor->bound(), Bound::compute);
   EXPECT_NEAR(backbone.above_floor, 100.0 / (1e3 / 67.0), 1e-9);
-  EXPECT_TRUE(backbone.flagged);   // 6.7x above its floor
-  EXPECT_FALSE(r.stages[1].floor);   // host stage: no floor
+  EXPECT_TRUE(backbone.flagged);    // 6.7x above its floor
+  EXPECT_FALSE(r.stages[1].floor);  // host stage: no floor
   EXPECT_FALSE(r.stages[1].flagged);
   EXPECT_NEAR(backbone.share_of_total, 100.0 / 107.0, 1e-9);
 }
 
 TEST(Roofline, StagesNearTheirFloorAreNotFlagged) {
-  const Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", Precision::fp32, false, {{Stage::backbone, 60.0, kComputeHeavy, kSmallBytes}});
-  EXPECT_FALSE(compute_roofline(a100, a100.cases[0]).stages[0].flagged);   // floor 51.3 ms
+  const Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", Precision::fp32, false,
+                                    {{Stage::backbone, 60.0, kComputeHeavy, kSmallBytes}});
+  EXPECT_FALSE(compute_roofline(a100, a100.cases[0]).stages[0].flagged);  // floor 51.3 ms
 }
 
 TEST(Roofline, PrecisionFollowsTf32FlagsAndCapability) {
@@ -106,8 +109,8 @@ TEST(Roofline, PrecisionFollowsTf32FlagsAndCapability) {
   c.precision = Precision::fp32;
   c.tf32_cudnn = true;
   EXPECT_EQ(effective_precision(StageWork::convolution, c, 80), Precision::tf32);
-  EXPECT_EQ(effective_precision(StageWork::matrix, c, 80), Precision::fp32);   // matmul flag off
-  EXPECT_EQ(effective_precision(StageWork::convolution, c, 75), Precision::fp32);   // no TF32 below 8.0
+  EXPECT_EQ(effective_precision(StageWork::matrix, c, 80), Precision::fp32);       // matmul flag off
+  EXPECT_EQ(effective_precision(StageWork::convolution, c, 75), Precision::fp32);  // no TF32 below 8.0
   EXPECT_EQ(effective_precision(StageWork::gather, c, 90), Precision::fp32);
   c.precision = Precision::tf32;
   EXPECT_EQ(effective_precision(StageWork::matrix, c, 86), Precision::tf32);
@@ -115,7 +118,8 @@ TEST(Roofline, PrecisionFollowsTf32FlagsAndCapability) {
   c.precision = Precision::bf16;
   EXPECT_EQ(effective_precision(StageWork::convolution, c, 75), Precision::bf16);
   // The T4's bf16 peak is the emulated one.
-  const Profile t4 = make_profile("Tesla T4", Precision::bf16, false, {{Stage::backbone, 500.0, kComputeHeavy, kSmallBytes}});
+  const Profile t4 =
+      make_profile("Tesla T4", Precision::bf16, false, {{Stage::backbone, 500.0, kComputeHeavy, kSmallBytes}});
   EXPECT_DOUBLE_EQ(compute_roofline(t4, t4.cases[0]).stages[0].peak_tflops, 8.1 * kEmulatedBf16FractionOfFp32);
 }
 
@@ -140,9 +144,11 @@ TEST(Comparison, PredictedRatioFollowsBoundedness) {
 }
 
 TEST(Comparison, Bf16OnTuringIsPrecisionEmulation) {
-  const Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", Precision::bf16, false, {{Stage::refine_transformer, 10.0, kComputeHeavy, kSmallBytes}});
+  const Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", Precision::bf16, false,
+                                    {{Stage::refine_transformer, 10.0, kComputeHeavy, kSmallBytes}});
   // Predicted (16-bit tensor rates): 312 / 65 = 4.8x. Measured 40x.
-  const Profile t4 = make_profile("Tesla T4", Precision::bf16, false, {{Stage::refine_transformer, 400.0, kComputeHeavy, kSmallBytes}});
+  const Profile t4 = make_profile("Tesla T4", Precision::bf16, false,
+                                  {{Stage::refine_transformer, 400.0, kComputeHeavy, kSmallBytes}});
   const Comparison c = compare(a100, t4);
   const StageComparison& s = row(c, Stage::refine_transformer);
   EXPECT_NEAR(*s.predicted_ratio, 312.0 / 65.0, 1e-9);
@@ -150,9 +156,11 @@ TEST(Comparison, Bf16OnTuringIsPrecisionEmulation) {
   EXPECT_EQ(s.slow_side, 'B');
   EXPECT_TRUE(has_cause(s, CauseKind::precision_emulation));
   EXPECT_FALSE(has_cause(s, CauseKind::tf32_one_side));
-  EXPECT_TRUE(std::any_of(c.warnings.begin(), c.warnings.end(), [](const std::string& w) { return w.find("no bf16 tensor cores") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(c.warnings.begin(), c.warnings.end(),
+                          [](const std::string& w) { return w.find("no bf16 tensor cores") != std::string::npos; }));
   // The same times at fp16 on the T4 are slow too, but not emulation.
-  const Profile t4_fp16 = make_profile("Tesla T4", Precision::fp16, false, {{Stage::refine_transformer, 400.0, kComputeHeavy, kSmallBytes}});
+  const Profile t4_fp16 = make_profile("Tesla T4", Precision::fp16, false,
+                                       {{Stage::refine_transformer, 400.0, kComputeHeavy, kSmallBytes}});
   const Comparison fp16_comparison = compare(a100, t4_fp16);
   const StageComparison& fp16 = row(fp16_comparison, Stage::refine_transformer);
   ASSERT_TRUE(fp16.highlighted);
@@ -161,35 +169,43 @@ TEST(Comparison, Bf16OnTuringIsPrecisionEmulation) {
 
 TEST(Comparison, Tf32OnOneSideOnly) {
   // An "fp32" A100 run with PyTorch's default cuDNN TF32 against a strict T4: 20x on a convolution stage.
-  const Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", Precision::fp32, true, {{Stage::backbone, 10.0, kComputeHeavy, kSmallBytes}});
-  const Profile t4 = make_profile("Tesla T4", Precision::fp32, false, {{Stage::backbone, 200.0, kComputeHeavy, kSmallBytes}});
+  const Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", Precision::fp32, true,
+                                    {{Stage::backbone, 10.0, kComputeHeavy, kSmallBytes}});
+  const Profile t4 =
+      make_profile("Tesla T4", Precision::fp32, false, {{Stage::backbone, 200.0, kComputeHeavy, kSmallBytes}});
   const Comparison c = compare(a100, t4);
   const StageComparison& s = row(c, Stage::backbone);
   ASSERT_TRUE(s.highlighted);
   EXPECT_TRUE(has_cause(s, CauseKind::tf32_one_side));
   EXPECT_NEAR(*s.precision_aware_ratio, 156.0 / 8.1, 1e-9);
-  EXPECT_TRUE(std::any_of(c.warnings.begin(), c.warnings.end(), [](const std::string& w) { return w.find("TF32 vs strict FP32") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(c.warnings.begin(), c.warnings.end(),
+                          [](const std::string& w) { return w.find("TF32 vs strict FP32") != std::string::npos; }));
   // Like for like: both strict, no TF32 warning (and the same times are no longer explained by TF32).
-  const Profile a100_strict = make_profile("NVIDIA A100-SXM4-40GB", Precision::fp32, false, {{Stage::backbone, 10.0, kComputeHeavy, kSmallBytes}});
+  const Profile a100_strict = make_profile("NVIDIA A100-SXM4-40GB", Precision::fp32, false,
+                                           {{Stage::backbone, 10.0, kComputeHeavy, kSmallBytes}});
   const Comparison strict = compare(a100_strict, t4);
   EXPECT_FALSE(has_cause(row(strict, Stage::backbone), CauseKind::tf32_one_side));
-  EXPECT_TRUE(std::none_of(strict.warnings.begin(), strict.warnings.end(), [](const std::string& w) { return w.find("TF32") != std::string::npos; }));
+  EXPECT_TRUE(std::none_of(strict.warnings.begin(), strict.warnings.end(),
+                           [](const std::string& w) { return w.find("TF32") != std::string::npos; }));
 }
 
 TEST(Comparison, LaunchBoundMemoryBoundThrottledAndColdStart) {
-  const Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", Precision::fp32, false,
-                                    {{Stage::init, 1.0, 1e6, 1e6, 1000}, {Stage::refine_correlation, 10.0, 1e9, kMemoryHeavy, 16}});
-  Profile t4 = make_profile("Tesla T4", Precision::fp32, false,
-                            {{Stage::init, 30.0, 1e6, 1e6, 1000}, {Stage::refine_correlation, 200.0, 1e9, kMemoryHeavy, 16}});
+  const Profile a100 =
+      make_profile("NVIDIA A100-SXM4-40GB", Precision::fp32, false,
+                   {{Stage::init, 1.0, 1e6, 1e6, 1000}, {Stage::refine_correlation, 10.0, 1e9, kMemoryHeavy, 16}});
+  Profile t4 =
+      make_profile("Tesla T4", Precision::fp32, false,
+                   {{Stage::init, 30.0, 1e6, 1e6, 1000}, {Stage::refine_correlation, 200.0, 1e9, kMemoryHeavy, 16}});
   Comparison c = compare(a100, t4);
   const StageComparison& init = row(c, Stage::init);
   ASSERT_TRUE(init.highlighted);
-  EXPECT_TRUE(has_cause(init, CauseKind::launch_bound));   // 30 us per execution
+  EXPECT_TRUE(has_cause(init, CauseKind::launch_bound));  // 30 us per execution
   const StageComparison& correlation = row(c, Stage::refine_correlation);
   ASSERT_TRUE(correlation.highlighted);
   EXPECT_TRUE(has_cause(correlation, CauseKind::memory_bound));
-  const auto memory = std::find_if(correlation.causes.begin(), correlation.causes.end(), [](const Cause& x) { return x.kind == CauseKind::memory_bound; });
-  EXPECT_NE(memory->text.find("L2"), std::string::npos) << memory->text;   // 4 MB vs 40 MB
+  const auto memory = std::find_if(correlation.causes.begin(), correlation.causes.end(),
+                                   [](const Cause& x) { return x.kind == CauseKind::memory_bound; });
+  EXPECT_NE(memory->text.find("L2"), std::string::npos) << memory->text;  // 4 MB vs 40 MB
   EXPECT_FALSE(has_cause(correlation, CauseKind::clocks_throttled));
   EXPECT_FALSE(has_cause(correlation, CauseKind::cold_start));
 
@@ -198,20 +214,23 @@ TEST(Comparison, LaunchBoundMemoryBoundThrottledAndColdStart) {
   hot.throttle_reasons_seen = throttle_reason::hw_thermal_slowdown | throttle_reason::gpu_idle;
   t4.cases[0].telemetry = hot;
   t4.cases[0].config.warmup = 0;
-  for (StageStats& s : t4.cases[0].stages) s.repeat_ms.front() *= 5;   // a cold first repeat inside the statistics
+  for (StageStats& s : t4.cases[0].stages) s.repeat_ms.front() *= 5;  // a cold first repeat inside the statistics
   c = compare(a100, t4);
   const StageComparison& hot_row = row(c, Stage::refine_correlation);
   EXPECT_TRUE(has_cause(hot_row, CauseKind::clocks_throttled));
-  const auto throttled = std::find_if(hot_row.causes.begin(), hot_row.causes.end(), [](const Cause& x) { return x.kind == CauseKind::clocks_throttled; });
+  const auto throttled = std::find_if(hot_row.causes.begin(), hot_row.causes.end(),
+                                      [](const Cause& x) { return x.kind == CauseKind::clocks_throttled; });
   EXPECT_NE(throttled->text.find("hw_thermal_slowdown"), std::string::npos);
-  EXPECT_EQ(throttled->text.find("gpu_idle"), std::string::npos);   // idle is not a performance limit
-  EXPECT_NE(throttled->text.find("1590"), std::string::npos);       // against the T4's boost clock
+  EXPECT_EQ(throttled->text.find("gpu_idle"), std::string::npos);  // idle is not a performance limit
+  EXPECT_NE(throttled->text.find("1590"), std::string::npos);      // against the T4's boost clock
   EXPECT_TRUE(has_cause(hot_row, CauseKind::cold_start));
 }
 
 TEST(Comparison, UnexpectedlySlowSideAAndUnexplained) {
-  const Profile a = make_profile("NVIDIA H200", Precision::fp32, false, {{Stage::refine_encoder, 100.0, kComputeHeavy, kSmallBytes, 1}});
-  const Profile b = make_profile("NVIDIA H200", Precision::fp32, false, {{Stage::refine_encoder, 20.0, kComputeHeavy, kSmallBytes, 1}});
+  const Profile a = make_profile("NVIDIA H200", Precision::fp32, false,
+                                 {{Stage::refine_encoder, 100.0, kComputeHeavy, kSmallBytes, 1}});
+  const Profile b = make_profile("NVIDIA H200", Precision::fp32, false,
+                                 {{Stage::refine_encoder, 20.0, kComputeHeavy, kSmallBytes, 1}});
   const Comparison c = compare(a, b);
   const StageComparison& s = row(c, Stage::refine_encoder);
   EXPECT_NEAR(*s.predicted_ratio, 1.0, 1e-12);
@@ -222,14 +241,17 @@ TEST(Comparison, UnexpectedlySlowSideAAndUnexplained) {
 }
 
 TEST(Comparison, CpuWithoutPeaksHasNoPrediction) {
-  Profile cpu = make_profile("CPU (16 threads)", Precision::fp32, false, {{Stage::backbone, 9000.0, kComputeHeavy, kSmallBytes}});
+  Profile cpu =
+      make_profile("CPU (16 threads)", Precision::fp32, false, {{Stage::backbone, 9000.0, kComputeHeavy, kSmallBytes}});
   cpu.device.id = "cpu";
-  const Profile h200 = make_profile("NVIDIA H200", Precision::fp32, false, {{Stage::backbone, 90.0, kComputeHeavy, kSmallBytes}});
+  const Profile h200 =
+      make_profile("NVIDIA H200", Precision::fp32, false, {{Stage::backbone, 90.0, kComputeHeavy, kSmallBytes}});
   Comparison c = compare(h200, cpu);
   EXPECT_NEAR(*row(c, Stage::backbone).measured_ratio, 100.0, 1e-9);
   EXPECT_FALSE(row(c, Stage::backbone).predicted_ratio);
   EXPECT_FALSE(row(c, Stage::backbone).highlighted);
-  EXPECT_TRUE(std::any_of(c.warnings.begin(), c.warnings.end(), [](const std::string& w) { return w.find("no specification") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(c.warnings.begin(), c.warnings.end(),
+                          [](const std::string& w) { return w.find("no specification") != std::string::npos; }));
   cpu.device.measured_peaks.fp32_tflops = 1.0;
   cpu.device.measured_peaks.bandwidth_gbps = 100.0;
   c = compare(h200, cpu);
@@ -237,9 +259,9 @@ TEST(Comparison, CpuWithoutPeaksHasNoPrediction) {
 }
 
 TEST(WhatIf, StageModel) {
-  EXPECT_DOUBLE_EQ(predict_stage_ms(10.0, 8.0, 4.0, 0.5, 0.0, 0.0), 5.0);           // efficient: keeps 80%
-  EXPECT_DOUBLE_EQ(predict_stage_ms(10.0, 1.0, 4.0, 0.5, 2000.0, 1000.0), 24.0);    // 4/0.5 + (10-2) x 2
-  EXPECT_DOUBLE_EQ(predict_stage_ms(10.0, 1.0, 1.0, 0.5, 1000.0, 1000.0), 10.0);    // same device: unchanged
+  EXPECT_DOUBLE_EQ(predict_stage_ms(10.0, 8.0, 4.0, 0.5, 0.0, 0.0), 5.0);         // efficient: keeps 80%
+  EXPECT_DOUBLE_EQ(predict_stage_ms(10.0, 1.0, 4.0, 0.5, 2000.0, 1000.0), 24.0);  // 4/0.5 + (10-2) x 2
+  EXPECT_DOUBLE_EQ(predict_stage_ms(10.0, 1.0, 1.0, 0.5, 1000.0, 1000.0), 10.0);  // same device: unchanged
 }
 
 TEST(WhatIf, SameGpuIsIdentityAndHostStagesKeepTheirTime) {
@@ -260,7 +282,8 @@ TEST(WhatIf, SameGpuIsIdentityAndHostStagesKeepTheirTime) {
   Expected<Profile> t4 = predict_profile(source, 3, *find_gpu_spec("t4"));
   ASSERT_TRUE(t4);
   EXPECT_DOUBLE_EQ(t4->cases[0].find_stage("decode")->stats.median_ms, 30.0);
-  EXPECT_GT(t4->cases[0].find_stage("backbone")->stats.median_ms, 10 * source.cases[3].find_stage("backbone")->stats.median_ms);
+  EXPECT_GT(t4->cases[0].find_stage("backbone")->stats.median_ms,
+            10 * source.cases[3].find_stage("backbone")->stats.median_ms);
   EXPECT_EQ(t4->device.name, "Tesla T4");
   EXPECT_FALSE(predict_profile(source, 99, *find_gpu_spec("t4")));
   Profile cpu = source;
@@ -275,16 +298,18 @@ TEST(WhatIf, T4Bf16AgainstTheH200IsDiagnosedAsEmulationAndTf32) {
   // transcribed H200 measurements of LOCOTRACK.md §5.2 (PyTorch default flags: TF32 convolutions).
   Expected<Profile> h200 = read_profile(kFixture);
   ASSERT_TRUE(h200);
-  const auto index = static_cast<size_t>(std::find_if(h200->cases.begin(), h200->cases.end(),
-                                                      [](const ProfileCase& c) { return c.name == "small-n1024-t47-c64-default"; }) -
-                                         h200->cases.begin());
+  const auto index =
+      static_cast<size_t>(std::find_if(h200->cases.begin(), h200->cases.end(),
+                                       [](const ProfileCase& c) { return c.name == "small-n1024-t47-c64-default"; }) -
+                          h200->cases.begin());
   ASSERT_LT(index, h200->cases.size());
   WhatIfOptions bf16;
   bf16.precision = Precision::bf16;
   Expected<Profile> t4 = predict_profile(*h200, index, *find_gpu_spec("Tesla T4"), bf16);
   ASSERT_TRUE(t4);
   EXPECT_EQ(t4->cases[0].config.precision, Precision::bf16);
-  EXPECT_NEAR(t4->cases[0].find_stage(Stage::backbone)->bytes, h200->cases[index].find_stage(Stage::backbone)->bytes / 2, 1.0);
+  EXPECT_NEAR(t4->cases[0].find_stage(Stage::backbone)->bytes,
+              h200->cases[index].find_stage(Stage::backbone)->bytes / 2, 1.0);
   Expected<Comparison> c = compare_runs({&*h200, &h200->cases[index], "H200"}, {&*t4, &t4->cases[0], "T4 what-if"});
   ASSERT_TRUE(c);
   for (Stage stage : {Stage::backbone, Stage::refine_encoder}) {
@@ -303,13 +328,13 @@ TEST(PrecisionGating, ByComputeCapability) {
   DeviceDescription t4{"cuda:0", "Tesla T4", 40, 15'000'000'000, 7, 5};
   const std::vector<PrecisionChoice> turing = precision_choices(t4);
   ASSERT_EQ(turing.size(), 4u);
-  EXPECT_TRUE(turing[0].available && turing[0].warnings.empty());   // fp32
-  EXPECT_FALSE(turing[1].available);                                // tf32
+  EXPECT_TRUE(turing[0].available && turing[0].warnings.empty());  // fp32
+  EXPECT_FALSE(turing[1].available);                               // tf32
   EXPECT_NE(turing[1].reason.find("8.0"), std::string::npos);
-  EXPECT_TRUE(turing[2].available);                                 // bf16 runs, but it is a trap
+  EXPECT_TRUE(turing[2].available);  // bf16 runs, but it is a trap
   ASSERT_FALSE(turing[2].warnings.empty());
   EXPECT_NE(turing[2].warnings[0].find("emulated"), std::string::npos);
-  EXPECT_TRUE(turing[3].available);                                 // fp16 on tensor cores
+  EXPECT_TRUE(turing[3].available);  // fp16 on tensor cores
   DeviceDescription a100{"cuda:1", "NVIDIA A100-SXM4-40GB", 108, 40'000'000'000, 8, 0};
   const std::vector<PrecisionChoice> ampere = precision_choices(a100);
   EXPECT_TRUE(ampere[1].available);
@@ -322,11 +347,13 @@ TEST(PrecisionGating, ByComputeCapability) {
 }
 
 TEST(Traps, FlagsOnAStrictLabel) {
-  const Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", Precision::fp32, true, {{Stage::backbone, 10.0, kComputeHeavy, kSmallBytes}});
+  const Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", Precision::fp32, true,
+                                    {{Stage::backbone, 10.0, kComputeHeavy, kSmallBytes}});
   const std::vector<std::string> traps = run_traps(a100, a100.cases[0]);
   ASSERT_EQ(traps.size(), 1u);
   EXPECT_NE(traps[0].find("not strict FP32"), std::string::npos);
-  const Profile t4 = make_profile("Tesla T4", Precision::tf32, false, {{Stage::backbone, 10.0, kComputeHeavy, kSmallBytes}});
+  const Profile t4 =
+      make_profile("Tesla T4", Precision::tf32, false, {{Stage::backbone, 10.0, kComputeHeavy, kSmallBytes}});
   ASSERT_EQ(run_traps(t4, t4.cases[0]).size(), 1u);
   EXPECT_NE(run_traps(t4, t4.cases[0])[0].find("plain fp32"), std::string::npos);
 }

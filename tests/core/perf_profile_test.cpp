@@ -13,7 +13,8 @@ namespace trackscope::core {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kFixture = fs::path(TRACKSCOPE_SOURCE_DIR) / "tests/data/perf/h200_locotrack_section5_2_transcribed.json";
+const fs::path kFixture =
+    fs::path(TRACKSCOPE_SOURCE_DIR) / "tests/data/perf/h200_locotrack_section5_2_transcribed.json";
 
 fs::path output_dir() {
   const fs::path dir = fs::path(TRACKSCOPE_TEST_OUTPUT_DIR) / "perf_profile";
@@ -26,7 +27,7 @@ TEST(Statistics, MedianP90MinMaxMean) {
   const SampleStatistics s = compute_statistics(odd);
   EXPECT_EQ(s.count, 5);
   EXPECT_DOUBLE_EQ(s.median_ms, 3.0);
-  EXPECT_DOUBLE_EQ(s.p90_ms, 4.6);   // numpy.percentile([1..5], 90)
+  EXPECT_DOUBLE_EQ(s.p90_ms, 4.6);  // numpy.percentile([1..5], 90)
   EXPECT_DOUBLE_EQ(s.min_ms, 1.0);
   EXPECT_DOUBLE_EQ(s.max_ms, 5.0);
   EXPECT_DOUBLE_EQ(s.mean_ms, 3.0);
@@ -43,7 +44,8 @@ std::vector<StageSample> repeat_samples(int r) {
   for (int chunk = 0; chunk < 2; ++chunk) {
     samples.push_back({Stage::init, chunk, 0, 2.0, StageClock::device_events, 5.0, 1.0});
     for (int iteration = 1; iteration <= 2; ++iteration) {
-      samples.push_back({Stage::refine_encoder, chunk, iteration, (r + 1.0) * iteration, StageClock::device_events, 7.0, 3.0});
+      samples.push_back(
+          {Stage::refine_encoder, chunk, iteration, (r + 1.0) * iteration, StageClock::device_events, 7.0, 3.0});
     }
   }
   return samples;
@@ -65,7 +67,7 @@ TEST(ProfileCaseBuilder, AggregatesChunksIterationsAndRepeats) {
   EXPECT_DOUBLE_EQ(c.end_to_end.median_ms, 50.0);
   EXPECT_DOUBLE_EQ(c.points_per_second, 512 / 0.050);
   EXPECT_EQ(c.peak_device_memory_bytes, 123);
-  ASSERT_EQ(c.stages.size(), 3u);   // only the stages that were sampled, in canonical order
+  ASSERT_EQ(c.stages.size(), 3u);  // only the stages that were sampled, in canonical order
   EXPECT_EQ(c.stages[0].name, "backbone");
   EXPECT_EQ(c.stages[1].name, "init");
   const StageStats* encoder = c.find_stage(Stage::refine_encoder);
@@ -78,9 +80,9 @@ TEST(ProfileCaseBuilder, AggregatesChunksIterationsAndRepeats) {
   EXPECT_DOUBLE_EQ(encoder->flops, 28.0);
   EXPECT_DOUBLE_EQ(encoder->bytes, 12.0);
   ASSERT_EQ(encoder->iterations.size(), 2u);
-  EXPECT_DOUBLE_EQ(encoder->iterations[0].stats.median_ms, 2 * 2.0);   // iteration 1 of repeat 1: 2 chunks x 2 ms
+  EXPECT_DOUBLE_EQ(encoder->iterations[0].stats.median_ms, 2 * 2.0);  // iteration 1 of repeat 1: 2 chunks x 2 ms
   EXPECT_DOUBLE_EQ(encoder->iterations[1].stats.median_ms, 2 * 4.0);
-  ASSERT_EQ(encoder->chunk_samples.size(), 4u);   // from the median repeat (wall 50 ms, r = 2)
+  ASSERT_EQ(encoder->chunk_samples.size(), 4u);  // from the median repeat (wall 50 ms, r = 2)
   EXPECT_DOUBLE_EQ(encoder->chunk_samples[1].ms, 3.0 * 2);
   EXPECT_EQ(c.find_stage(Stage::init)->iterations.size(), 0u);
 }
@@ -187,7 +189,8 @@ TEST(ProfileJson, NamesTheMissingOrMistypedField) {
   j["cases"][0]["stages"][2]["stats"]["median_ms"] = "fast";
   Expected<Profile> mistyped = profile_from_json(j.dump());
   ASSERT_FALSE(mistyped);
-  EXPECT_NE(mistyped.status().message().find("cases[0].stages[2].stats.median_ms"), std::string::npos) << mistyped.status().message();
+  EXPECT_NE(mistyped.status().message().find("cases[0].stages[2].stats.median_ms"), std::string::npos)
+      << mistyped.status().message();
   j = nlohmann::json::parse(profile_to_json(rich_profile()));
   j["cases"][0]["config"]["precision"] = "fp8";
   EXPECT_EQ(profile_from_json(j.dump()).status().code(), StatusCode::corrupt_data);
@@ -212,12 +215,12 @@ TEST(ProfileJson, ReadsTheTranscribedH200Fixture) {
   EXPECT_EQ(p->origin, ProfileOrigin::transcribed);
   EXPECT_EQ(p->device.name, "NVIDIA H200");
   EXPECT_EQ(p->device.compute_capability(), 90);
-  EXPECT_EQ(p->cases.size(), 11u);   // every row of LOCOTRACK.md §5.2
+  EXPECT_EQ(p->cases.size(), 11u);  // every row of LOCOTRACK.md §5.2
   const ProfileCase* official = nullptr;
   for (const ProfileCase& c : p->cases) {
     if (c.name == "small-n1024-t47-c256-default") official = &c;
     EXPECT_EQ(c.config.frames, 47);
-    EXPECT_EQ(c.config.warmup, -1);   // not recorded
+    EXPECT_EQ(c.config.warmup, -1);  // not recorded
   }
   ASSERT_NE(official, nullptr);
   EXPECT_TRUE(official->config.tf32_cudnn);

@@ -12,8 +12,8 @@ namespace trackscope::core {
 namespace {
 
 TEST(GpuSpecs, HasTheRequiredCards) {
-  for (const char* key : {"t4", "l4", "a10", "a100-40gb", "a100-80gb", "h100-pcie", "h100-sxm", "h200", "rtx3090", "rtx4090",
-                          "v100-sxm2-16gb", "rtx-a6000", "l40s"}) {
+  for (const char* key : {"t4", "l4", "a10", "a100-40gb", "a100-80gb", "h100-pcie", "h100-sxm", "h200", "rtx3090",
+                          "rtx4090", "v100-sxm2-16gb", "rtx-a6000", "l40s"}) {
     EXPECT_NE(find_gpu_spec(key), nullptr) << key;
   }
 }
@@ -81,11 +81,20 @@ TEST(GpuSpecs, DatasheetValuesOfKeyCards) {
 }
 
 TEST(GpuSpecs, LookupByCudaName) {
-  const std::map<std::string, std::string> expected = {
-      {"Tesla T4", "t4"}, {"NVIDIA A100-SXM4-80GB", "a100-80gb"}, {"NVIDIA A100-SXM4-40GB", "a100-40gb"},
-      {"NVIDIA A100-PCIE-40GB", "a100-40gb"}, {"NVIDIA GeForce RTX 4090", "rtx4090"}, {"NVIDIA GeForce RTX 3090", "rtx3090"},
-      {"NVIDIA H200", "h200"}, {"NVIDIA H100 80GB HBM3", "h100-sxm"}, {"NVIDIA H100 PCIe", "h100-pcie"},
-      {"NVIDIA A10", "a10"}, {"nvidia l4", "l4"}, {"NVIDIA L40S", "l40s"}, {"T4", "t4"}, {"H200", "h200"}};
+  const std::map<std::string, std::string> expected = {{"Tesla T4", "t4"},
+                                                       {"NVIDIA A100-SXM4-80GB", "a100-80gb"},
+                                                       {"NVIDIA A100-SXM4-40GB", "a100-40gb"},
+                                                       {"NVIDIA A100-PCIE-40GB", "a100-40gb"},
+                                                       {"NVIDIA GeForce RTX 4090", "rtx4090"},
+                                                       {"NVIDIA GeForce RTX 3090", "rtx3090"},
+                                                       {"NVIDIA H200", "h200"},
+                                                       {"NVIDIA H100 80GB HBM3", "h100-sxm"},
+                                                       {"NVIDIA H100 PCIe", "h100-pcie"},
+                                                       {"NVIDIA A10", "a10"},
+                                                       {"nvidia l4", "l4"},
+                                                       {"NVIDIA L40S", "l40s"},
+                                                       {"T4", "t4"},
+                                                       {"H200", "h200"}};
   for (const auto& [name, key] : expected) {
     const GpuSpec* spec = find_gpu_spec(name);
     ASSERT_NE(spec, nullptr) << name;
@@ -101,9 +110,9 @@ TEST(GpuSpecs, LookupByCudaName) {
 
 TEST(GpuSpecs, PrecisionPeaks) {
   const GpuSpec& t4 = *find_gpu_spec("t4");
-  EXPECT_DOUBLE_EQ(t4.nominal_peak_tflops(Precision::bf16), 65.0);        // what "bf16 is supported" suggests
+  EXPECT_DOUBLE_EQ(t4.nominal_peak_tflops(Precision::bf16), 65.0);  // what "bf16 is supported" suggests
   EXPECT_DOUBLE_EQ(t4.effective_peak_tflops(Precision::bf16), 8.1 * kEmulatedBf16FractionOfFp32);
-  EXPECT_DOUBLE_EQ(t4.nominal_peak_tflops(Precision::tf32), 8.1);          // TF32 flags ignored below 8.0
+  EXPECT_DOUBLE_EQ(t4.nominal_peak_tflops(Precision::tf32), 8.1);  // TF32 flags ignored below 8.0
   EXPECT_DOUBLE_EQ(t4.effective_peak_tflops(Precision::fp16), 65.0);
   const GpuSpec& a100 = *find_gpu_spec("a100-40gb");
   EXPECT_DOUBLE_EQ(a100.effective_peak_tflops(Precision::bf16), 312.0);
@@ -120,7 +129,7 @@ TEST(GpuSpecs, MeasuredPeaksOverrideTheDatasheet) {
   EXPECT_DOUBLE_EQ(t4.bandwidth_gbps, 250.0);
   EXPECT_DOUBLE_EQ(t4.fp16_tflops, 65.0);
   EXPECT_NE(t4.source.find("measured"), std::string::npos);
-  EXPECT_FALSE(device_peaks(nullptr, {}).known());   // a CPU without measurements
+  EXPECT_FALSE(device_peaks(nullptr, {}).known());  // a CPU without measurements
   EXPECT_TRUE(device_peaks(nullptr, measured).known());
 }
 
@@ -162,10 +171,16 @@ TEST(CostModel, ReproducesThePerQueryUnitCosts) {
 TEST(CostModel, MinimumBytesFollowTheTable) {
   // LOCOTRACK.md §5.1 "min bytes" (GB, N=256 / N=1024, chunk 256). The table rounds to one or two digits; the init
   // row's sub-step accounting is not spelled out there, hence its wider tolerance.
-  struct Row { double n256, n1024, tolerance; WorkCost LocoTrackCostBreakdown::*member; };
-  const Row rows[] = {{0.40, 0.40, 0.05, &LocoTrackCostBreakdown::backbone}, {0.2, 0.8, 0.15, &LocoTrackCostBreakdown::query_features},
-                      {0.64, 2.6, 0.15, &LocoTrackCostBreakdown::init}, {9.8, 39.0, 0.05, &LocoTrackCostBreakdown::sampling},
-                      {5.7, 22.8, 0.05, &LocoTrackCostBreakdown::correlation}, {1.5, 6.1, 0.05, &LocoTrackCostBreakdown::encoder},
+  struct Row {
+    double n256, n1024, tolerance;
+    WorkCost LocoTrackCostBreakdown::*member;
+  };
+  const Row rows[] = {{0.40, 0.40, 0.05, &LocoTrackCostBreakdown::backbone},
+                      {0.2, 0.8, 0.15, &LocoTrackCostBreakdown::query_features},
+                      {0.64, 2.6, 0.15, &LocoTrackCostBreakdown::init},
+                      {9.8, 39.0, 0.05, &LocoTrackCostBreakdown::sampling},
+                      {5.7, 22.8, 0.05, &LocoTrackCostBreakdown::correlation},
+                      {1.5, 6.1, 0.05, &LocoTrackCostBreakdown::encoder},
                       {0.3, 1.2, 0.10, &LocoTrackCostBreakdown::mixer}};
   const LocoTrackCostBreakdown n256 = locotrack_cost_breakdown(config(ModelSize::small, 256));
   const LocoTrackCostBreakdown n1024 = locotrack_cost_breakdown(config(ModelSize::small, 1024));
@@ -178,7 +193,7 @@ TEST(CostModel, MinimumBytesFollowTheTable) {
 }
 
 TEST(CostModel, StagesPartitionTheBreakdown) {
-  const CostModelConfig c = config(ModelSize::base, 1000);   // 4 chunks, the last one short
+  const CostModelConfig c = config(ModelSize::base, 1000);  // 4 chunks, the last one short
   const LocoTrackCostBreakdown b = locotrack_cost_breakdown(c);
   WorkCost correlation = b.sampling;
   correlation += b.correlation;
@@ -199,11 +214,14 @@ TEST(CostModel, ScalesWithTheWorkload) {
   const CostModelConfig a = config(ModelSize::small, 1024);
   CostModelConfig chunked = a;
   chunked.chunk = 64;
-  EXPECT_DOUBLE_EQ(stage_cost(Stage::refine_transformer, chunked).flops, stage_cost(Stage::refine_transformer, a).flops);
-  EXPECT_GT(stage_cost(Stage::refine_transformer, chunked).bytes, stage_cost(Stage::refine_transformer, a).bytes);  // weights per chunk
+  EXPECT_DOUBLE_EQ(stage_cost(Stage::refine_transformer, chunked).flops,
+                   stage_cost(Stage::refine_transformer, a).flops);
+  EXPECT_GT(stage_cost(Stage::refine_transformer, chunked).bytes,
+            stage_cost(Stage::refine_transformer, a).bytes);  // weights per chunk
   CostModelConfig half = a;
   half.dtype_bytes = 2;
-  EXPECT_DOUBLE_EQ(stage_cost(Stage::refine_correlation, half).bytes, stage_cost(Stage::refine_correlation, a).bytes / 2);
+  EXPECT_DOUBLE_EQ(stage_cost(Stage::refine_correlation, half).bytes,
+                   stage_cost(Stage::refine_correlation, a).bytes / 2);
   CostModelConfig fused = a;
   fused.fused_correlation = true;
   EXPECT_LT(stage_cost(Stage::refine_correlation, fused).bytes, 0.5 * stage_cost(Stage::refine_correlation, a).bytes);

@@ -50,7 +50,7 @@ TEST(TelemetrySummary, MediansExtremesAndReasons) {
   EXPECT_DOUBLE_EQ(*s.temperature_max_c, 54);
   EXPECT_EQ(*s.memory_used_max_bytes, 4000);
   EXPECT_EQ(*s.pcie_generation, 4);
-  EXPECT_FALSE(s.memory_clock_median_mhz);   // never reported
+  EXPECT_FALSE(s.memory_clock_median_mhz);  // never reported
   EXPECT_EQ(s.throttle_reasons_seen, throttle_reason::sw_power_cap | throttle_reason::gpu_idle);
   EXPECT_EQ(s.throttle_reasons_seen_names, (std::vector<std::string>{"gpu_idle", "sw_power_cap"}));
 }
@@ -62,7 +62,7 @@ TEST(CpuTelemetry, UtilisationFromProcStatDeltas) {
   ASSERT_TRUE(source) << source.status().message();
   Expected<TelemetrySample> first = (*source)->sample();
   ASSERT_TRUE(first);
-  EXPECT_FALSE(first->cpu_utilisation_percent);   // needs two readings
+  EXPECT_FALSE(first->cpu_utilisation_percent);  // needs two readings
   EXPECT_GT(*first->cpu_threads, 0);
   EXPECT_FALSE(first->sm_clock_mhz);
   // +100 user, +100 system, +150 idle, +50 iowait: 200 busy of 400.
@@ -112,12 +112,13 @@ TEST(TelemetrySampler, RingBufferSnapshotsAndStop) {
   TelemetrySamplerOptions options;
   options.interval_ms = 10;
   options.capacity = 3;
-  auto sampler = TelemetrySampler::create(options, std::unique_ptr<TelemetrySource>(std::make_unique<CountingSource>()));
+  auto sampler =
+      TelemetrySampler::create(options, std::unique_ptr<TelemetrySource>(std::make_unique<CountingSource>()));
   ASSERT_TRUE(sampler);
   TelemetrySampler& s = **sampler;
   EXPECT_FALSE(s.running());
   s.start();
-  s.start();   // no second thread
+  s.start();  // no second thread
   EXPECT_TRUE(s.running());
   ASSERT_TRUE(wait_for([&] { return s.snapshot().total_samples >= 5; }));
   s.stop();
@@ -125,14 +126,14 @@ TEST(TelemetrySampler, RingBufferSnapshotsAndStop) {
   const TelemetrySnapshot snapshot = s.snapshot();
   EXPECT_TRUE(snapshot.available);
   EXPECT_EQ(snapshot.status, "counting source");
-  ASSERT_EQ(snapshot.samples.size(), 3u);   // the ring keeps the newest
+  ASSERT_EQ(snapshot.samples.size(), 3u);  // the ring keeps the newest
   const uint64_t total = snapshot.total_samples;
   EXPECT_DOUBLE_EQ(*snapshot.latest()->sm_clock_mhz, 1000.0 + static_cast<double>(total - 1));
   for (size_t i = 1; i < snapshot.samples.size(); ++i) {
     EXPECT_GE(snapshot.samples[i].time_s, snapshot.samples[i - 1].time_s);
     EXPECT_GT(snapshot.samples[i].unix_ms, 0);
   }
-  EXPECT_EQ(s.snapshot().total_samples, total);   // stopped: no more readings
+  EXPECT_EQ(s.snapshot().total_samples, total);  // stopped: no more readings
   EXPECT_EQ(s.samples_since(snapshot.samples[1].time_s).size(), 2u);
   EXPECT_TRUE(s.samples_since(s.now_s() + 1.0).empty());
   s.clear();
@@ -142,25 +143,28 @@ TEST(TelemetrySampler, RingBufferSnapshotsAndStop) {
 TEST(TelemetrySampler, StopDoesNotWaitForTheNextInterval) {
   TelemetrySamplerOptions options;
   options.interval_ms = 60'000;
-  auto sampler = TelemetrySampler::create(options, std::unique_ptr<TelemetrySource>(std::make_unique<CountingSource>()));
+  auto sampler =
+      TelemetrySampler::create(options, std::unique_ptr<TelemetrySource>(std::make_unique<CountingSource>()));
   ASSERT_TRUE(sampler);
   (*sampler)->start();
   ASSERT_TRUE(wait_for([&] { return (*sampler)->snapshot().total_samples >= 1; }));
   const auto before = std::chrono::steady_clock::now();
-  sampler->reset();   // the destructor stops and joins
-  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(10));   // not the 60 s interval
+  sampler->reset();                                                                // the destructor stops and joins
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(10));  // not the 60 s interval
 }
 
 TEST(TelemetrySampler, ReportsFailedReadingsAndUnavailableSources) {
   TelemetrySamplerOptions options;
   options.interval_ms = 10;
-  auto failing = TelemetrySampler::create(options, std::unique_ptr<TelemetrySource>(std::make_unique<CountingSource>(true)));
+  auto failing =
+      TelemetrySampler::create(options, std::unique_ptr<TelemetrySource>(std::make_unique<CountingSource>(true)));
   ASSERT_TRUE(failing);
   (*failing)->start();
   ASSERT_TRUE(wait_for([&] { return (*failing)->snapshot().status.find("odd reading failed") != std::string::npos; }));
   (*failing)->stop();
 
-  auto none = TelemetrySampler::create({}, Expected<std::unique_ptr<TelemetrySource>>(unsupported("libnvidia-ml.so.1 not found")));
+  auto none = TelemetrySampler::create(
+      {}, Expected<std::unique_ptr<TelemetrySource>>(unsupported("libnvidia-ml.so.1 not found")));
   ASSERT_TRUE(none);
   (*none)->start();
   EXPECT_FALSE((*none)->running());

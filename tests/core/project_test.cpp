@@ -37,11 +37,12 @@ Project sample_project(const fs::path& video) {
   Annotation annotation;
   const PointId a = annotation.add({3, 10.5, 20.25});
   const PointId b = annotation.add({0, 100.125, 7.0});
-  (void)annotation.remove(annotation.add({1, 1.0, 1.0}));   // ids keep a hole
+  (void)annotation.remove(annotation.add({1, 1.0, 1.0}));  // ids keep a hole
   Track track;
   track.query = {3, 10.5, 20.25};
   track.first_frame = 2;
-  for (int f = 2; f < 12; ++f) track.points.push_back({10.5f + 0.1f * f, 20.25f - f / 3.0f, f % 4 != 0, 0.1f * (f % 10), 0.0123f});
+  for (int f = 2; f < 12; ++f)
+    track.points.push_back({10.5f + 0.1f * f, 20.25f - f / 3.0f, f % 4 != 0, 0.1f * (f % 10), 0.0123f});
   PointTrack point_track{track, {"LocoTrack-S (bundled default)", "cuda:0", "bf16"}, {}};
   point_track = with_correction(point_track, 7, 55.5, 66.5);
   (void)annotation.set_track(a, point_track);
@@ -71,14 +72,14 @@ TEST(Project, JsonRoundTripKeepsEverything) {
   Expected<Project> loaded = load_project(dir / "p.trackscope");
   ASSERT_TRUE(loaded) << loaded.status().message();
   Project expected = project;
-  expected.video.relative_path = "clip.mp4";   // recomputed by save_project
+  expected.video.relative_path = "clip.mp4";  // recomputed by save_project
   EXPECT_EQ(*loaded, expected);
   EXPECT_EQ(loaded->points[0].track->keyframes, (std::vector<int64_t>{7}));
 
   Annotation annotation;
   load_into(*loaded, annotation);
   EXPECT_EQ(annotation.size(), 2u);
-  EXPECT_EQ(annotation.next_id(), 3);   // the removed id 2 is not reused
+  EXPECT_EQ(annotation.next_id(), 3);  // the removed id 2 is not reused
   EXPECT_EQ(*annotation.track(0), *project.points[0].track);
   const std::string text = read_bytes(dir / "p.trackscope");
   EXPECT_NE(text.find("\"format\": \"trackscope-project\""), std::string::npos);
@@ -115,7 +116,8 @@ TEST(Project, BadInputGivesClearErrors) {
     Expected<Project> loaded = load_project(dir / "bad.trackscope");
     ASSERT_FALSE(loaded) << c.name;
     EXPECT_EQ(loaded.status().code(), c.code) << c.name << ": " << loaded.status().message();
-    EXPECT_NE(loaded.status().message().find(c.words), std::string::npos) << c.name << ": " << loaded.status().message();
+    EXPECT_NE(loaded.status().message().find(c.words), std::string::npos)
+        << c.name << ": " << loaded.status().message();
   }
   EXPECT_EQ(load_project(dir / "none.trackscope").status().code(), StatusCode::not_found);
 }

@@ -125,7 +125,8 @@ TEST(Safetensors, RejectsInconsistentEntries) {
   EXPECT_TRUE(parse_status(R"({"a":{"dtype":"F16","shape":[6],"data_offsets":[0,12]}})", 12).ok());
   // Overlap.
   Status overlap = parse_status(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},)"
-                                R"("b":{"dtype":"U8","shape":[8],"data_offsets":[4,12]}})", 12);
+                                R"("b":{"dtype":"U8","shape":[8],"data_offsets":[4,12]}})",
+                                12);
   EXPECT_EQ(overlap.code(), StatusCode::corrupt_data);
   EXPECT_NE(overlap.message().find("overlaps"), std::string::npos) << overlap.message();
   // Gap and trailing bytes.
@@ -141,7 +142,8 @@ TEST(Safetensors, RejectsInconsistentEntries) {
             StatusCode::unsupported);
   // Duplicate names inside one header (JSON parsers would silently keep one).
   Status duplicate = parse_status(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
-                                  R"("a":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})", 4);
+                                  R"("a":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})",
+                                  4);
   EXPECT_EQ(duplicate.code(), StatusCode::corrupt_data);
   EXPECT_NE(duplicate.message().find("duplicate"), std::string::npos) << duplicate.message();
   // Metadata must be strings.
@@ -175,8 +177,12 @@ TEST(Safetensors, ShardsFormOneSetAndDuplicatesAcrossShardsFail) {
   ASSERT_NE(set->find("t10"), nullptr);
   EXPECT_EQ(set->find("t10")->shard, 3u);
 
-  ASSERT_TRUE(write_safetensors(folder / "dup-0.safetensors", {{"x", TensorDtype::f32, {2}, std::as_bytes(std::span(a))}}).ok());
-  ASSERT_TRUE(write_safetensors(folder / "dup-1.safetensors", {{"x", TensorDtype::f32, {3}, std::as_bytes(std::span(b))}}).ok());
+  ASSERT_TRUE(
+      write_safetensors(folder / "dup-0.safetensors", {{"x", TensorDtype::f32, {2}, std::as_bytes(std::span(a))}})
+          .ok());
+  ASSERT_TRUE(
+      write_safetensors(folder / "dup-1.safetensors", {{"x", TensorDtype::f32, {3}, std::as_bytes(std::span(b))}})
+          .ok());
   Status duplicate = SafetensorsSet::open(folder / "dup.safetensors").status();
   EXPECT_EQ(duplicate.code(), StatusCode::corrupt_data);
   EXPECT_NE(duplicate.message().find("two shards"), std::string::npos) << duplicate.message();

@@ -31,7 +31,8 @@ TEST(SampleClip, GroundTruthIsSmoothInsideTheFrameAndHasAnOcclusion) {
       EXPECT_GT(t.points[i].y_px, 0.0) << t.name << " frame " << i;
       EXPECT_LT(t.points[i].y_px, options.height) << t.name << " frame " << i;
       if (i > 0) {
-        const double step = std::hypot(t.points[i].x_px - t.points[i - 1].x_px, t.points[i].y_px - t.points[i - 1].y_px);
+        const double step =
+            std::hypot(t.points[i].x_px - t.points[i - 1].x_px, t.points[i].y_px - t.points[i - 1].y_px);
         EXPECT_LT(step, 15.0) << t.name << " jumps at frame " << i;
       }
     }
@@ -66,8 +67,7 @@ TEST(SampleClip, RenderedPixelsAgreeWithTheGroundTruth) {
     const SamplePoint& square = track(tracks, "square_centre").points[index];
     EXPECT_GE(at(square)[2], at(square)[0]) << "blue-white stripes at the square centre, frame " << index;
     const SamplePoint& disc = track(tracks, "disc_centre").points[index];
-    const double disc_to_square =
-        distance_to_square(square, track(tracks, "square_corner").points[index], disc);
+    const double disc_to_square = distance_to_square(square, track(tracks, "square_corner").points[index], disc);
     EXPECT_EQ(disc.visible, disc_to_square >= 0.0) << "frame " << index;
     if (std::abs(disc_to_square) < 2.0) {
       // On the square's antialiased edge: the pixel is a blend.

@@ -16,7 +16,8 @@ Track line_track(int64_t first, int64_t end, double offset_px = 0.0, int64_t que
   Track track;
   track.first_frame = first;
   for (int64_t f = first; f < end; ++f) {
-    track.points.push_back({static_cast<float>(10 + 2 * f + offset_px), static_cast<float>(20 + f + offset_px), true, 0.1f, 0.05f});
+    track.points.push_back(
+        {static_cast<float>(10 + 2 * f + offset_px), static_cast<float>(20 + f + offset_px), true, 0.1f, 0.05f});
   }
   const int64_t q = query_frame >= 0 ? query_frame : first;
   track.query = {q, 10 + 2.0 * q + offset_px, 20 + 1.0 * q + offset_px};
@@ -41,12 +42,12 @@ TEST(TrackEdit, CorrectionMakesAKeyframeAndMovesTheQueryOnItsFrame) {
   EXPECT_EQ(corrected.track.at(20), (TrackPoint{100.25f, 64.5f, true, 0.0f, 0.0f}));
   EXPECT_EQ(corrected.track.at(19), original.track.at(19));
   EXPECT_EQ(keyframe_query(corrected, 20), (Query{20, 100.25, 64.5}));
-  EXPECT_TRUE(corrected.is_keyframe(5));   // the query frame
+  EXPECT_TRUE(corrected.is_keyframe(5));  // the query frame
   EXPECT_FALSE(corrected.is_keyframe(6));
 
   const PointTrack moved_query = with_correction(corrected, 5, 1.5, 2.5);
   EXPECT_EQ(moved_query.track.query, (Query{5, 1.5, 2.5}));
-  EXPECT_EQ(moved_query.keyframes, (std::vector<int64_t>{20}));   // the query frame is not listed
+  EXPECT_EQ(moved_query.keyframes, (std::vector<int64_t>{20}));  // the query frame is not listed
 }
 
 TEST(TrackEdit, OverwriteReplacesFromTheKeyframeOnButKeepsEveryKeyframe) {
@@ -58,8 +59,8 @@ TEST(TrackEdit, OverwriteReplacesFromTheKeyframeOnButKeepsEveryKeyframe) {
   ASSERT_EQ(merged.track.first_frame, 0);
   ASSERT_EQ(merged.track.points.size(), 48u);
   for (int64_t f = 0; f < 20; ++f) EXPECT_EQ(merged.track.at(f), existing.track.at(f)) << f;
-  EXPECT_EQ(merged.track.at(20), existing.track.at(20));   // the keyframe itself
-  EXPECT_EQ(merged.track.at(30), existing.track.at(30));   // a later keyframe survives the overwrite
+  EXPECT_EQ(merged.track.at(20), existing.track.at(20));  // the keyframe itself
+  EXPECT_EQ(merged.track.at(30), existing.track.at(30));  // a later keyframe survives the overwrite
   for (int64_t f : {21, 29, 31, 47}) EXPECT_EQ(merged.track.at(f), retracked.at(f)) << f;
   EXPECT_EQ(merged.keyframes, existing.keyframes);
   EXPECT_EQ(merged.provenance.model, "model B");
@@ -123,9 +124,11 @@ TEST(AnnotationHistory, UndoAndRedoRestoreEveryKindOfEditExactly) {
   history.apply("Add", {id}, [&](Annotation& a) { a.add({0, 10.0, 20.0}); });
   history.apply("Track", {id}, [&](Annotation& a) { (void)a.set_track(id, point_track(line_track(0, 48))); });
   const PointTrack tracked = *annotation.track(id);
-  history.apply("Correct", {id}, [&](Annotation& a) { (void)a.set_track(id, with_correction(*a.track(id), 20, 99.0, 77.0)); });
+  history.apply("Correct", {id},
+                [&](Annotation& a) { (void)a.set_track(id, with_correction(*a.track(id), 20, 99.0, 77.0)); });
   const PointTrack corrected = *annotation.track(id);
-  history.apply("Delete future", {id}, [&](Annotation& a) { (void)a.set_track(id, *without_frames_after(*a.track(id), 25)); });
+  history.apply("Delete future", {id},
+                [&](Annotation& a) { (void)a.set_track(id, *without_frames_after(*a.track(id), 25)); });
   EXPECT_EQ(annotation.track(id)->track.end_frame(), 26);
   EXPECT_EQ(history.undo_label(), "Delete future");
 
@@ -136,7 +139,7 @@ TEST(AnnotationHistory, UndoAndRedoRestoreEveryKindOfEditExactly) {
   ASSERT_TRUE(history.redo());
   EXPECT_EQ(*annotation.track(id), corrected);
   history.apply("Remove", {id}, [&](Annotation& a) { (void)a.remove(id); });
-  EXPECT_FALSE(history.can_redo());   // a new step drops the redo steps
+  EXPECT_FALSE(history.can_redo());  // a new step drops the redo steps
   EXPECT_EQ(annotation.find(id), nullptr);
   ASSERT_TRUE(history.undo());
   ASSERT_NE(annotation.find(id), nullptr);
@@ -155,12 +158,22 @@ TEST(AnnotationHistory, MergedStepsAndTheCleanState) {
   history.mark_clean();
   EXPECT_TRUE(history.is_clean());
   for (int i = 1; i <= 5; ++i) {
-    history.apply("Move", {id}, [&](Annotation& a) { (void)a.move(id, {0, 1.0 + i, 1.0}); }, "drag-1");
+    history.apply(
+        "Move", {id},
+        [&](Annotation& a) {
+          (void)a.move(id, {0, 1.0 + i, 1.0});
+        },
+        "drag-1");
   }
-  EXPECT_EQ(history.undo_count(), 1u);   // one drag, one step
+  EXPECT_EQ(history.undo_count(), 1u);  // one drag, one step
   EXPECT_FALSE(history.is_clean());
   history.close_merge();
-  history.apply("Move", {id}, [&](Annotation& a) { (void)a.move(id, {0, 50.0, 1.0}); }, "drag-1");
+  history.apply(
+      "Move", {id},
+      [&](Annotation& a) {
+        (void)a.move(id, {0, 50.0, 1.0});
+      },
+      "drag-1");
   EXPECT_EQ(history.undo_count(), 2u);
   ASSERT_TRUE(history.undo());
   EXPECT_EQ(annotation.find(id)->query.x_px, 6.0);
@@ -180,16 +193,15 @@ TEST(AnnotationHistory, OldestStepsAreDroppedBeyondTheLimit) {
   const PointId id = annotation.add({0, 0.0, 0.0});
   for (int i = 1; i <= 5; ++i) history.apply("Move", {id}, [&](Annotation& a) { (void)a.move(id, {0, 1.0 * i, 0.0}); });
   EXPECT_EQ(history.undo_count(), 3u);
-  while (history.undo()) {
-  }
+  while (history.undo()) {}
   EXPECT_EQ(annotation.find(id)->query.x_px, 2.0);
-  EXPECT_FALSE(history.is_clean());   // the clean state (x = 0) was dropped
+  EXPECT_FALSE(history.is_clean());  // the clean state (x = 0) was dropped
 }
 
 TEST(TrackQuality, VelocityOutliersUncertaintyAndConsistency) {
   PointTrack track = point_track(line_track(0, 48));
-  track.track.at(30).x_px += 25.0f;          // a one-frame glitch
-  track.track.at(10).p_far = 0.4f;           // uncertain but visible
+  track.track.at(30).x_px += 25.0f;  // a one-frame glitch
+  track.track.at(10).p_far = 0.4f;   // uncertain but visible
   QualityOptions options;
   TrackQuality quality = assess_track(track, options);
   EXPECT_TRUE(quality.flags_at(30) & quality_velocity_outlier);
@@ -217,9 +229,9 @@ TEST(TrackQuality, VelocityOutliersUncertaintyAndConsistency) {
   EXPECT_EQ(errors[45], 0.0f);
   const TrackQuality checked = assess_track(track, options, errors);
   EXPECT_TRUE(checked.flags_at(35) & quality_inconsistent);
-  EXPECT_FALSE(checked.flags_at(37) & quality_inconsistent);   // 3 px: under the 4 px threshold
+  EXPECT_FALSE(checked.flags_at(37) & quality_inconsistent);  // 3 px: under the 4 px threshold
   EXPECT_EQ(next_keyframe(corrected, 0), 30);
-  EXPECT_EQ(next_keyframe(corrected, 30, true), 0);   // the query frame
+  EXPECT_EQ(next_keyframe(corrected, 30, true), 0);  // the query frame
 }
 
 }  // namespace

@@ -105,8 +105,9 @@ TEST(TrackFormats, CsvRoundTripIsExactAndStatesItsConvention) {
   // One row per track and covered frame, with time_s = frame / fps.
   EXPECT_NE(text.find("\n3,10,0.333667,"), std::string::npos);
   size_t rows = 0;
-  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1)) rows += text.compare(at + 1, 1, "#") != 0 ? 1 : 0;
-  EXPECT_EQ(rows - 2, 40u + 20u + 5u);   // minus the header and the final empty line
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 1))
+    rows += text.compare(at + 1, 1, "#") != 0 ? 1 : 0;
+  EXPECT_EQ(rows - 2, 40u + 20u + 5u);  // minus the header and the final empty line
   Expected<TrackTable> back = read_tracks(dir / "t.csv", TrackFormat::csv);
   ASSERT_TRUE(back) << back.status().message();
   expect_same_tracks(*back, table, 0.0);
@@ -151,8 +152,9 @@ TEST(TrackFormats, JsonRoundTripIsExact) {
   EXPECT_EQ(back->tracks[0].track.provenance, table.tracks[0].track.provenance);
   const std::string text = read_bytes(dir / "t.json");
   EXPECT_FALSE(tracks_from_json(text.substr(0, text.size() / 3), "cut.json"));
-  EXPECT_EQ(tracks_from_json(R"({"format": "trackscope-tracks", "version": 9, "tracks": []})", "new.json").status().code(),
-            StatusCode::unsupported);
+  EXPECT_EQ(
+      tracks_from_json(R"({"format": "trackscope-tracks", "version": 9, "tracks": []})", "new.json").status().code(),
+      StatusCode::unsupported);
 }
 
 // ---- an independent .npz reader: zip central directory + stored members + .npy headers, written from the
@@ -262,7 +264,8 @@ TEST(TrackFormats, TapVidNpzRoundTripAndIndependentReader) {
   // numpy, when this machine has it, must read the same arrays.
   std::string python;
   for (const char* candidate : {"python3", "/usr/bin/python3"}) {
-    if (python.empty() && std::system((std::string(candidate) + " -c 'import numpy' >/dev/null 2>&1").c_str()) == 0) python = candidate;
+    if (python.empty() && std::system((std::string(candidate) + " -c 'import numpy' >/dev/null 2>&1").c_str()) == 0)
+      python = candidate;
   }
   if (!python.empty()) {
     const std::string script = "import numpy as np; d = np.load('" + (dir / "t.npz").string() +
@@ -320,7 +323,7 @@ TEST(TrackFormats, DeepLabCutCsvReadIndependently) {
         continue;
       }
       const TrackPoint& p = track.at(f);
-      EXPECT_NEAR(std::stod(x), p.x_px - 0.5, 1e-4);   // DeepLabCut: pixel centres at integers
+      EXPECT_NEAR(std::stod(x), p.x_px - 0.5, 1e-4);  // DeepLabCut: pixel centres at integers
       EXPECT_NEAR(std::stod(row[2 + 3 * i]), p.y_px - 0.5, 1e-4);
       EXPECT_NEAR(std::stod(row[3 + 3 * i]), (1.0 - p.p_occluded) * (1.0 - p.p_far), 1e-4);
     }

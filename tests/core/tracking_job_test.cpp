@@ -74,7 +74,9 @@ class ThrowingTracker final : public PointTracker {
 };
 
 VideoOpener fake_opener(int64_t frames) {
-  return [frames]() -> Expected<std::unique_ptr<VideoSource>> { return std::unique_ptr<VideoSource>(new FakeVideo(frames)); };
+  return [frames]() -> Expected<std::unique_ptr<VideoSource>> {
+    return std::unique_ptr<VideoSource>(new FakeVideo(frames));
+  };
 }
 
 struct Recorder {
@@ -88,10 +90,24 @@ struct Recorder {
 
   TrackingJob::Callbacks callbacks() {
     TrackingJob::Callbacks c;
-    c.on_progress = [this](const TrackProgress& p) { std::lock_guard l(mutex); progress.push_back(p); callback_thread = std::this_thread::get_id(); };
-    c.on_partial = [this](const TrackSet&, size_t first) { std::lock_guard l(mutex); partial_first.push_back(first); };
-    c.on_stage = [this](const StageSample& s) { std::lock_guard l(mutex); stages.push_back(s); };
-    c.on_finished = [this](Expected<TrackSet> r) { std::lock_guard l(mutex); result = std::move(r); finished_cv.notify_all(); };
+    c.on_progress = [this](const TrackProgress& p) {
+      std::lock_guard l(mutex);
+      progress.push_back(p);
+      callback_thread = std::this_thread::get_id();
+    };
+    c.on_partial = [this](const TrackSet&, size_t first) {
+      std::lock_guard l(mutex);
+      partial_first.push_back(first);
+    };
+    c.on_stage = [this](const StageSample& s) {
+      std::lock_guard l(mutex);
+      stages.push_back(s);
+    };
+    c.on_finished = [this](Expected<TrackSet> r) {
+      std::lock_guard l(mutex);
+      result = std::move(r);
+      finished_cv.notify_all();
+    };
     return c;
   }
 };
@@ -136,8 +152,8 @@ TEST(TrackingJob, DestructorCancelsAndJoins) {
   TrackRequest request;
   for (int i = 0; i < 1000; ++i) request.queries.push_back({0, 1.0, 1.0});
   {
-    auto job = TrackingJob::start(std::make_shared<StillTracker>(std::chrono::milliseconds(2)), fake_opener(4),
-                                  request, recorder.callbacks());
+    auto job = TrackingJob::start(std::make_shared<StillTracker>(std::chrono::milliseconds(2)), fake_opener(4), request,
+                                  recorder.callbacks());
   }
   ASSERT_TRUE(recorder.result.has_value());
   EXPECT_EQ(recorder.result->status().code(), StatusCode::cancelled);
@@ -154,7 +170,8 @@ TEST(TrackingJob, VideoOpenFailureAndTrackerExceptionBecomeErrors) {
   EXPECT_EQ(open_failure.result->status().code(), StatusCode::not_found);
 
   Recorder thrown;
-  auto job2 = TrackingJob::start(std::make_shared<ThrowingTracker>(), fake_opener(2), TrackRequest{}, thrown.callbacks());
+  auto job2 =
+      TrackingJob::start(std::make_shared<ThrowingTracker>(), fake_opener(2), TrackRequest{}, thrown.callbacks());
   job2->wait();
   ASSERT_TRUE(thrown.result.has_value());
   EXPECT_EQ(thrown.result->status().code(), StatusCode::internal);

@@ -33,7 +33,7 @@ std::filesystem::path make_video(const std::filesystem::path& path, VideoCodec c
   options.codec = codec;
   options.width = kWidth * scale;
   options.height = kHeight * scale;
-  if (scale > 1) options.quality = codec == VideoCodec::mjpeg ? 2 : 4;   // large frames: the index is a small part
+  if (scale > 1) options.quality = codec == VideoCodec::mjpeg ? 2 : 4;  // large frames: the index is a small part
   options.preset = "veryfast";
   options.keyframe_interval = 10;
   options.faststart = faststart;
@@ -114,8 +114,10 @@ TEST(VideoErrors, ValidHeaderThenNoise) {
     const auto damaged = folder / fmt::format("damaged_{}.mp4", faststart);
     write_bytes(damaged, bytes);
     auto source = VideoSource::open(damaged);
-    if (source) read_all_without_crash(**source);
-    else expect_error(source, {StatusCode::corrupt_data, StatusCode::unsupported}, damaged.string());
+    if (source)
+      read_all_without_crash(**source);
+    else
+      expect_error(source, {StatusCode::corrupt_data, StatusCode::unsupported}, damaged.string());
   }
   // Noise over the middle of the frame data, with the header and the index intact.
   const auto clean = folder / "clean_true.mp4";
@@ -141,9 +143,9 @@ TEST(VideoErrors, TruncatedFiles) {
     VideoCodec codec;
     bool faststart;
   };
-  for (const Case& c : {Case{"moov_at_end.mp4", VideoCodec::h264, false}, Case{"moov_first.mp4", VideoCodec::h264, true},
-                        Case{"clip.mkv", VideoCodec::h264, false}, Case{"clip.avi", VideoCodec::mjpeg, false},
-                        Case{"clip.webm", VideoCodec::vp9, false}}) {
+  for (const Case& c : {Case{"moov_at_end.mp4", VideoCodec::h264, false},
+                        Case{"moov_first.mp4", VideoCodec::h264, true}, Case{"clip.mkv", VideoCodec::h264, false},
+                        Case{"clip.avi", VideoCodec::mjpeg, false}, Case{"clip.webm", VideoCodec::vp9, false}}) {
     if (!video_encoder_available(c.codec)) continue;
     const auto clean = make_video(folder / ("clean_" + c.name), c.codec, c.faststart, 2);
     std::vector<uint8_t> bytes = read_bytes(clean);
@@ -173,13 +175,27 @@ TEST(VideoErrors, NoVideoStream) {
   // A valid WAV file (one second of silence): audio only.
   const auto folder = testing::test_folder("audio_only");
   std::vector<uint8_t> wav;
-  auto put32 = [&](uint32_t v) { for (int i = 0; i < 4; ++i) wav.push_back(static_cast<uint8_t>(v >> (8 * i))); };
-  auto put16 = [&](uint16_t v) { for (int i = 0; i < 2; ++i) wav.push_back(static_cast<uint8_t>(v >> (8 * i))); };
+  auto put32 = [&](uint32_t v) {
+    for (int i = 0; i < 4; ++i) wav.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  auto put16 = [&](uint16_t v) {
+    for (int i = 0; i < 2; ++i) wav.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
   auto tag = [&](const char* t) { wav.insert(wav.end(), t, t + 4); };
   const uint32_t samples = 8000;
-  tag("RIFF"); put32(36 + samples * 2); tag("WAVE");
-  tag("fmt "); put32(16); put16(1); put16(1); put32(8000); put32(16000); put16(2); put16(16);
-  tag("data"); put32(samples * 2);
+  tag("RIFF");
+  put32(36 + samples * 2);
+  tag("WAVE");
+  tag("fmt ");
+  put32(16);
+  put16(1);
+  put16(1);
+  put32(8000);
+  put32(16000);
+  put16(2);
+  put16(16);
+  tag("data");
+  put32(samples * 2);
   wav.resize(wav.size() + samples * 2, 0);
   write_bytes(folder / "silence.wav", wav);
   auto source = VideoSource::open(folder / "silence.wav");
@@ -197,7 +213,8 @@ TEST(VideoErrors, UnknownCodec) {
   std::vector<uint8_t> bytes = read_bytes(make_video(folder / "clip.avi", VideoCodec::mjpeg));
   int replaced = 0;
   for (size_t i = 0; i + 4 <= bytes.size(); ++i) {
-    if (std::equal(bytes.begin() + static_cast<std::ptrdiff_t>(i), bytes.begin() + static_cast<std::ptrdiff_t>(i) + 4, "MJPG")) {
+    if (std::equal(bytes.begin() + static_cast<std::ptrdiff_t>(i), bytes.begin() + static_cast<std::ptrdiff_t>(i) + 4,
+                   "MJPG")) {
       std::copy_n("QQZX", 4, bytes.begin() + static_cast<std::ptrdiff_t>(i));
       ++replaced;
     }
@@ -228,7 +245,8 @@ TEST(VideoErrors, DamagedImageInASequence) {
 
 TEST(VideoErrors, BadRequests) {
   const auto folder = testing::test_folder("bad_requests");
-  for (int64_t i = 0; i < 3; ++i) testing::write_uncompressed_png(folder / fmt::format("{}.png", i), testing::make_index_frame(i, 64, 48));
+  for (int64_t i = 0; i < 3; ++i)
+    testing::write_uncompressed_png(folder / fmt::format("{}.png", i), testing::make_index_frame(i, 64, 48));
   VideoOpenOptions bad_options;
   bad_options.decoder_threads = -1;
   expect_error(VideoSource::open(folder, bad_options), {StatusCode::invalid_argument}, "negative threads");
@@ -250,7 +268,7 @@ TEST(VideoErrors, BadRequests) {
 TEST(VideoErrors, WriterRejectsBadOptionsAndFrames) {
   const auto folder = testing::test_folder("writer_errors");
   VideoWriterOptions options;
-  options.width = 101;   // odd: 4:2:0 H.264 cannot
+  options.width = 101;  // odd: 4:2:0 H.264 cannot
   options.height = 64;
   EXPECT_EQ(VideoWriter::create(folder / "odd.mp4", options).status().code(), StatusCode::invalid_argument);
   options.width = 64;
@@ -260,7 +278,8 @@ TEST(VideoErrors, WriterRejectsBadOptionsAndFrames) {
   options.preset = "warp-speed";
   EXPECT_EQ(VideoWriter::create(folder / "p.mp4", options).status().code(), StatusCode::invalid_argument);
   options.preset = "veryfast";
-  EXPECT_EQ(VideoWriter::create(folder / "clip.unknown_extension", options).status().code(), StatusCode::invalid_argument);
+  EXPECT_EQ(VideoWriter::create(folder / "clip.unknown_extension", options).status().code(),
+            StatusCode::invalid_argument);
   options.codec = VideoCodec::h264;
   if (video_encoder_available(VideoCodec::h264)) {
     EXPECT_EQ(VideoWriter::create(folder / "h264.webm", options).status().code(), StatusCode::unsupported);

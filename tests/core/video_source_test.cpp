@@ -22,7 +22,7 @@ constexpr int64_t kFrames = 40;
 
 struct ClipCase {
   std::string name;
-  std::string file;             // file name, or a folder / pattern for image sequences
+  std::string file;  // file name, or a folder / pattern for image sequences
   VideoCodec codec = VideoCodec::h264;
   std::string expected_codec;
   bool variable_rate = false;
@@ -63,8 +63,8 @@ std::filesystem::path make_clip(const ClipCase& clip, const std::filesystem::pat
   options.keyframe_interval = 12;
   if (clip.codec == VideoCodec::h264) options.max_b_frames = 2;
   const auto path = folder / clip.file;
-  const Status written = testing::write_index_clip(path, options, kFrames,
-                                                   clip.variable_rate ? variable_timestamps_us() : std::vector<int64_t>{});
+  const Status written = testing::write_index_clip(
+      path, options, kFrames, clip.variable_rate ? variable_timestamps_us() : std::vector<int64_t>{});
   EXPECT_TRUE(written.ok()) << written.message();
   return path;
 }
@@ -195,10 +195,19 @@ TEST(VideoSource, RotationMetadataGivesUprightFrames) {
     coded.rgb.resize((*frame)->rgb.size());
     for (int y = 0; y < kHeight; ++y) {
       for (int x = 0; x < kWidth; ++x) {
-        int ux = x, uy = y;   // where coded pixel (x, y) lands in the upright frame
-        if (rotation == 90) { ux = kHeight - 1 - y; uy = x; }
-        if (rotation == 180) { ux = kWidth - 1 - x; uy = kHeight - 1 - y; }
-        if (rotation == 270) { ux = y; uy = kWidth - 1 - x; }
+        int ux = x, uy = y;  // where coded pixel (x, y) lands in the upright frame
+        if (rotation == 90) {
+          ux = kHeight - 1 - y;
+          uy = x;
+        }
+        if (rotation == 180) {
+          ux = kWidth - 1 - x;
+          uy = kHeight - 1 - y;
+        }
+        if (rotation == 270) {
+          ux = y;
+          uy = kWidth - 1 - x;
+        }
         std::copy_n((*frame)->pixel(ux, uy), 3, coded.rgb.data() + (static_cast<size_t>(y) * kWidth + x) * 3);
       }
     }
@@ -224,7 +233,8 @@ TEST(VideoSource, StreamCutInsideAGroupOfPicturesStartsAtItsFirstDecodableFrame)
   // stream that begins in the middle of a group of pictures.
   std::vector<uint8_t> bytes = testing::read_bytes(folder / "whole.ts");
   const size_t cut = (bytes.size() / 3 / 188) * 188;
-  testing::write_bytes(folder / "cut.ts", std::vector<uint8_t>(bytes.begin() + static_cast<std::ptrdiff_t>(cut), bytes.end()));
+  testing::write_bytes(folder / "cut.ts",
+                       std::vector<uint8_t>(bytes.begin() + static_cast<std::ptrdiff_t>(cut), bytes.end()));
   auto source = VideoSource::open(folder / "cut.ts");
   ASSERT_TRUE(source) << source.status().message();
   const int64_t count = (*source)->info().frame_count;
@@ -244,7 +254,8 @@ TEST(VideoSource, StreamCutInsideAGroupOfPicturesStartsAtItsFirstDecodableFrame)
 TEST(VideoSource, ImageSequenceFolderIsSortedByName) {
   const auto folder = testing::test_folder("sorted_folder");
   // Written out of order, with a non-image file in between.
-  for (int64_t i : {3, 0, 2, 1}) testing::write_uncompressed_png(folder / fmt::format("img_{:03d}.png", i), make_index_frame(i, 64, 48));
+  for (int64_t i : {3, 0, 2, 1})
+    testing::write_uncompressed_png(folder / fmt::format("img_{:03d}.png", i), make_index_frame(i, 64, 48));
   testing::write_bytes(folder / "notes.txt", {'h', 'i'});
   auto source = VideoSource::open(folder);
   ASSERT_TRUE(source) << source.status().message();
@@ -258,8 +269,9 @@ TEST(VideoSource, ImageSequenceFolderIsSortedByName) {
 
 TEST(VideoSource, PatternStartsAtTheFirstExistingNumber) {
   const auto folder = testing::test_folder("pattern_start");
-  for (int64_t i = 3; i < 8; ++i) testing::write_uncompressed_png(folder / fmt::format("f{}.png", i), make_index_frame(i, 64, 48));
-  testing::write_uncompressed_png(folder / "f9.png", make_index_frame(9, 64, 48));   // after a gap: not part of it
+  for (int64_t i = 3; i < 8; ++i)
+    testing::write_uncompressed_png(folder / fmt::format("f{}.png", i), make_index_frame(i, 64, 48));
+  testing::write_uncompressed_png(folder / "f9.png", make_index_frame(9, 64, 48));  // after a gap: not part of it
   auto source = VideoSource::open(folder / "f%d.png");
   ASSERT_TRUE(source) << source.status().message();
   EXPECT_EQ((*source)->info().frame_count, 5);
@@ -275,14 +287,14 @@ TEST(VideoSource, SequentialReadsDoNotSeekAndJumpsStartAtTheNearestKeyframe) {
   options.width = kWidth;
   options.height = kHeight;
   options.preset = "veryfast";
-  options.keyframe_interval = 20;   // keyframes at 0, 20, 40, 60
+  options.keyframe_interval = 20;  // keyframes at 0, 20, 40, 60
   options.max_b_frames = 3;
   ASSERT_TRUE(testing::write_index_clip(folder / "gop20.mp4", options, 80).ok());
   auto source = VideoSource::open(folder / "gop20.mp4");
   ASSERT_TRUE(source) << source.status().message();
   for (int64_t i = 0; i < 80; ++i) ASSERT_TRUE((*source)->read_frame(i));
   EXPECT_EQ((*source)->decode_counters().seeks, 0);
-  EXPECT_EQ((*source)->decode_counters().decoded_frames, 79);   // frame 0 was decoded by open()
+  EXPECT_EQ((*source)->decode_counters().decoded_frames, 79);  // frame 0 was decoded by open()
 
   // Frame 57 from the end of the clip: back to keyframe 40, then at most the 18 frames up to 57.
   VideoSource::DecodeCounters before = (*source)->decode_counters();

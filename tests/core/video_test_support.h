@@ -136,9 +136,9 @@ inline void write_uncompressed_png(const std::filesystem::path& path, const Fram
   std::vector<uint8_t> header;
   put32(header, static_cast<uint32_t>(frame.width));
   put32(header, static_cast<uint32_t>(frame.height));
-  header.insert(header.end(), {8, 2, 0, 0, 0});   // 8-bit RGB, no interlace
+  header.insert(header.end(), {8, 2, 0, 0, 0});  // 8-bit RGB, no interlace
   chunk("IHDR", header);
-  std::vector<uint8_t> raw;   // each row: filter type 0, then the pixels
+  std::vector<uint8_t> raw;  // each row: filter type 0, then the pixels
   for (int y = 0; y < frame.height; ++y) {
     raw.push_back(0);
     raw.insert(raw.end(), frame.rgb.begin() + static_cast<std::ptrdiff_t>(y) * frame.width * 3,
@@ -148,8 +148,8 @@ inline void write_uncompressed_png(const std::filesystem::path& path, const Fram
   for (size_t offset = 0; offset < raw.size() || offset == 0; offset += 65535) {
     const size_t size = std::min<size_t>(65535, raw.size() - offset);
     zlib.push_back(offset + size >= raw.size() ? 1 : 0);
-    zlib.insert(zlib.end(), {static_cast<uint8_t>(size), static_cast<uint8_t>(size >> 8),
-                             static_cast<uint8_t>(~size), static_cast<uint8_t>(~size >> 8)});
+    zlib.insert(zlib.end(), {static_cast<uint8_t>(size), static_cast<uint8_t>(size >> 8), static_cast<uint8_t>(~size),
+                             static_cast<uint8_t>(~size >> 8)});
     zlib.insert(zlib.end(), raw.begin() + static_cast<std::ptrdiff_t>(offset),
                 raw.begin() + static_cast<std::ptrdiff_t>(offset + size));
     if (raw.empty()) break;
@@ -165,18 +165,18 @@ inline void write_uncompressed_png(const std::filesystem::path& path, const Fram
   write_bytes(path, png);
 }
 
-#define TRACKSCOPE_SKIP_WITHOUT_ENCODER(codec)                                                         \
-  do {                                                                                                 \
-    if (!::trackscope::core::video_encoder_available(codec)) {                                         \
+#define TRACKSCOPE_SKIP_WITHOUT_ENCODER(codec)                                                           \
+  do {                                                                                                   \
+    if (!::trackscope::core::video_encoder_available(codec)) {                                           \
       GTEST_SKIP() << "this FFmpeg build has no " << ::trackscope::core::to_string(codec) << " encoder"; \
-    }                                                                                                  \
+    }                                                                                                    \
   } while (false)
 
-#define TRACKSCOPE_SKIP_WITHOUT_PNG_ENCODER()                                                          \
-  do {                                                                                                 \
-    if (!::trackscope::core::png_encoder_available()) {                                                \
-      GTEST_SKIP() << "this FFmpeg build has no PNG encoder";                                          \
-    }                                                                                                  \
+#define TRACKSCOPE_SKIP_WITHOUT_PNG_ENCODER()                 \
+  do {                                                        \
+    if (!::trackscope::core::png_encoder_available()) {       \
+      GTEST_SKIP() << "this FFmpeg build has no PNG encoder"; \
+    }                                                         \
   } while (false)
 
 }  // namespace trackscope::core::testing

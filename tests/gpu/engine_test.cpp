@@ -59,7 +59,8 @@ std::shared_ptr<const model::LocoTrack> load_model(ModelSize size) {
   static std::map<ModelSize, std::shared_ptr<const model::LocoTrack>> cache;
   auto& entry = cache[size];
   if (!entry) {
-    core::Expected<weights::LoadedModel> loaded = weights::load_locotrack(weights_path(size), at::Device(device_name()));
+    core::Expected<weights::LoadedModel> loaded =
+        weights::load_locotrack(weights_path(size), at::Device(device_name()));
     if (!loaded) throw std::runtime_error(loaded.status().message());
     entry = loaded->model;
   }
@@ -127,13 +128,15 @@ class EngineTest : public ::testing::Test {
   static void expect_tracks(const std::string& what, const at::Tensor& actual, const at::Tensor& expected,
                             double tolerance = kTrackTolerancePx) {
     const Figures f = compare(actual, expected);
-    std::printf("%s: max |d| = %.3g px, rel L2 = %.3g (tolerance %.3g px)\n", what.c_str(), f.max_abs, f.relative_l2, tolerance);
+    std::printf("%s: max |d| = %.3g px, rel L2 = %.3g (tolerance %.3g px)\n", what.c_str(), f.max_abs, f.relative_l2,
+                tolerance);
     EXPECT_LE(f.max_abs, tolerance) << what;
   }
   static void expect_logits(const std::string& what, const at::Tensor& actual, const at::Tensor& expected,
                             double tolerance = kLogitRelativeL2) {
     const Figures f = compare(actual, expected);
-    std::printf("%s: max |d| = %.3g, rel L2 = %.3g (tolerance %.3g)\n", what.c_str(), f.max_abs, f.relative_l2, tolerance);
+    std::printf("%s: max |d| = %.3g, rel L2 = %.3g (tolerance %.3g)\n", what.c_str(), f.max_abs, f.relative_l2,
+                tolerance);
     EXPECT_LE(f.relative_l2, tolerance) << what;
   }
 
@@ -144,7 +147,8 @@ class EngineTest : public ::testing::Test {
     c10::InferenceMode inference;
     // gpu/engine_cuda_heuristic reruns the reference cases with cuDNN's heuristic algorithms (autotuning off; the
     // default is on).
-    if (const char* tuned = std::getenv("TRACKSCOPE_TEST_CUDNN_BENCHMARK"); tuned != nullptr && std::string(tuned) == "0") {
+    if (const char* tuned = std::getenv("TRACKSCOPE_TEST_CUDNN_BENCHMARK");
+        tuned != nullptr && std::string(tuned) == "0") {
       options.cudnn_benchmark = false;
     }
     engine::Engine engine(load_model(size), at::Device(device_name()), options);
@@ -162,7 +166,8 @@ class EngineTest : public ::testing::Test {
     engine.compute_features(frames.narrow(0, first_call, frame_count - first_call), grids, first_call, recorder);
     at::Tensor queries = inputs().at("query_points_tyx").to(engine.device());
     queries = at::stack({queries.select(-1, 0).remainder(static_cast<double>(frame_count)), queries.select(-1, 1),
-                         queries.select(-1, 2)}, -1);
+                         queries.select(-1, 2)},
+                        -1);
     const model::QueryFeatures features = engine.query_features(grids, queries, recorder);
     std::vector<model::TrackState> iterations;
     engine.track_chunk(grids, features, queries, 0, recorder, &iterations);
@@ -181,7 +186,8 @@ class EngineTest : public ::testing::Test {
     const std::string name = fmt::format("[engine {} {} {}]", device_name(), model::model_size_name(size),
                                          path == engine::EnginePath::eager ? "eager" : "fused");
     for (int i = 0; i <= 4; ++i) {
-      expect_tracks(fmt::format("{} iter{} tracks", name, i), iterations[i].tracks, reference.at(fmt::format("iter{}_tracks", i)));
+      expect_tracks(fmt::format("{} iter{} tracks", name, i), iterations[i].tracks,
+                    reference.at(fmt::format("iter{}_tracks", i)));
     }
     expect_tracks(name + " out tracks", iterations.back().tracks, reference.at("out_tracks"));
     expect_logits(name + " out occlusion", iterations.back().occlusion, reference.at("out_occlusion"));
@@ -189,7 +195,9 @@ class EngineTest : public ::testing::Test {
   }
 };
 
-TEST_F(EngineTest, FusedExactModeMatchesTheReferenceSmall) { expect_parity(ModelSize::small, engine::EnginePath::fused); }
+TEST_F(EngineTest, FusedExactModeMatchesTheReferenceSmall) {
+  expect_parity(ModelSize::small, engine::EnginePath::fused);
+}
 TEST_F(EngineTest, FusedExactModeMatchesTheReferenceBase) { expect_parity(ModelSize::base, engine::EnginePath::fused); }
 TEST_F(EngineTest, EagerPathMatchesTheReferenceSmall) { expect_parity(ModelSize::small, engine::EnginePath::eager); }
 
@@ -211,7 +219,8 @@ TEST_F(EngineTest, StageSamplesCoverThePipelineWithCosts) {
   EXPECT_EQ(count[core::Stage::backbone], 2);
   EXPECT_EQ(count[core::Stage::query_features], 1);
   EXPECT_EQ(count[core::Stage::init], 1);
-  for (core::Stage stage : {core::Stage::refine_correlation, core::Stage::refine_encoder, core::Stage::refine_transformer}) {
+  for (core::Stage stage :
+       {core::Stage::refine_correlation, core::Stage::refine_encoder, core::Stage::refine_transformer}) {
     EXPECT_EQ(count[stage], 4) << core::stage_name(stage);
     EXPECT_EQ(iterations[stage], (std::set<int>{1, 2, 3, 4})) << core::stage_name(stage);
   }
@@ -243,8 +252,9 @@ TEST_F(EngineTest, CudaGraphReplaysMatchTheEagerPath) {
   graphed.apply_precision_flags();
   const at::Tensor frames = graphed.prepare_frames(inputs().at("video_u8")[0].narrow(0, 0, frame_count));
   at::Tensor queries = inputs().at("query_points_tyx").to(graphed.device());
-  queries = at::stack({queries.select(-1, 0).remainder(static_cast<double>(frame_count)), queries.select(-1, 1),
-                       queries.select(-1, 2)}, -1);
+  queries = at::stack(
+      {queries.select(-1, 0).remainder(static_cast<double>(frame_count)), queries.select(-1, 1), queries.select(-1, 2)},
+      -1);
   // The same queries in reverse order: other inputs for the replay, and a known permutation of the results.
   const at::Tensor reversed = queries.flip({1}).contiguous();
   engine::StageRecorder scratch(graphed.cuda_index());
@@ -352,8 +362,8 @@ core::TrackRequest clip_request() {
   core::TrackRequest request;
   const at::Tensor q = inputs().at("inf_query_points_tyx")[0].to(at::kDouble);
   for (int64_t i = 0; i < q.size(0); ++i) {
-    request.queries.push_back({static_cast<int64_t>(std::llround(q[i][0].item<double>())), q[i][2].item<double>(),
-                               q[i][1].item<double>()});
+    request.queries.push_back(
+        {static_cast<int64_t>(std::llround(q[i][0].item<double>())), q[i][2].item<double>(), q[i][1].item<double>()});
   }
   return request;
 }
@@ -389,7 +399,8 @@ TEST_F(EngineTest, TrackerReproducesTheOfficialInferenceOnTheClip) {
       if (std::abs(p_occ - 0.5) >= kVisibilityMargin) ++unexplained;
     }
   }
-  std::printf("%s: %d flags differ, %d beyond the margin\n", label("tracker visibility").c_str(), differing, unexplained);
+  std::printf("%s: %d flags differ, %d beyond the margin\n", label("tracker visibility").c_str(), differing,
+              unexplained);
   EXPECT_EQ(unexplained, 0);
   EXPECT_EQ(video.reads, 16);  // every frame decoded once
   ASSERT_EQ(observer.partials.size(), 3u);
@@ -399,10 +410,10 @@ TEST_F(EngineTest, TrackerReproducesTheOfficialInferenceOnTheClip) {
   EXPECT_DOUBLE_EQ(observer.progress.back().fraction, 1.0);
   std::set<core::Stage> stages;
   for (const auto& s : observer.stages) stages.insert(s.stage);
-  for (core::Stage stage : {core::Stage::decode, core::Stage::resize_normalize, core::Stage::backbone,
-                            core::Stage::query_features, core::Stage::init, core::Stage::refine_correlation,
-                            core::Stage::refine_encoder, core::Stage::refine_transformer, core::Stage::download,
-                            core::Stage::assembly}) {
+  for (core::Stage stage :
+       {core::Stage::decode, core::Stage::resize_normalize, core::Stage::backbone, core::Stage::query_features,
+        core::Stage::init, core::Stage::refine_correlation, core::Stage::refine_encoder,
+        core::Stage::refine_transformer, core::Stage::download, core::Stage::assembly}) {
     EXPECT_TRUE(stages.count(stage)) << core::stage_name(stage);
   }
   EXPECT_EQ(stages.count(core::Stage::upload), wants_cuda() ? 1u : 0u);

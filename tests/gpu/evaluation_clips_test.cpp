@@ -26,7 +26,7 @@ SyntheticEvaluationOptions small_options() {
   options.data.points = 12;
   options.data.background_texture_size = 64;
   options.data.object_texture_size = 32;
-  options.clips = 6;   // one whole batch of 4 and half of the next
+  options.clips = 6;  // one whole batch of 4 and half of the next
   options.seed = 77;
   options.device = test_device();
   return options;
@@ -62,15 +62,15 @@ TEST(SyntheticEvaluationClips, AreTheGeneratorsBatchesAsPlainData) {
       const core::TapVidClip& clip = (*clips)[c];
       SCOPED_TRACE("clip " + std::to_string(c));
       EXPECT_EQ(clip.name, "synthetic-77-" + std::to_string(c));
-      ASSERT_TRUE(clip.check()) << clip.check().message();   // sizes consistent, query-first
+      ASSERT_TRUE(clip.check()) << clip.check().message();  // sizes consistent, query-first
       EXPECT_EQ(clip.width, 64);
       EXPECT_EQ(clip.height, 48);
       ASSERT_EQ(clip.frame_count(), 5);
       ASSERT_EQ(clip.track_count(), 12);
       const at::Tensor video = batch.video[b].cpu().contiguous();
       for (int64_t t = 0; t < 5; ++t) {
-        const at::Tensor frame = at::from_blob(const_cast<uint8_t*>(clip.frames_rgb[static_cast<size_t>(t)].data()),
-                                               {48, 64, 3}, at::kByte);
+        const at::Tensor frame =
+            at::from_blob(const_cast<uint8_t*>(clip.frames_rgb[static_cast<size_t>(t)].data()), {48, 64, 3}, at::kByte);
         EXPECT_TRUE(at::equal(frame, video[t])) << "frame " << t;
       }
       const at::Tensor queries = batch.query_points_tyx[b].cpu();
@@ -82,8 +82,10 @@ TEST(SyntheticEvaluationClips, AreTheGeneratorsBatchesAsPlainData) {
       }
       const at::Tensor tracks = batch.target_points_xy[b].cpu().contiguous();
       const at::Tensor occluded = batch.occluded[b].cpu().to(at::kByte).contiguous();
-      EXPECT_TRUE(at::equal(at::from_blob(const_cast<float*>(clip.gt_tracks_xy.data()), {12, 5, 2}, at::kFloat), tracks));
-      EXPECT_TRUE(at::equal(at::from_blob(const_cast<uint8_t*>(clip.gt_occluded.data()), {12, 5}, at::kByte), occluded));
+      EXPECT_TRUE(
+          at::equal(at::from_blob(const_cast<float*>(clip.gt_tracks_xy.data()), {12, 5, 2}, at::kFloat), tracks));
+      EXPECT_TRUE(
+          at::equal(at::from_blob(const_cast<uint8_t*>(clip.gt_occluded.data()), {12, 5}, at::kByte), occluded));
     }
   }
 }

@@ -22,13 +22,13 @@ int nvmlShutdown() {
 }
 const char* nvmlErrorString(int code) { return code == 9 ? "Driver Not Loaded" : "Unknown Error"; }
 int nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_st** device) {
-  if (init_count <= 0) return 1;   // NVML_ERROR_UNINITIALIZED
-  if (index != 0) return 2;        // NVML_ERROR_INVALID_ARGUMENT
+  if (init_count <= 0) return 1;  // NVML_ERROR_UNINITIALIZED
+  if (index != 0) return 2;       // NVML_ERROR_INVALID_ARGUMENT
   *device = &device0;
   return 0;
 }
 int nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, nvmlDevice_st** device) {
-  if (std::strcmp(bus_id, "00000000:19:00.0") != 0 && std::strcmp(bus_id, "0000:19:00.0") != 0) return 6;   // NOT_FOUND
+  if (std::strcmp(bus_id, "00000000:19:00.0") != 0 && std::strcmp(bus_id, "0000:19:00.0") != 0) return 6;  // NOT_FOUND
   *device = &device0;
   return 0;
 }
@@ -74,10 +74,10 @@ int nvmlDeviceGetMemoryInfo(nvmlDevice_st*, Memory* m) {
   return 0;
 }
 int nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_st*, unsigned long long* reasons) {
-  *reasons = 0x4 | 0x20;   // sw_power_cap | sw_thermal_slowdown
+  *reasons = 0x4 | 0x20;  // sw_power_cap | sw_thermal_slowdown
   return 0;
 }
-int nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_st*, unsigned int*) { return 3; }   // NOT_SUPPORTED
+int nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_st*, unsigned int*) { return 3; }  // NOT_SUPPORTED
 int nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_st*, unsigned int* width) {
   *width = 16;
   return 0;

@@ -98,10 +98,15 @@ int main(int argc, char** argv) {
     run["forward_process_cpu_ms"] = cpu_ms() - start_cpu;
     runs.push_back(run);
   }
-  nlohmann::json out = {{"model", loaded->info.model_name}, {"device", device_name},
-                        {"threads", at::get_num_threads()}, {"default_threads", default_threads},
+  nlohmann::json out = {{"model", loaded->info.model_name},
+                        {"device", device_name},
+                        {"threads", at::get_num_threads()},
+                        {"default_threads", default_threads},
                         {"hardware_concurrency", std::thread::hardware_concurrency()},
-                        {"keep_freed_host_memory", kept}, {"frames", video.size(1)}, {"queries", queries.size(1)}, {"runs", runs},
+                        {"keep_freed_host_memory", kept},
+                        {"frames", video.size(1)},
+                        {"queries", queries.size(1)},
+                        {"runs", runs},
                         {"parallel_info", at::get_parallel_info()}};
   std::cout << out.dump(2) << "\n";
   return 0;

@@ -109,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(Sizes, PerSize, ::testing::Values(ModelSize::small, Mod
 
 weights::StateDict state_of(const LocoTrack& model) {
   weights::StateDict state;
-  for (const auto& item : model.named_parameters()) state.tensors.emplace_back(item.key(), item.value().detach().clone());
+  for (const auto& item : model.named_parameters())
+    state.tensors.emplace_back(item.key(), item.value().detach().clone());
   return state;
 }
 
@@ -117,9 +118,10 @@ TEST(LocoTrackWeights, StrictLoadListsEveryProblemAtOnce) {
   LocoTrack source(LocoTrackConfig{ModelSize::small});
   weights::StateDict state = state_of(source);
   // Remove two keys, add two unknown ones, give two the wrong shape.
-  state.tensors.erase(std::remove_if(state.tensors.begin(), state.tensors.end(),
-                                     [](const auto& kv) { return kv.first == "cost_conv.bias" || kv.first == "occ_linear.weight"; }),
-                      state.tensors.end());
+  state.tensors.erase(
+      std::remove_if(state.tensors.begin(), state.tensors.end(),
+                     [](const auto& kv) { return kv.first == "cost_conv.bias" || kv.first == "occ_linear.weight"; }),
+      state.tensors.end());
   state.tensors.emplace_back("extra_convs.0.weight", at::zeros({3}));
   state.tensors.emplace_back("torch_pips_mixer.feature_head", at::zeros({3}));
   for (auto& [key, tensor] : state.tensors) {
@@ -132,9 +134,10 @@ TEST(LocoTrackWeights, StrictLoadListsEveryProblemAtOnce) {
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.code(), core::StatusCode::invalid_argument);
   const std::string& message = status.message();
-  for (const char* key : {"cost_conv.bias", "occ_linear.weight", "extra_convs.0.weight", "torch_pips_mixer.feature_head",
-                          "cmdtop.1.conv.0.0.weight: file [64, 49, 3, 3] vs model [64, 49, 5, 5]",
-                          "torch_pips_mixer.output_proj.bias: file [4] vs model [388]"}) {
+  for (const char* key :
+       {"cost_conv.bias", "occ_linear.weight", "extra_convs.0.weight", "torch_pips_mixer.feature_head",
+        "cmdtop.1.conv.0.0.weight: file [64, 49, 3, 3] vs model [64, 49, 5, 5]",
+        "torch_pips_mixer.output_proj.bias: file [4] vs model [388]"}) {
     EXPECT_NE(message.find(key), std::string::npos) << "missing '" << key << "' in:\n" << message;
   }
   EXPECT_NE(message.find("missing (2)"), std::string::npos) << message;
@@ -157,7 +160,8 @@ TEST(LocoTrackWeights, RejectsNonFiniteValuesAndOtherModels) {
 
   // Base weights into a small model: a shape error, and the size inference says base.
   EXPECT_EQ(weights::infer_model_size(state_of(source)).value(), ModelSize::base);
-  EXPECT_EQ(weights::infer_model_size(state_of(LocoTrack(LocoTrackConfig{ModelSize::small}))).value(), ModelSize::small);
+  EXPECT_EQ(weights::infer_model_size(state_of(LocoTrack(LocoTrackConfig{ModelSize::small}))).value(),
+            ModelSize::small);
   LocoTrack small(LocoTrackConfig{ModelSize::small});
   EXPECT_EQ(weights::load_state_dict(small, state_of(source)).code(), core::StatusCode::invalid_argument);
   weights::StateDict unrelated;
@@ -172,7 +176,8 @@ TEST(LocoTrackWeights, RejectsTruncatedAndMissingFiles) {
   std::ifstream in(shard, std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   bytes.resize(bytes.size() / 2);
-  std::ofstream(folder / "cut.safetensors", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(folder / "cut.safetensors", std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   core::Expected<weights::LoadedModel> cut = weights::load_locotrack(folder / "cut.safetensors");
   ASSERT_FALSE(cut);
   EXPECT_EQ(cut.status().code(), core::StatusCode::corrupt_data);
@@ -180,7 +185,8 @@ TEST(LocoTrackWeights, RejectsTruncatedAndMissingFiles) {
 
   EXPECT_EQ(weights::load_locotrack(folder / "absent.safetensors").status().code(), core::StatusCode::not_found);
   // Only one of the two shards: the missing keys are listed.
-  core::Expected<weights::LoadedModel> half = weights::load_locotrack(kFixtures / "locotrack_small_random_bf16-0.safetensors");
+  core::Expected<weights::LoadedModel> half =
+      weights::load_locotrack(kFixtures / "locotrack_small_random_bf16-0.safetensors");
   ASSERT_FALSE(half);
   EXPECT_NE(half.status().message().find("missing"), std::string::npos) << half.status().message();
   // A zip that is not a torch checkpoint, and garbage.
@@ -265,11 +271,13 @@ TEST(LocoTrackWeights, ConvertWritesStrictSafetensorsInEachDtype) {
 
 TEST(LocoTrackWeights, RecognisesOfficialCheckpointsBySha256) {
   ASSERT_EQ(known_checkpoints().size(), 2u);
-  const KnownCheckpoint* small = find_known_checkpoint("da023594e6d6c05ecad9644efc1467545481cfa899e20730bd9fdce778ffa5ac");
+  const KnownCheckpoint* small =
+      find_known_checkpoint("da023594e6d6c05ecad9644efc1467545481cfa899e20730bd9fdce778ffa5ac");
   ASSERT_NE(small, nullptr);
   EXPECT_EQ(small->file_name, "locotrack_small.ckpt");
   EXPECT_EQ(small->size_bytes, 33'001'026u);
-  EXPECT_EQ(find_known_checkpoint("8a5adbaeb610d1f06adfbc7c9076b66f727d674c0fd1d668890201cf3339736c")->model_size, "base");
+  EXPECT_EQ(find_known_checkpoint("8a5adbaeb610d1f06adfbc7c9076b66f727d674c0fd1d668890201cf3339736c")->model_size,
+            "base");
   EXPECT_EQ(find_known_checkpoint(std::string(64, '0')), nullptr);
   // A conversion records its source's sha256; when that is an official file the loader says so.
   const fs::path folder = temp_folder("official");
@@ -281,7 +289,8 @@ TEST(LocoTrackWeights, RecognisesOfficialCheckpointsBySha256) {
   ASSERT_TRUE(info) << info.status().message();
   EXPECT_EQ(info->official_checkpoint, "locotrack_small.ckpt");
   EXPECT_TRUE(info->converted_from_official);
-  EXPECT_NE(info->summary().find("converted from the official locotrack_small.ckpt"), std::string::npos) << info->summary();
+  EXPECT_NE(info->summary().find("converted from the official locotrack_small.ckpt"), std::string::npos)
+      << info->summary();
 }
 
 TEST(LocoTrackAutograd, EveryParameterReceivesAGradientThroughAllIterations) {
@@ -350,7 +359,7 @@ TEST(LocoTrackStages, AlibiBiasHasTheDocumentedSlopesAndMasks) {
   // LOCOTRACK.md §2 stage 5: small slopes [0.2041241, 0.0416667], forward heads first, then backward heads.
   EXPECT_NEAR(small[0][3][2].item<double>(), -0.2041241, 1e-7);  // forward: -s (i - j) for j <= i
   EXPECT_NEAR(small[1][4][0].item<double>(), -4 * 0.0416667, 1e-6);
-  EXPECT_EQ(small[0][2][3].item<double>(), -1e9);                 // forward heads never look ahead
+  EXPECT_EQ(small[0][2][3].item<double>(), -1e9);                    // forward heads never look ahead
   EXPECT_NEAR(small[2][1][4].item<double>(), -3 * 0.2041241, 1e-6);  // backward: -s (j - i) for j >= i
   EXPECT_EQ(small[3][4][1].item<double>(), -1e9);
   EXPECT_EQ(small[2][3][3].item<double>(), 0.0);

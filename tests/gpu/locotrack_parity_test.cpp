@@ -36,7 +36,6 @@ using fixtures::read_fixture;
 const std::map<std::string, at::Tensor>& inputs() { return fixtures::parity_inputs(); }
 using model::ModelSize;
 
-
 // Asserted tolerances. The task allows 1e-3 px and 1e-4 relative L2; these are tighter where the port achieves it.
 constexpr double kTrackTolerancePx = 1e-3;
 constexpr double kFeatureRelativeL2 = 2e-5;
@@ -64,7 +63,8 @@ const SizeCase& size_case(ModelSize size) {
   if (entry) return *entry;
   const at::Device device(device_name());
   auto built = std::make_unique<SizeCase>();
-  const fs::path weights_path = kFixtures / fmt::format("locotrack_{}_random_bf16.safetensors", model::model_size_name(size));
+  const fs::path weights_path =
+      kFixtures / fmt::format("locotrack_{}_random_bf16.safetensors", model::model_size_name(size));
   core::Expected<weights::LoadedModel> loaded = weights::load_locotrack(weights_path, device);
   if (!loaded) throw std::runtime_error(loaded.status().message());
   built->model = loaded->model;
@@ -173,7 +173,8 @@ TEST_P(Parity, EachRefinementFromTheReferencePreviousIteration) {
     const model::TrackState next = model::refine_tracks(*data().model, data().grids, data().query, previous);
     expect_tracks(fmt::format("iter{} tracks", i), next.tracks, reference(fmt::format("iter{}_tracks", i)));
     expect_logits(fmt::format("iter{} occlusion", i), next.occlusion, reference(fmt::format("iter{}_occlusion", i)));
-    expect_logits(fmt::format("iter{} expected_dist", i), next.expected_dist, reference(fmt::format("iter{}_expected_dist", i)));
+    expect_logits(fmt::format("iter{} expected_dist", i), next.expected_dist,
+                  reference(fmt::format("iter{}_expected_dist", i)));
   }
 }
 
@@ -182,7 +183,8 @@ TEST_P(Parity, FullForwardWithQueryChunk64) {
   const model::ForwardOutput out = model::forward(*data().model, data().video, data().queries, 64, &data().grids);
   ASSERT_EQ(out.iterations.size(), 5u);
   for (int i = 0; i <= 4; ++i) {
-    expect_tracks(fmt::format("forward iter{} tracks", i), out.iterations[i].tracks, reference(fmt::format("iter{}_tracks", i)));
+    expect_tracks(fmt::format("forward iter{} tracks", i), out.iterations[i].tracks,
+                  reference(fmt::format("iter{}_tracks", i)));
   }
   expect_tracks("out tracks", out.tracks, reference("out_tracks"));
   expect_logits("out occlusion", out.occlusion, reference("out_occlusion"));
@@ -192,8 +194,8 @@ TEST_P(Parity, FullForwardWithQueryChunk64) {
 TEST_P(Parity, InferenceOnThe320x180Clip) {
   c10::InferenceMode inference;
   const at::Device device = data().video.device();
-  const model::InferenceOutput out =
-      model::inference(*data().model, inputs().at("inf_video_u8").to(device), inputs().at("inf_query_points_tyx").to(device), 64);
+  const model::InferenceOutput out = model::inference(*data().model, inputs().at("inf_video_u8").to(device),
+                                                      inputs().at("inf_query_points_tyx").to(device), 64);
   expect_tracks("inf tracks (orig px)", out.tracks, reference("inf_tracks"));
   const at::Tensor mine = out.occluded.cpu(), theirs = reference("inf_occluded").to(at::kBool);
   const at::Tensor disagree = mine != theirs;
@@ -201,8 +203,9 @@ TEST_P(Parity, InferenceOnThe320x180Clip) {
   const std::int64_t differing = disagree.sum().item<std::int64_t>();
   const std::int64_t unexplained = (disagree & (margin >= kVisibilityMargin)).sum().item<std::int64_t>();
   std::printf("%s inf occluded flags: %lld of %lld differ (%lld with |p-0.5| >= %g); %lld occluded\n", label().c_str(),
-              static_cast<long long>(differing), static_cast<long long>(mine.numel()), static_cast<long long>(unexplained),
-              kVisibilityMargin, static_cast<long long>(theirs.sum().item<std::int64_t>()));
+              static_cast<long long>(differing), static_cast<long long>(mine.numel()),
+              static_cast<long long>(unexplained), kVisibilityMargin,
+              static_cast<long long>(theirs.sum().item<std::int64_t>()));
   EXPECT_EQ(unexplained, 0);
 }
 

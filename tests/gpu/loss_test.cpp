@@ -38,8 +38,10 @@ TEST(Loss, ExpectedDistanceTargetsErrorsBeyondTheThreshold) {
   // Logit 2 everywhere. Threshold 5 px: 5 px is not beyond it (strict), sqrt 37 is; threshold 4.9: both are.
   at::Tensor twos = at::full({1, 1, 4}, 2.0f);
   const double near = std::log1p(std::exp(2.0)), far = std::log1p(std::exp(-2.0));
-  EXPECT_NEAR(expected_dist_loss(t.tracks, twos, t.targets, t.occluded, 5.0).item<double>(), (2 * near + far) / 4.0, 1e-5);
-  EXPECT_NEAR(expected_dist_loss(t.tracks, twos, t.targets, t.occluded, 4.9).item<double>(), (near + 2 * far) / 4.0, 1e-5);
+  EXPECT_NEAR(expected_dist_loss(t.tracks, twos, t.targets, t.occluded, 5.0).item<double>(), (2 * near + far) / 4.0,
+              1e-5);
+  EXPECT_NEAR(expected_dist_loss(t.tracks, twos, t.targets, t.occluded, 4.9).item<double>(), (near + 2 * far) / 4.0,
+              1e-5);
 }
 
 TEST(Loss, OcclusionIsPlainBinaryCrossEntropy) {
@@ -91,7 +93,8 @@ TEST(Loss, ExpectedDistanceDoesNotPushTracksAndSizesScaleTo256) {
 TEST(Loss, Bf16OutputsAreComputedInFloat) {
   Tiny t;
   TrackerOutputs outputs;
-  outputs.iterations.push_back({t.tracks.to(at::kBFloat16), at::zeros({1, 1, 4}, at::kBFloat16), at::zeros({1, 1, 4}, at::kBFloat16)});
+  outputs.iterations.push_back(
+      {t.tracks.to(at::kBFloat16), at::zeros({1, 1, 4}, at::kBFloat16), at::zeros({1, 1, 4}, at::kBFloat16)});
   LossTerms loss = tapir_loss(outputs, t.targets, t.occluded, 256, 256, LossOptions{});
   EXPECT_EQ(loss.total.scalar_type(), at::kFloat);
   EXPECT_NEAR(loss.occlusion[0].item<double>(), kLn2, 1e-6);

@@ -27,7 +27,7 @@ at::Tensor reference_local_corr4d(const at::Tensor& features, const at::Tensor& 
   const at::Tensor size_yx = at::tensor(std::vector<float>{static_cast<float>(height), static_cast<float>(width)});
   const at::Tensor normalised_yx = 2.0 * (coords_yx / size_yx) - 1.0;
   const at::Tensor grid = normalised_yx.flip({-1}).permute({1, 0, 2, 3}).contiguous();  // [T,n,49,2] (x,y)
-  const at::Tensor input = features.to(at::kFloat).permute({0, 3, 1, 2});           // [T,C,H,W] strided view
+  const at::Tensor input = features.to(at::kFloat).permute({0, 3, 1, 2});               // [T,C,H,W] strided view
   const at::Tensor sampled = at::grid_sampler(input, grid, /*bilinear*/ 0, /*zeros*/ 0, /*align_corners*/ false);
   const at::Tensor neighbours = sampled.permute({2, 0, 3, 1}).reshape({queries, frames, 7, 7, -1});  // [n,T,7,7,C]
   return at::einsum("nthwc,nijc->nthwij", {neighbours, supports.to(at::kFloat)});
@@ -42,9 +42,11 @@ ReferenceInit reference_init_from_planes(const at::Tensor& cost_lowres, const at
   const int64_t high_width = cost_hires.size(3);
   const int64_t cells = high_height * high_width;
   // Batch order (t, q) as the eager code: [T*n, 1, H, W].
-  const at::Tensor low = cost_lowres.to(at::kFloat).permute({1, 0, 2, 3}).reshape({frames * queries, 1, cost_lowres.size(2),
-                                                                                   cost_lowres.size(3)});
-  const at::Tensor high = cost_hires.to(at::kFloat).permute({1, 0, 2, 3}).reshape({frames * queries, 1, high_height, high_width});
+  const at::Tensor low = cost_lowres.to(at::kFloat)
+                             .permute({1, 0, 2, 3})
+                             .reshape({frames * queries, 1, cost_lowres.size(2), cost_lowres.size(3)});
+  const at::Tensor high =
+      cost_hires.to(at::kFloat).permute({1, 0, 2, 3}).reshape({frames * queries, 1, high_height, high_width});
   const at::Tensor up = at::upsample_bilinear2d(low, {high_height, high_width}, /*align_corners=*/false);
   const at::Tensor stacked = at::cat({up, high}, 1);  // [T*n, 2, Hh, Wh]
   const at::Tensor conv = at::conv2d(stacked, conv_weight.to(at::kFloat), conv_bias.to(at::kFloat), {1, 1}, {1, 1});
@@ -64,10 +66,11 @@ ReferenceInit reference_init_from_planes(const at::Tensor& cost_lowres, const at
   const at::Tensor valid = ((coords.unsqueeze(0) - peak.unsqueeze(1)).square().sum(-1) < 25.0).to(at::kFloat);
   const at::Tensor weighted = (coords.unsqueeze(0) * (valid * flat_heat).unsqueeze(-1)).sum(1);
   const at::Tensor denominator = at::clamp_min((valid * flat_heat).sum(1, true), 1e-12);
-  const at::Tensor scale = at::tensor(std::vector<float>{256.0f / static_cast<float>(high_width),
-                                                         256.0f / static_cast<float>(high_height)});
+  const at::Tensor scale =
+      at::tensor(std::vector<float>{256.0f / static_cast<float>(high_width), 256.0f / static_cast<float>(high_height)});
   at::Tensor points = (weighted / denominator * scale).view({queries, frames, 2});
-  const at::Tensor pinned = at::round(query_frames.to(at::kFloat)).unsqueeze(1) == at::arange(frames, f32()).unsqueeze(0);
+  const at::Tensor pinned =
+      at::round(query_frames.to(at::kFloat)).unsqueeze(1) == at::arange(frames, f32()).unsqueeze(0);
   points = at::where(pinned.unsqueeze(-1), query_xy.to(at::kFloat).unsqueeze(1).expand({queries, frames, 2}), points);
 
   const at::Tensor planes = stacked.reshape({frames, queries, 2, cells});
@@ -80,7 +83,8 @@ ReferenceInit reference_init(const at::Tensor& query_lowres, const at::Tensor& q
                              const at::Tensor& conv_weight, const at::Tensor& conv_bias, const at::Tensor& query_frames,
                              const at::Tensor& query_xy) {
   // einsum('bnc,bthwc->tbnhw') with B = 1, here directly as [n,T,H,W].
-  const at::Tensor cost_low = at::einsum("nc,thwc->nthw", {query_lowres.to(at::kFloat), features_lowres.to(at::kFloat)});
+  const at::Tensor cost_low =
+      at::einsum("nc,thwc->nthw", {query_lowres.to(at::kFloat), features_lowres.to(at::kFloat)});
   const at::Tensor cost_high = at::einsum("nc,thwc->nthw", {query_hires.to(at::kFloat), features_hires.to(at::kFloat)});
   return reference_init_from_planes(cost_low, cost_high, conv_weight, conv_bias, query_frames, query_xy);
 }
@@ -89,7 +93,7 @@ at::Tensor reference_cmdtop(const at::Tensor& corr, const gpu::ops::CmdTopWeight
   const int64_t samples = corr.numel() / 2401;
   const at::Tensor x = corr.to(at::kFloat).reshape({samples, 7, 7, 7, 7});
   const at::Tensor branch1 = x.permute({0, 3, 4, 1, 2}).reshape({samples, 49, 7, 7});  // channels (i,j), space (h,w)
-  const at::Tensor branch2 = x.reshape({samples, 49, 7, 7});                            // channels (h,w), space (i,j)
+  const at::Tensor branch2 = x.reshape({samples, 49, 7, 7});                           // channels (h,w), space (i,j)
   const bool small = weights.layers.size() == 2;
   // F.pad order (left, right, top, bottom), from LOCOTRACK.md §2 stage 5.
   const std::vector<std::vector<int64_t>> pads =

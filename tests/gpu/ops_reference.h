@@ -18,8 +18,8 @@ namespace trackscope::test {
 at::Tensor reference_local_corr4d(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports);
 
 struct ReferenceInit {
-  at::Tensor points;    // [n,T,2] 256-space (x,y), query-frame pin applied
-  at::Tensor stats;     // [n,T,6] [mean_up, mean_hr, max_up, max_hr, min_up, min_hr]
+  at::Tensor points;  // [n,T,2] 256-space (x,y), query-frame pin applied
+  at::Tensor stats;   // [n,T,6] [mean_up, mean_hr, max_up, max_hr, min_up, min_hr]
 };
 /// Stage 4 (tracks_from_cost_volume without occ_linear), in float32.
 ReferenceInit reference_init(const at::Tensor& query_lowres, const at::Tensor& query_hires,

@@ -39,8 +39,8 @@ const auto* const kSeedEnvironment = ::testing::AddGlobalTestEnvironment(new See
 
 std::string shape_text(const std::string& op, int64_t frames, int64_t height, int64_t width, int64_t channels,
                        int64_t queries) {
-  return op + " T=" + std::to_string(frames) + " " + std::to_string(height) + "x" + std::to_string(width) +
-         "x" + std::to_string(channels) + " n=" + std::to_string(queries);
+  return op + " T=" + std::to_string(frames) + " " + std::to_string(height) + "x" + std::to_string(width) + "x" +
+         std::to_string(channels) + " n=" + std::to_string(queries);
 }
 
 template <typename F>
@@ -67,8 +67,7 @@ TEST(LocalCorr4dCpu, MatchesGridSampleEinsumComposition) {
     const at::Tensor points = random_points(c.queries, c.frames, c.height, c.width, 6.0);
     const at::Tensor expected = reference_local_corr4d(features, points, supports);
     const Difference d = difference(ops::local_corr4d(features, points, supports), expected);
-    report(shape_text("local_corr4d cpu vs aten", c.frames, c.height, c.width, c.channels, c.queries), d,
-           "rel 1e-5");
+    report(shape_text("local_corr4d cpu vs aten", c.frames, c.height, c.width, c.channels, c.queries), d, "rel 1e-5");
     EXPECT_LE(d.relative(), kTolerance);
     EXPECT_GT(d.max_abs_expected, 0.1);  // the comparison saw real values
   }
@@ -82,8 +81,8 @@ TEST(LocalCorr4dCpu, StridedAndReducedPrecisionFeatures) {
   ASSERT_FALSE(features.is_contiguous());
   const at::Tensor supports = at::randn({6, 7, 7, 24});
   const at::Tensor points = random_points(6, 4, 9, 7, 4.0);
-  Difference d = difference(ops::local_corr4d(features, points, supports),
-                            reference_local_corr4d(features, points, supports));
+  Difference d =
+      difference(ops::local_corr4d(features, points, supports), reference_local_corr4d(features, points, supports));
   report("local_corr4d cpu vs aten, strided features", d, "rel 1e-5");
   EXPECT_LE(d.relative(), 1e-5);
   for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
@@ -121,17 +120,21 @@ TEST(LocalCorr4dCpu, RejectsInvalidArgumentsWithTheirValues) {
   const at::Tensor features = random_features(2, 6, 6, 8);
   const at::Tensor supports = at::randn({3, 7, 7, 8});
   const at::Tensor points = at::zeros({3, 2, 2});
-  EXPECT_NE(error_message([&] { ops::local_corr4d(features, at::zeros({3, 5, 2}), supports); })
-                .find("points must be [n,T,2] with T=2, got [3, 5, 2]"),
+  EXPECT_NE(error_message([&] {
+              ops::local_corr4d(features, at::zeros({3, 5, 2}), supports);
+            }).find("points must be [n,T,2] with T=2, got [3, 5, 2]"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { ops::local_corr4d(features, points, at::randn({3, 7, 7, 9})); })
-                .find("supports must be [n,7,7,C] = [3,7,7,8], got [3, 7, 7, 9]"),
+  EXPECT_NE(error_message([&] {
+              ops::local_corr4d(features, points, at::randn({3, 7, 7, 9}));
+            }).find("supports must be [n,7,7,C] = [3,7,7,8], got [3, 7, 7, 9]"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { ops::local_corr4d(features.to(at::kDouble), points, supports); })
-                .find("features must be float32, bfloat16 or float16, got Double"),
+  EXPECT_NE(error_message([&] {
+              ops::local_corr4d(features.to(at::kDouble), points, supports);
+            }).find("features must be float32, bfloat16 or float16, got Double"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { ops::local_corr4d(features, points, supports.to(at::kHalf)); })
-                .find("supports dtype Half differs from features dtype Float"),
+  EXPECT_NE(error_message([&] {
+              ops::local_corr4d(features, points, supports.to(at::kHalf));
+            }).find("supports dtype Half differs from features dtype Float"),
             std::string::npos);
   at::Tensor wrong_out = at::empty({3, 2, 49, 49});
   EXPECT_NE(error_message([&] { ops::local_corr4d_out(features, points, supports, wrong_out); }).find("corr must be"),
@@ -146,8 +149,8 @@ struct InitCase {
 
 struct InitInputs {
   at::Tensor query_lowres, query_hires, features_lowres, features_hires, weight, bias, query_frames, query_xy;
-  at::Tensor planted_xy;   // [n,T,2] 256-space centre of the cell where each query's feature was planted
-  double cell_px = 4.0;    // 256-space size of one high-resolution cell
+  at::Tensor planted_xy;  // [n,T,2] 256-space centre of the cell where each query's feature was planted
+  double cell_px = 4.0;   // 256-space size of one high-resolution cell
 };
 
 at::Tensor normalised(const at::Tensor& x) { return x / at::sqrt(at::clamp_min(x.square().sum(-1, true), 1e-12)); }
@@ -164,12 +167,14 @@ InitInputs random_init_inputs(const InitCase& c) {
   in.query_lowres = normalised(at::randn({c.queries, c.low_channels}));
   in.query_hires = normalised(at::randn({c.queries, c.high_channels}));
   std::vector<at::Tensor> cells;
-  for (int64_t t = 0; t < c.frames; ++t) cells.push_back(at::randperm(high_y * high_x, at::kLong).narrow(0, 0, c.queries));
+  for (int64_t t = 0; t < c.frames; ++t)
+    cells.push_back(at::randperm(high_y * high_x, at::kLong).narrow(0, 0, c.queries));
   const at::Tensor cell = at::stack(cells, 1);  // [n, T] distinct per frame
   const at::Tensor y = at::floor_divide(cell, high_x);
   const at::Tensor x = cell - y * high_x;
   const at::Tensor frame = at::arange(c.frames, at::kLong).unsqueeze(0).expand({c.queries, c.frames});
-  const at::Tensor noise_h = 0.2 * at::randn({c.queries, c.frames, c.high_channels}) / std::sqrt(double(c.high_channels));
+  const at::Tensor noise_h =
+      0.2 * at::randn({c.queries, c.frames, c.high_channels}) / std::sqrt(double(c.high_channels));
   const at::Tensor noise_l = 0.2 * at::randn({c.queries, c.frames, c.low_channels}) / std::sqrt(double(c.low_channels));
   in.features_hires.index_put_({frame, y, x}, normalised(in.query_hires.unsqueeze(1) + noise_h));
   in.features_lowres.index_put_({frame, at::floor_divide(y, 2), at::floor_divide(x, 2)},
@@ -196,16 +201,17 @@ TEST(InitFromCostVolumeCpu, MatchesEinsumInterpolateConvSoftargmaxComposition) {
   constexpr double kPointTolerance = 1e-3;  // 256-space px
   constexpr double kStatTolerance = 1e-5;   // cost units (cosines)
   // Channels >= 32 keep random cosines small enough (std <= 0.18) for the planted peaks to stand out.
-  for (const InitCase& c : {InitCase{3, 8, 8, 64, 32, 5}, InitCase{4, 32, 32, 64, 64, 3}, InitCase{2, 4, 6, 32, 32, 7}}) {
+  for (const InitCase& c :
+       {InitCase{3, 8, 8, 64, 32, 5}, InitCase{4, 32, 32, 64, 64, 3}, InitCase{2, 4, 6, 32, 32, 7}}) {
     const InitInputs in = random_init_inputs(c);
-    const ReferenceInit expected = reference_init(in.query_lowres, in.query_hires, in.features_lowres, in.features_hires,
-                                                  in.weight, in.bias, in.query_frames, in.query_xy);
+    const ReferenceInit expected = reference_init(in.query_lowres, in.query_hires, in.features_lowres,
+                                                  in.features_hires, in.weight, in.bias, in.query_frames, in.query_xy);
     // queries_per_pass 2 exercises the sub-chunking of the cost-volume GEMMs.
     const ops::InitResult actual =
         ops::init_from_cost_volume(in.query_lowres, in.query_hires, in.features_lowres, in.features_hires, in.weight,
                                    in.bias, in.query_frames, in.query_xy, /*queries_per_pass=*/2);
-    const std::string shape = shape_text("init cpu vs aten", c.frames, 2 * c.low_size_y, 2 * c.low_size_x,
-                                         c.high_channels, c.queries);
+    const std::string shape =
+        shape_text("init cpu vs aten", c.frames, 2 * c.low_size_y, 2 * c.low_size_x, c.high_channels, c.queries);
     const Difference dp = difference(actual.points, expected.points);
     const Difference ds = difference(actual.stats, expected.stats);
     report(shape + " points", dp, "1e-3 px");
@@ -213,8 +219,7 @@ TEST(InitFromCostVolumeCpu, MatchesEinsumInterpolateConvSoftargmaxComposition) {
     EXPECT_LE(dp.max_abs_diff, kPointTolerance);
     EXPECT_LE(ds.max_abs_diff, kStatTolerance);
     // The test data does what it is meant to: off the pinned frames the soft-argmax finds the planted cell.
-    const at::Tensor pinned =
-        at::round(in.query_frames).unsqueeze(1) == at::arange(c.frames, at::kFloat).unsqueeze(0);
+    const at::Tensor pinned = at::round(in.query_frames).unsqueeze(1) == at::arange(c.frames, at::kFloat).unsqueeze(0);
     const at::Tensor distance = ((actual.points - in.planted_xy).norm(2, -1) / in.cell_px).masked_select(~pinned);
     // (A data sanity check, not a tolerance: neighbouring plants of other queries can pull a point a little.)
     const double found = (distance < 2.0).to(at::kFloat).mean().item<double>();
@@ -266,8 +271,7 @@ TEST(CmdTopCpu, BothConfigurationsMatchConvGroupNormComposition) {
       const at::Tensor actual = encoder.forward(corr);
       ASSERT_EQ(actual.sizes(), (std::vector<int64_t>{3, 5, 256}));
       const Difference d = difference(actual.reshape({15, 256}), expected);
-      report(std::string("cmdtop cpu vs aten, ") + (base ? "base " : "small ") + (dense ? "dense" : "im2col") +
-                 " M=15",
+      report(std::string("cmdtop cpu vs aten, ") + (base ? "base " : "small ") + (dense ? "dense" : "im2col") + " M=15",
              d, "abs 1e-4");
       EXPECT_LE(d.max_abs_diff, kTolerance);
       EXPECT_GT(d.max_abs_expected, 0.1);
@@ -299,13 +303,15 @@ TEST(CmdTopCpu, FromNamedFollowsTheOfficialKeys) {
   EXPECT_TRUE(at::equal(loaded.layers[2].norm_bias, source.layers[2].norm_bias));
 
   named.erase("cmdtop.1.conv.1.1.bias");
-  EXPECT_NE(error_message([&] { ops::CmdTopWeights::from_named(lookup, "cmdtop.1."); })
-                .find("missing cmdtop.1.conv.1.1.bias"),
+  EXPECT_NE(error_message([&] {
+              ops::CmdTopWeights::from_named(lookup, "cmdtop.1.");
+            }).find("missing cmdtop.1.conv.1.1.bias"),
             std::string::npos);
   named["cmdtop.1.conv.1.1.bias"] = source.layers[1].norm_bias;
   named["cmdtop.1.conv.0.0.weight"] = at::randn({64, 49, 5, 5});
-  EXPECT_NE(error_message([&] { ops::CmdTopWeights::from_named(lookup, "cmdtop.1."); })
-                .find("cmdtop.1.conv.0.0.weight has shape [64, 49, 5, 5], expected a 3x3 kernel"),
+  EXPECT_NE(error_message([&] {
+              ops::CmdTopWeights::from_named(lookup, "cmdtop.1.");
+            }).find("cmdtop.1.conv.0.0.weight has shape [64, 49, 5, 5], expected a 3x3 kernel"),
             std::string::npos);
 }
 
@@ -378,9 +384,9 @@ TEST(InstanceNormReluCpu, MatchesAtenInstanceNormInFloat64) {
   const at::Tensor x = offset_activations(3, 64, 9, 11);
   const at::Tensor weight = at::rand({64}) + 0.5;
   const at::Tensor bias = at::randn({64});
-  const at::Tensor expected = at::relu(at::instance_norm(x.to(at::kDouble).contiguous(), weight.to(at::kDouble),
-                                                         bias.to(at::kDouble), {}, {}, /*use_input_stats=*/true, 0.1,
-                                                         1e-5, /*cudnn_enabled=*/false));
+  const at::Tensor expected =
+      at::relu(at::instance_norm(x.to(at::kDouble).contiguous(), weight.to(at::kDouble), bias.to(at::kDouble), {}, {},
+                                 /*use_input_stats=*/true, 0.1, 1e-5, /*cudnn_enabled=*/false));
   const at::Tensor actual = ops::instance_norm_relu(x, weight, bias);
   EXPECT_TRUE(actual.is_contiguous(at::MemoryFormat::ChannelsLast));
   EXPECT_EQ(actual.sizes(), x.sizes());
@@ -395,11 +401,13 @@ TEST(InstanceNormReluCpu, RejectsInvalidArgumentsWithTheirValues) {
   const at::Tensor x = at::randn({2, 8, 4, 4});
   EXPECT_NE(error_message([&] { ops::instance_norm_relu(x, at::ones({7}), at::zeros({8})); }).find("[8]"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { ops::instance_norm_relu(x.view({2, 8, 16}), at::ones({8}), at::zeros({8})); })
-                .find("[N,C,H,W]"),
+  EXPECT_NE(error_message([&] {
+              ops::instance_norm_relu(x.view({2, 8, 16}), at::ones({8}), at::zeros({8}));
+            }).find("[N,C,H,W]"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { ops::instance_norm_relu(x.to(at::kInt), at::ones({8}), at::zeros({8})); })
-                .find("float32, bfloat16 or float16"),
+  EXPECT_NE(error_message([&] {
+              ops::instance_norm_relu(x.to(at::kInt), at::ones({8}), at::zeros({8}));
+            }).find("float32, bfloat16 or float16"),
             std::string::npos);
   EXPECT_NE(error_message([&] { ops::instance_norm_relu(x, at::ones({8}), at::zeros({8}), 0.0); }).find("eps"),
             std::string::npos);
@@ -407,11 +415,11 @@ TEST(InstanceNormReluCpu, RejectsInvalidArgumentsWithTheirValues) {
 
 // ------------------------------------------------------------------------------------------------------
 // CUDA kernels against the CPU references (skipped without a device).
-#define TRACKSCOPE_REQUIRE_CUDA()                                                                          \
-  do {                                                                                                     \
+#define TRACKSCOPE_REQUIRE_CUDA()                                                                            \
+  do {                                                                                                       \
     if (!ops::cuda_kernels_available()) GTEST_SKIP() << "CUDA test skipped: " << ops::cuda_kernels_status(); \
-    at::globalContext().setAllowTF32CuBLAS(false);                                                         \
-    at::globalContext().setAllowTF32CuDNN(false);                                                          \
+    at::globalContext().setAllowTF32CuBLAS(false);                                                           \
+    at::globalContext().setAllowTF32CuDNN(false);                                                            \
   } while (false)
 
 const float kPoison = std::numeric_limits<float>::quiet_NaN();
@@ -423,8 +431,8 @@ TEST(LocalCorr4dCuda, MatchesCpuReferenceInEveryPrecision) {
   // differs: the SIMT kernel stays within 1e-5 relative. The tensor-core kernel (bf16/fp16 with C % 64 == 0;
   // the odd case falls back to SIMT) sums the same exact products in the tensor cores' fp32 adder, which
   // truncates below fp32 rounding: 1e-4 relative.
-  for (const CorrCase& c : {CorrCase{47, 64, 64, 128, 37}, CorrCase{47, 32, 32, 256, 19}, CorrCase{47, 128, 128, 64, 11},
-                            CorrCase{5, 12, 16, 70, 3}}) {
+  for (const CorrCase& c : {CorrCase{47, 64, 64, 128, 37}, CorrCase{47, 32, 32, 256, 19},
+                            CorrCase{47, 128, 128, 64, 11}, CorrCase{5, 12, 16, 70, 3}}) {
     const at::Tensor features = random_features(c.frames, c.height, c.width, c.channels);
     const at::Tensor supports = at::randn({c.queries, 7, 7, c.channels});
     const at::Tensor points = random_points(c.queries, c.frames, c.height, c.width, 6.0);
@@ -440,7 +448,8 @@ TEST(LocalCorr4dCuda, MatchesCpuReferenceInEveryPrecision) {
                            : kernel == ops::CorrKernel::pipelined ? "simt pipelined"
                                                                   : "tensor cores";
         const double tolerance = kernel == ops::CorrKernel::tensor_cores ? 1e-4 : 1e-5;
-        at::Tensor actual = at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
+        at::Tensor actual =
+            at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
         ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), actual, kernel);
         Difference d = difference(actual, expected);
         report(shape_text(std::string("local_corr4d cuda ") + name + " vs cpu " + c10::toString(dtype), c.frames,
@@ -500,13 +509,12 @@ TEST(InitFromCostVolumeCuda, MatchesCpuReference) {
   TRACKSCOPE_REQUIRE_CUDA();
   const InitCase c{47, 32, 32, 256, 128, 37};
   const InitInputs in = random_init_inputs(c);
-  const ops::InitResult expected = ops::init_from_cost_volume(in.query_lowres, in.query_hires, in.features_lowres,
-                                                              in.features_hires, in.weight, in.bias, in.query_frames,
-                                                              in.query_xy);
-  const ops::InitResult actual =
-      ops::init_from_cost_volume(in.query_lowres.cuda(), in.query_hires.cuda(), in.features_lowres.cuda(),
-                                 in.features_hires.cuda(), in.weight.cuda(), in.bias.cuda(), in.query_frames.cuda(),
-                                 in.query_xy.cuda(), /*queries_per_pass=*/16);
+  const ops::InitResult expected =
+      ops::init_from_cost_volume(in.query_lowres, in.query_hires, in.features_lowres, in.features_hires, in.weight,
+                                 in.bias, in.query_frames, in.query_xy);
+  const ops::InitResult actual = ops::init_from_cost_volume(
+      in.query_lowres.cuda(), in.query_hires.cuda(), in.features_lowres.cuda(), in.features_hires.cuda(),
+      in.weight.cuda(), in.bias.cuda(), in.query_frames.cuda(), in.query_xy.cuda(), /*queries_per_pass=*/16);
   Difference dp = difference(actual.points, expected.points);
   Difference ds = difference(actual.stats, expected.stats);
   report("init cuda vs cpu float32 T=47 64x64 n=37 points", dp, "1e-3 px");
@@ -565,17 +573,18 @@ TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
       double max_tolerance;
       double mean_tolerance;
     };
-    for (const Precision& p : {Precision{at::kFloat, at::kFloat, 1e-4, 1e-5}, Precision{at::kBFloat16, at::kFloat, 0.12, 6e-3},
-                               Precision{at::kHalf, at::kHalf, 2e-2, 1e-3}}) {
+    for (const Precision& p :
+         {Precision{at::kFloat, at::kFloat, 1e-4, 1e-5}, Precision{at::kBFloat16, at::kFloat, 0.12, 6e-3},
+          Precision{at::kHalf, at::kHalf, 2e-2, 1e-3}}) {
       for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense,
                                      ops::CmdTopFast::Convolution::fused}) {
         const ops::CmdTopFast encoder(weights, at::Device(at::kCUDA, 0), {p.compute, 1000, convolution});
         // fused runs the one-kernel encoder for float32 where the device has the shared memory (and means
         // automatic elsewhere); M = 1739 leaves a partial tile for both tile sizes (8 and 16 samples).
-        const std::string path = encoder.fused() ? "fused kernel"
-                                 : convolution == ops::CmdTopFast::Convolution::dense ? "dense"
+        const std::string path = encoder.fused()                                       ? "fused kernel"
+                                 : convolution == ops::CmdTopFast::Convolution::dense  ? "dense"
                                  : convolution == ops::CmdTopFast::Convolution::im2col ? "im2col"
-                                                                                        : "fused -> automatic";
+                                                                                       : "fused -> automatic";
         if (encoder.fused()) EXPECT_EQ(p.compute, at::kFloat);
         at::Tensor actual = at::full({37 * 47, 256}, kPoison, at::device(at::kCUDA).dtype(p.compute));
         encoder.forward_out(corr.to(p.input).cuda(), actual);
@@ -606,32 +615,31 @@ TEST(InstanceNormReluCuda, MatchesReferenceForTheBackboneShapes) {
     const at::Tensor x = offset_activations(k.n, k.c, k.h, k.w);
     const at::Tensor weight = at::rand({k.c}) + 0.5;
     const at::Tensor bias = at::randn({k.c});
-    const at::Tensor expected = ops::instance_norm_relu_reference(x.to(at::kDouble), weight.to(at::kDouble),
-                                                                  bias.to(at::kDouble));
+    const at::Tensor expected =
+        ops::instance_norm_relu_reference(x.to(at::kDouble), weight.to(at::kDouble), bias.to(at::kDouble));
     for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
       // Reduced precision: the input itself is rounded (stored values), so compare with the float64 reference
       // of the rounded input; the kernel then rounds once at the store.
       const at::Tensor input = x.to(dtype);
       const at::Tensor reference =
-          dtype == at::kFloat ? expected
-                              : ops::instance_norm_relu_reference(input.to(at::kDouble), weight.to(at::kDouble),
-                                                                  bias.to(at::kDouble));
+          dtype == at::kFloat
+              ? expected
+              : ops::instance_norm_relu_reference(input.to(at::kDouble), weight.to(at::kDouble), bias.to(at::kDouble));
       for (const bool float_weights : {true, false}) {
         if (float_weights == false && dtype == at::kFloat) continue;
         const at::ScalarType weight_dtype = float_weights ? at::kFloat : dtype;
-        const at::Tensor actual = ops::instance_norm_relu(input.cuda(), weight.to(weight_dtype).cuda(),
-                                                          bias.to(weight_dtype).cuda());
+        const at::Tensor actual =
+            ops::instance_norm_relu(input.cuda(), weight.to(weight_dtype).cuda(), bias.to(weight_dtype).cuda());
         EXPECT_TRUE(actual.is_contiguous(at::MemoryFormat::ChannelsLast));
         const double tolerance = dtype == at::kFloat ? 2e-5 : dtype == at::kBFloat16 ? 8e-3 : 2e-3;
-        const at::Tensor wanted =
-            float_weights ? reference
-                          : ops::instance_norm_relu_reference(input.to(at::kDouble),
-                                                              weight.to(weight_dtype).to(at::kDouble),
-                                                              bias.to(weight_dtype).to(at::kDouble));
+        const at::Tensor wanted = float_weights ? reference
+                                                : ops::instance_norm_relu_reference(
+                                                      input.to(at::kDouble), weight.to(weight_dtype).to(at::kDouble),
+                                                      bias.to(weight_dtype).to(at::kDouble));
         const Difference d = difference(actual.cpu(), wanted);
-        report("instance_norm_relu cuda " + std::string(c10::toString(dtype)) + (float_weights ? "" : " (weights too)") +
-                   " vs float64 N=" + std::to_string(k.n) + " C=" + std::to_string(k.c) + " " + std::to_string(k.h) +
-                   "x" + std::to_string(k.w),
+        report("instance_norm_relu cuda " + std::string(c10::toString(dtype)) +
+                   (float_weights ? "" : " (weights too)") + " vs float64 N=" + std::to_string(k.n) +
+                   " C=" + std::to_string(k.c) + " " + std::to_string(k.h) + "x" + std::to_string(k.w),
                d, "rel " + std::to_string(tolerance));
         EXPECT_LE(d.relative(), tolerance) << c10::toString(dtype) << " C=" << k.c;
       }

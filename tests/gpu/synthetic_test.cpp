@@ -44,8 +44,8 @@ SyntheticBatch generate(const SyntheticOptions& options, uint64_t seed) {
   EXPECT_TRUE(generator) << generator.status().message();
   SyntheticBatch batch = (*generator)->generate(seed);
   // Move everything to the CPU for inspection.
-  for (at::Tensor* t : {&batch.video, &batch.query_points_tyx, &batch.target_points_xy, &batch.occluded, &batch.point_layers,
-                        &batch.layer_ids, &batch.lighting_gain, &batch.lighting_bias}) {
+  for (at::Tensor* t : {&batch.video, &batch.query_points_tyx, &batch.target_points_xy, &batch.occluded,
+                        &batch.point_layers, &batch.layer_ids, &batch.lighting_gain, &batch.lighting_bias}) {
     if (t->defined()) *t = t->cpu();
   }
   return batch;
@@ -101,7 +101,7 @@ TEST(Synthetic, QueryFrameTargetIsTheQueryAndVisible) {
   EXPECT_LT((at_query - query_xy).abs().max().item<double>(), 1e-3);  // the inverse warp solver closes the loop
   EXPECT_FALSE(batch.occluded.gather(2, frames.unsqueeze(2)).any().item<bool>());
   const double first_share = (frames == 0).to(at::kDouble).mean().item<double>();
-  EXPECT_GT(first_share, 0.5);   // half query-first plus random frames that happen to be 0
+  EXPECT_GT(first_share, 0.5);  // half query-first plus random frames that happen to be 0
   EXPECT_LT(first_share, 0.75);
   EXPECT_GE(query_xy.min().item<float>(), 0.0f);
   EXPECT_LT(query_xy.select(-1, 0).max().item<float>(), 80.0f);
@@ -176,7 +176,8 @@ TEST(Synthetic, LimbsAndStretchedClipsKeepExactOcclusion) {
 // Bilinear colour [3] (in [0,1]) of frame t of clip b at raster (x, y).
 std::array<double, 3> colour_at(const at::Tensor& video01, int64_t b, int64_t t, double x, double y) {
   const int64_t h = video01.size(2), w = video01.size(3);
-  const double fx = std::clamp(x - 0.5, 0.0, static_cast<double>(w - 1)), fy = std::clamp(y - 0.5, 0.0, static_cast<double>(h - 1));
+  const double fx = std::clamp(x - 0.5, 0.0, static_cast<double>(w - 1)),
+               fy = std::clamp(y - 0.5, 0.0, static_cast<double>(h - 1));
   const auto x0 = static_cast<int64_t>(std::floor(fx)), y0 = static_cast<int64_t>(std::floor(fy));
   const int64_t x1 = std::min(x0 + 1, w - 1), y1 = std::min(y0 + 1, h - 1);
   const double ax = fx - static_cast<double>(x0), ay = fy - static_cast<double>(y0);
@@ -214,8 +215,11 @@ double median_colour_error(const SyntheticBatch& batch, double shift_px) {
         const std::array<double, 3> seen = colour_at(video01, b, t, x, y);
         double error = 0.0;
         for (size_t k = 0; k < 3; ++k) {
-          const double unlit = (at_query[k] - bias[b][tq][static_cast<int64_t>(k)]) / gain[b][tq][static_cast<int64_t>(k)];
-          error += std::abs(unlit * gain[b][t][static_cast<int64_t>(k)] + bias[b][t][static_cast<int64_t>(k)] - seen[k]) / 3.0;
+          const double unlit =
+              (at_query[k] - bias[b][tq][static_cast<int64_t>(k)]) / gain[b][tq][static_cast<int64_t>(k)];
+          error +=
+              std::abs(unlit * gain[b][t][static_cast<int64_t>(k)] + bias[b][t][static_cast<int64_t>(k)] - seen[k]) /
+              3.0;
         }
         errors.push_back(error);
       }

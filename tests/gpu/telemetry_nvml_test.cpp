@@ -20,7 +20,7 @@ TEST(NvmlTelemetry, ReadsEveryFieldThroughTheFakeLibrary) {
   EXPECT_DOUBLE_EQ(*sample->sm_clock_mhz, 1410);
   EXPECT_DOUBLE_EQ(*sample->memory_clock_mhz, 1593);
   EXPECT_DOUBLE_EQ(*sample->sm_clock_max_mhz, 1980);
-  EXPECT_DOUBLE_EQ(*sample->power_w, 312.5);          // milliwatts -> watts
+  EXPECT_DOUBLE_EQ(*sample->power_w, 312.5);  // milliwatts -> watts
   EXPECT_DOUBLE_EQ(*sample->power_limit_w, 700.0);
   EXPECT_DOUBLE_EQ(*sample->temperature_c, 71);
   EXPECT_DOUBLE_EQ(*sample->gpu_utilisation_percent, 99);
@@ -28,7 +28,7 @@ TEST(NvmlTelemetry, ReadsEveryFieldThroughTheFakeLibrary) {
   EXPECT_EQ(*sample->memory_used_bytes, 2'500'000'000);
   EXPECT_EQ(*sample->memory_total_bytes, 150'000'000'000);
   EXPECT_EQ(sample->throttle_reason_names, (std::vector<std::string>{"sw_power_cap", "sw_thermal_slowdown"}));
-  EXPECT_FALSE(sample->pcie_generation);              // NOT_SUPPORTED stays unset
+  EXPECT_FALSE(sample->pcie_generation);  // NOT_SUPPORTED stays unset
   EXPECT_EQ(*sample->pcie_width, 16);
   EXPECT_FALSE(sample->cpu_utilisation_percent);
 }

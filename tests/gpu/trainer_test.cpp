@@ -46,15 +46,19 @@ class TinyTracker : public TrainableTracker {
   TrackerOutputs forward(const at::Tensor& video, const at::Tensor& queries) override {
     const int64_t b = video.size(0), t = video.size(1), h = video.size(2), w = video.size(3), n = queries.size(1);
     at::Tensor features = at::relu(net_->conv->forward(video.permute({0, 1, 4, 2, 3}).reshape({b * t, 3, h, w})));
-    at::Tensor xy = queries.narrow(-1, 1, 2).flip(-1);                                       // [B,N,2]
+    at::Tensor xy = queries.narrow(-1, 1, 2).flip(-1);  // [B,N,2]
     at::Tensor grid = (xy / at::tensor({static_cast<float>(w), static_cast<float>(h)}, xy.options()) * 2.0 - 1.0)
-                          .unsqueeze(1).expand({b, t, n, 2}).reshape({b * t, n, 1, 2});
-    at::Tensor sampled = at::grid_sampler(features, grid, 0, 0, false).view({b, t, 8, n}).permute({0, 3, 1, 2});  // [B,N,T,8]
+                          .unsqueeze(1)
+                          .expand({b, t, n, 2})
+                          .reshape({b * t, n, 1, 2});
+    at::Tensor sampled =
+        at::grid_sampler(features, grid, 0, 0, false).view({b, t, 8, n}).permute({0, 3, 1, 2});  // [B,N,T,8]
     at::Tensor out0 = net_->head0->forward(sampled);
     at::Tensor tracks0 = xy.unsqueeze(2) + out0.narrow(-1, 0, 2);
     at::Tensor out1 = net_->head1->forward(at::cat({sampled, out0}, -1));
     return {{{tracks0, out0.select(-1, 2), out0.select(-1, 3)},
-             {tracks0 + out1.narrow(-1, 0, 2), out0.select(-1, 2) + out1.select(-1, 2), out0.select(-1, 3) + out1.select(-1, 3)}}};
+             {tracks0 + out1.narrow(-1, 0, 2), out0.select(-1, 2) + out1.select(-1, 2),
+              out0.select(-1, 3) + out1.select(-1, 3)}}};
   }
 
  private:
@@ -68,8 +72,8 @@ bool cuda_requested() {
 
 at::Device test_device() { return cuda_requested() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
 
-#define SKIP_WITHOUT_DEVICE()                                                    \
-  do {                                                                           \
+#define SKIP_WITHOUT_DEVICE()                                                           \
+  do {                                                                                  \
     if (cuda_requested() && !at::hasCUDA()) GTEST_SKIP() << "no CUDA in this LibTorch"; \
   } while (false)
 
@@ -185,8 +189,8 @@ TEST(Trainer, ResumedRunReproducesAnUninterruptedRun) {
   const auto a = parameters_of(*model_straight), b = parameters_of(*model_resumed);
   ASSERT_EQ(a.size(), b.size());
   for (const auto& [name, tensor] : a) {
-    EXPECT_TRUE(at::allclose(tensor, b.at(name), 0.0, 1e-7)) << name << " differs by "
-                                                                << (tensor - b.at(name)).abs().max().item<double>();
+    EXPECT_TRUE(at::allclose(tensor, b.at(name), 0.0, 1e-7))
+        << name << " differs by " << (tensor - b.at(name)).abs().max().item<double>();
   }
   // Without optimizer.pt the moments restart: the weights still load, the run continues, the result differs.
   fs::remove(first.output_dir / "optimizer.pt");
@@ -211,7 +215,8 @@ TEST(Trainer, RunTrainingWritesCheckpointLogsAndValidation) {
   o.validation_every_steps = 4;
   o.max_shard_bytes = 1 << 20;
   int made = 0;
-  TrainableTrackerFactory factory = [&made](const std::string& name, const at::Device& device) -> core::Expected<std::unique_ptr<TrainableTracker>> {
+  TrainableTrackerFactory factory =
+      [&made](const std::string& name, const at::Device& device) -> core::Expected<std::unique_ptr<TrainableTracker>> {
     if (name != "tiny") return core::not_found("unknown model " + name);
     ++made;
     auto tracker = std::make_unique<TinyTracker>();
@@ -230,15 +235,16 @@ TEST(Trainer, RunTrainingWritesCheckpointLogsAndValidation) {
   // The stationary baseline predicts everything visible: its occlusion accuracy is the visible share.
   EXPECT_GT(summary->validation->stationary_baseline.occlusion_accuracy, 0.5);
 
-  for (const char* file : {"weights.safetensors", "optimizer.pt", "trainer_state.json", "train_log.jsonl", "validation.json"}) {
+  for (const char* file :
+       {"weights.safetensors", "optimizer.pt", "trainer_state.json", "train_log.jsonl", "validation.json"}) {
     EXPECT_TRUE(fs::exists(o.output_dir / file)) << file;
   }
   std::map<std::string, int> kinds;
   for (const auto& line : read_lines(o.output_dir / "train_log.jsonl")) ++kinds[line.at("type").get<std::string>()];
   EXPECT_EQ(kinds["self_check"], 1);
   EXPECT_EQ(kinds["start"], 1);
-  EXPECT_EQ(kinds["train"], 3);        // steps 2, 4 and the partial interval ending at 5
-  EXPECT_EQ(kinds["validation"], 2);   // step 4 and the final one
+  EXPECT_EQ(kinds["train"], 3);       // steps 2, 4 and the partial interval ending at 5
+  EXPECT_EQ(kinds["validation"], 2);  // step 4 and the final one
   EXPECT_EQ(kinds["end"], 1);
   std::ifstream state_file(o.output_dir / "trainer_state.json");
   EXPECT_EQ(nlohmann::json::parse(state_file).at("step").get<int64_t>(), 5);
@@ -302,7 +308,7 @@ TEST(Trainer, ScheduleFollowsOneCycleAndCosine) {
   EXPECT_NEAR(s.at(9, peak, 0.9).beta1, 0.85, 1e-15);
   EXPECT_NEAR(s.at(54, peak, 0.9).learning_rate, (peak + minimum) / 2.0, 1e-12);  // halfway through phase two
   EXPECT_NEAR(s.at(99, peak, 0.9).learning_rate, minimum, 1e-15);
-  EXPECT_NEAR(s.at(500, peak, 0.9).learning_rate, minimum, 1e-15);                // past the end: stays final
+  EXPECT_NEAR(s.at(500, peak, 0.9).learning_rate, minimum, 1e-15);  // past the end: stays final
   s.cycle_momentum = false;
   EXPECT_DOUBLE_EQ(s.at(9, peak, 0.9).beta1, 0.9);
 
@@ -310,7 +316,8 @@ TEST(Trainer, ScheduleFollowsOneCycleAndCosine) {
   EXPECT_NEAR(s.at(0, peak, 0.9).learning_rate, peak / 10.0, 1e-15);
   EXPECT_NEAR(s.at(9, peak, 0.9).learning_rate, peak, 1e-15);
   EXPECT_NEAR(s.at(99, peak, 0.9).learning_rate, peak * 0.01, 1e-15);
-  EXPECT_NEAR(s.at(10 + 89 / 2.0, peak, 0.9).learning_rate, peak * (0.01 + 0.99 * 0.5 * (1.0 + std::cos(std::numbers::pi * 44.0 / 89.0))), 1e-12);
+  EXPECT_NEAR(s.at(10 + 89 / 2.0, peak, 0.9).learning_rate,
+              peak * (0.01 + 0.99 * 0.5 * (1.0 + std::cos(std::numbers::pi * 44.0 / 89.0))), 1e-12);
 }
 
 // Returns the ground truth itself, found by regenerating the validation batches: validation must score 1.

@@ -13,15 +13,16 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Rule {
-  std::string folder;          // layer folder relative to the source root
-  bool headers_only;           // apply only to .h files
-  std::regex forbidden;        // matched against the text inside #include <...> or "..."
+  std::string folder;    // layer folder relative to the source root
+  bool headers_only;     // apply only to .h files
+  std::regex forbidden;  // matched against the text inside #include <...> or "..."
   std::string why;
 };
 
 const std::regex kInclude(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
 const std::regex kQt(R"(^(Q[A-Za-z]+|Qt[A-Za-z]*/.*|qglobal\.h)$)");
-const std::regex kTorch(R"(^(torch/|ATen/|c10/|caffe2/|cuda|cub/|thrust/|cudnn|nvml|gpu/torch_compat\.h|gpu/(model|ops|engine|training)/).*)");
+const std::regex kTorch(
+    R"(^(torch/|ATen/|c10/|caffe2/|cuda|cub/|thrust/|cudnn|nvml|gpu/torch_compat\.h|gpu/(model|ops|engine|training)/).*)");
 const std::regex kFfmpeg(R"(^(libav[a-z]*|libsw[a-z]*)/.*)");
 
 std::vector<std::string> violations(const fs::path& root, const Rule& rule) {
@@ -41,8 +42,8 @@ std::vector<std::string> violations(const fs::path& root, const Rule& rule) {
       ++number;
       std::smatch match;
       if (std::regex_search(line, match, kInclude) && std::regex_match(match[1].str(), rule.forbidden)) {
-        found.push_back(fs::relative(entry.path(), root).string() + ":" + std::to_string(number) + ": " +
-                        line + "  (" + rule.why + ")");
+        found.push_back(fs::relative(entry.path(), root).string() + ":" + std::to_string(number) + ": " + line + "  (" +
+                        rule.why + ")");
       }
     }
   }

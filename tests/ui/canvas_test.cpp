@@ -25,8 +25,10 @@ namespace {
 void compare_points(const QPointF& actual, const QPointF& expected, double tolerance = 1e-9) {
   QVERIFY2(std::abs(actual.x() - expected.x()) <= tolerance && std::abs(actual.y() - expected.y()) <= tolerance,
            qPrintable(QStringLiteral("got (%1, %2), expected (%3, %4)")
-                          .arg(actual.x(), 0, 'f', 6).arg(actual.y(), 0, 'f', 6)
-                          .arg(expected.x(), 0, 'f', 6).arg(expected.y(), 0, 'f', 6)));
+                          .arg(actual.x(), 0, 'f', 6)
+                          .arg(actual.y(), 0, 'f', 6)
+                          .arg(expected.x(), 0, 'f', 6)
+                          .arg(expected.y(), 0, 'f', 6)));
 }
 
 void send_wheel(QWidget* widget, QPoint position, int angle_delta_y) {
@@ -65,7 +67,7 @@ class CanvasTest : public QObject {
     compare_points(f.canvas->image_from_widget(QPointF(450, 300)), QPointF(320, 240));
     const QImage shot = f.canvas->grab().toImage();
     QCOMPARE(QColor(shot.pixel(20, 150)), QColor(40, 40, 44));  // left of the image: background
-    QCOMPARE(qRed(shot.pixel(60, 150)), 8);                      // image x = (60.5 - 50) / 1.25 = 8.4
+    QCOMPARE(qRed(shot.pixel(60, 150)), 8);                     // image x = (60.5 - 50) / 1.25 = 8.4
     // A resize refits while fit is active.
     f.canvas->resize(320, 480);
     QCOMPARE(f.canvas->zoom(), 1.0);
@@ -194,7 +196,8 @@ class CanvasTest : public QObject {
 
   void markers_are_solid_or_hollow() {
     const QColor colour = trackscope::ui::point_colour(3);
-    for (const trackscope::ui::MarkerFill fill : {trackscope::ui::MarkerFill::solid, trackscope::ui::MarkerFill::hollow}) {
+    for (const trackscope::ui::MarkerFill fill :
+         {trackscope::ui::MarkerFill::solid, trackscope::ui::MarkerFill::hollow}) {
       QImage image(64, 64, QImage::Format_RGB32);
       image.fill(QColor(10, 20, 30));
       {

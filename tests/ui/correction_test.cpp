@@ -26,7 +26,9 @@ const core::Query kQuery{0, 40.5, 60.5};
 
 core::TrackPoint original(int64_t frame) { return fake_estimate(kQuery, frame, kClipWidth, kClipHeight); }
 
-const core::PointTrack& track_of(const TrackingBench& bench, core::PointId id = 0) { return *bench.annotation().track(id); }
+const core::PointTrack& track_of(const TrackingBench& bench, core::PointId id = 0) {
+  return *bench.annotation().track(id);
+}
 
 // Drags the track estimate of point 0 on the shown frame by `delta_widget_px`, with the mouse.
 void drag_estimate(TrackingBench& bench, int64_t frame, QPoint delta_widget_px) {
@@ -75,8 +77,8 @@ class CorrectionTest : public QObject {
     for (int64_t f = 0; f < kClipFrames; ++f) {
       if (f != 20) QCOMPARE(corrected.track.at(f), tracked.track.at(f));
     }
-    QCOMPARE(editor->history().undo_count(), steps_after_track + 1);   // the whole drag is one step
-    QCOMPARE(bench.annotation().find(0)->query, kQuery);                // the query stays where it was
+    QCOMPARE(editor->history().undo_count(), steps_after_track + 1);  // the whole drag is one step
+    QCOMPARE(bench.annotation().find(0)->query, kQuery);              // the query stays where it was
 
     // 2. Re-track forward from the keyframe (Ctrl+]), overwrite.
     QVERIFY(bench.window->actions().merge_overwrite->isChecked());
@@ -86,7 +88,7 @@ class CorrectionTest : public QObject {
     const core::PointTrack retracked = track_of(bench);
     const core::Query from_keyframe{20, fixed.x_px, fixed.y_px};
     for (int64_t f = 0; f < 20; ++f) QCOMPARE(retracked.track.at(f), tracked.track.at(f));
-    QCOMPARE(retracked.track.at(20), fixed);   // the keyframe kept exactly
+    QCOMPARE(retracked.track.at(20), fixed);  // the keyframe kept exactly
     for (int64_t f = 21; f < kClipFrames; ++f) {
       QCOMPARE(retracked.track.at(f), fake_estimate(from_keyframe, f, kClipWidth, kClipHeight));
     }
@@ -117,7 +119,7 @@ class CorrectionTest : public QObject {
     QVERIFY(track_one(bench));
     bench.window->editor()->select_point(0);
     QVERIFY(bench.show_frame(10));
-    bench.key(Qt::Key_Backspace, Qt::ControlModifier);   // delete the track before frame 10
+    bench.key(Qt::Key_Backspace, Qt::ControlModifier);  // delete the track before frame 10
     QCOMPARE(track_of(bench).track.first_frame, int64_t{10});
     // Moving the query (frame 0, no longer covered) does not grow the track back; the track learns the query.
     QVERIFY(bench.window->editor()->move_point(0, {0, 41.5, 61.5}));
@@ -137,8 +139,10 @@ class CorrectionTest : public QObject {
     QCOMPARE(filled.track.first_frame, int64_t{0});
     QCOMPARE(filled.track.end_frame(), kClipFrames);
     const core::Query from_keyframe{20, fixed.x_px, fixed.y_px};
-    for (int64_t f = 0; f < 10; ++f) QCOMPARE(filled.track.at(f), fake_estimate(from_keyframe, f, kClipWidth, kClipHeight));
-    for (int64_t f = 10; f < kClipFrames; ++f) QCOMPARE(filled.track.at(f), corrected.track.at(f));   // only what was missing
+    for (int64_t f = 0; f < 10; ++f)
+      QCOMPARE(filled.track.at(f), fake_estimate(from_keyframe, f, kClipWidth, kClipHeight));
+    for (int64_t f = 10; f < kClipFrames; ++f)
+      QCOMPARE(filled.track.at(f), corrected.track.at(f));  // only what was missing
     QVERIFY(bench.window->editor()->undo());
     QCOMPARE(track_of(bench), corrected);
 
@@ -169,7 +173,7 @@ class CorrectionTest : public QObject {
     QVERIFY(cues != nullptr);
     QVERIFY(cues->flags_at(25) & core::quality_velocity_outlier);
     QVERIFY(cues->flags_at(27) & core::quality_velocity_outlier);
-    QCOMPARE(cues->flags_at(26), uint8_t{0});   // the keyframe itself is the user's word
+    QCOMPARE(cues->flags_at(26), uint8_t{0});  // the keyframe itself is the user's word
     QCOMPARE(cues->flagged_count(), int64_t{2});
     // Navigation from frame 0: next keyframe 5, then 26; next suspicious 25, then 27.
     QVERIFY(bench.show_frame(0));
@@ -183,7 +187,7 @@ class CorrectionTest : public QObject {
     QTRY_COMPARE(bench.window->session()->requested_frame(), int64_t{25});
     bench.key(Qt::Key_N);
     QTRY_COMPARE(bench.window->session()->requested_frame(), int64_t{27});
-    bench.key(Qt::Key_N);   // nothing after 27: stays, and says so
+    bench.key(Qt::Key_N);  // nothing after 27: stays, and says so
     QCOMPARE(bench.window->session()->requested_frame(), int64_t{27});
     QVERIFY(bench.window->statusBar()->currentMessage().contains(QStringLiteral("No suspicious frame")));
 
@@ -214,7 +218,7 @@ class CorrectionTest : public QObject {
     const core::TrackPoint before = track_of(bench).track.at(20);
     bench.window->editor()->move_estimate(0, 20, before.x_px, before.y_px + 12.0);
     bench.window->editor()->finish_move(0);
-    QVERIFY(!quality->has_consistency(0));   // the track changed: the old check no longer applies
+    QVERIFY(!quality->has_consistency(0));  // the track changed: the old check no longer applies
     QVERIFY(bench.window->annotations()->retrack(core::RetrackDirection::forward));
     QVERIFY(bench.wait_idle());
     bench.window->actions().check_consistency->trigger();
@@ -229,7 +233,7 @@ class CorrectionTest : public QObject {
       const bool flagged = cues->flags_at(f) & core::quality_inconsistent;
       (f < 20 ? inconsistent_before : inconsistent_after) += flagged ? 1 : 0;
     }
-    QVERIFY(inconsistent_before >= 10);   // every visible frame before the keyframe
+    QVERIFY(inconsistent_before >= 10);  // every visible frame before the keyframe
     QCOMPARE(inconsistent_after, 0);
   }
 
@@ -243,15 +247,16 @@ class CorrectionTest : public QObject {
     };
     auto native = [](const QKeySequence& sequence) { return sequence.toString(QKeySequence::NativeText); };
     QVERIFY(listed(native(QKeySequence(Qt::CTRL | Qt::Key_Z)), QStringLiteral("Undo")));
-    QVERIFY(listed(native(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z)) + ", " + native(QKeySequence(Qt::CTRL | Qt::Key_Y)),
-                   QStringLiteral("Redo")));
+    QVERIFY(listed(
+        native(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z)) + ", " + native(QKeySequence(Qt::CTRL | Qt::Key_Y)),
+        QStringLiteral("Redo")));
     QVERIFY(listed(native(QKeySequence(Qt::CTRL | Qt::Key_R)), QStringLiteral("Re-track Both Ways")));
     QVERIFY(listed(QStringLiteral("K"), QStringLiteral("Next Keyframe")));
     QVERIFY(listed(QStringLiteral("N"), QStringLiteral("Next Suspicious Frame")));
     QVERIFY(listed(QStringLiteral("O"), QStringLiteral("Occluded")));
     QVERIFY(listed(native(QKeySequence::Save), QStringLiteral("Save Project")));
     // Every shortcut of the window appears in Help, so the list cannot drift from the keys.
-    for (const QAction* action : bench.window->QWidget::actions()) {   // every action added to the window
+    for (const QAction* action : bench.window->QWidget::actions()) {  // every action added to the window
       for (const QKeySequence& sequence : action->shortcuts()) {
         const bool found = std::any_of(rows.begin(), rows.end(), [&](const ui::ShortcutDescription& row) {
           return row.keys.split(QStringLiteral(", ")).contains(native(sequence));

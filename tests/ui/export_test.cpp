@@ -55,9 +55,9 @@ class ExportTest : public QObject {
       const QString path = dir.filePath(c.file);
       QVERIFY(exports->export_tracks(c.format, path));
       const size_t steps = editor->history().undo_count();
-      const core::PointId first_new = bench.annotation().next_id();   // imports get new ids (never reused)
+      const core::PointId first_new = bench.annotation().next_id();  // imports get new ids (never reused)
       QCOMPARE(exports->import_tracks(path), 2);
-      QCOMPARE(editor->history().undo_count(), steps + 1);   // one step for the whole import
+      QCOMPARE(editor->history().undo_count(), steps + 1);  // one step for the whole import
       QCOMPARE(bench.annotation().size(), size_t{4});
       for (core::PointId original : {0, 1}) {
         const core::PointTrack& a = *bench.annotation().track(original);
@@ -146,9 +146,9 @@ class ExportTest : public QObject {
     editor->select_point(corrected);
     QVERIFY(bench.window->annotations()->retrack(core::RetrackDirection::forward));
     QVERIFY(bench.wait_idle());
-    bench.window->actions().check_consistency->trigger();   // the selected track
+    bench.window->actions().check_consistency->trigger();  // the selected track
     QVERIFY(bench.wait_idle());
-    editor->set_visibility(3, 24, false);   // an occlusion marked by hand
+    editor->set_visibility(3, 24, false);  // an occlusion marked by hand
 
     ui::TrackOverlayOptions overlay = bench.tracking()->track_overlay();
     overlay.trail_before_frames = 20;
@@ -158,7 +158,7 @@ class ExportTest : public QObject {
     QTest::qWait(100);
 
     const core::TrackQuality* cues = bench.window->annotations()->quality()->quality(corrected);
-    QVERIFY(cues->flags_at(19) & core::quality_velocity_outlier);   // the kink where the correction joins the old track
+    QVERIFY(cues->flags_at(19) & core::quality_velocity_outlier);  // the kink where the correction joins the old track
     QVERIFY(cues->flags_at(10) & core::quality_inconsistent);      // before the keyframe the check disagrees
     ui::QualityStrip* strip = bench.window->annotations()->quality_strip();
     QCOMPARE(strip->rows().size(), size_t{4});
@@ -170,7 +170,7 @@ class ExportTest : public QObject {
     qInfo("screenshot: %s", qPrintable(file));
     // The strip shows the flagged frame of the selected row in red.
     const QImage strip_image = strip->grab().toImage();
-    const int row = corrected;   // rows in id order
+    const int row = corrected;  // rows in id order
     const int y = 2 + row * strip->row_height() + 1;
     const QColor flagged = strip_image.pixelColor(static_cast<int>(strip->x_of(10)), y);
     QVERIFY2(flagged.red() > 200 && flagged.green() < 80, qPrintable(flagged.name()));

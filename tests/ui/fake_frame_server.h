@@ -38,8 +38,8 @@ struct FakeVideo {
   int height = 240;
   int64_t frame_count = 48;
   core::Rational frame_rate{25, 1};
-  std::chrono::milliseconds decode_delay{0};   // slept on the decode thread for every frame
-  std::set<int64_t> failing_frames;            // these frames report corrupt_data instead of a picture
+  std::chrono::milliseconds decode_delay{0};  // slept on the decode thread for every frame
+  std::set<int64_t> failing_frames;           // these frames report corrupt_data instead of a picture
 };
 
 /// Blue channel of every pixel of frame `index`: distinct for the first 256 frames (5 is odd).
@@ -73,7 +73,8 @@ class FakeFrameServer : public core::FrameServer {
     info_.height = video_.height;
     info_.frame_rate = video_.frame_rate;
     info_.frame_count = video_.frame_count;
-    info_.duration_us = video_.frame_count * 1'000'000 * video_.frame_rate.den / std::max<int64_t>(1, video_.frame_rate.num);
+    info_.duration_us =
+        video_.frame_count * 1'000'000 * video_.frame_rate.den / std::max<int64_t>(1, video_.frame_rate.num);
     thread_ = std::thread([this] { run(); });
   }
 
@@ -113,7 +114,8 @@ class FakeFrameServer : public core::FrameServer {
     if (core::FramePtr frame = request(index)) return frame;
     index = std::clamp<int64_t>(index, 0, video_.frame_count - 1);
     std::unique_lock lock(mutex_);
-    const bool done = done_.wait_for(lock, timeout, [&] { return cache_.count(index) > 0 || failed_.count(index) > 0; });
+    const bool done =
+        done_.wait_for(lock, timeout, [&] { return cache_.count(index) > 0 || failed_.count(index) > 0; });
     if (!done) return core::cancelled("timed out waiting for frame " + std::to_string(index));
     if (auto it = cache_.find(index); it != cache_.end()) return it->second;
     return core::corrupt_data("frame " + std::to_string(index) + " is damaged (fake)");
@@ -152,10 +154,11 @@ class FakeFrameServer : public core::FrameServer {
       if (video_.decode_delay.count() > 0 && wake_.wait_for(lock, video_.decode_delay, [&] { return stop_; })) return;
       lock.unlock();
       const bool fails = video_.failing_frames.count(index) > 0;
-      core::Expected<core::FramePtr> result =
-          fails ? core::Expected<core::FramePtr>(core::corrupt_data("frame " + std::to_string(index) + " is damaged (fake)"))
-                : core::Expected<core::FramePtr>(make_fake_frame(video_, index));
-      const double decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      core::Expected<core::FramePtr> result = fails ? core::Expected<core::FramePtr>(core::corrupt_data(
+                                                          "frame " + std::to_string(index) + " is damaged (fake)"))
+                                                    : core::Expected<core::FramePtr>(make_fake_frame(video_, index));
+      const double decode_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       lock.lock();
       in_flight_ = false;
       if (result) {
@@ -218,8 +221,9 @@ class FakeVideoLibrary {
   }
 
   ui::FrameServerFactory factory() const {
-    return [state = state_](const std::filesystem::path& path, const core::FrameServerOptions& /*options*/)
-               -> core::Expected<std::unique_ptr<core::FrameServer>> {
+    return [state = state_](
+               const std::filesystem::path& path,
+               const core::FrameServerOptions& /*options*/) -> core::Expected<std::unique_ptr<core::FrameServer>> {
       ++state->open_calls;
       std::this_thread::sleep_for(std::chrono::milliseconds(state->open_delay_ms.load()));
       std::lock_guard lock(state->mutex);

@@ -35,7 +35,7 @@ namespace trackscope::testing {
 
 // ---- synthetic motion ---------------------------------------------------------------------------------------
 
-inline constexpr double kFakeVelocityX = 3.0;   // px per frame
+inline constexpr double kFakeVelocityX = 3.0;  // px per frame
 inline constexpr double kFakeVelocityY = 1.5;
 inline constexpr float kFakeOccludedP = 0.9f;
 inline constexpr float kFakeVisibleP = 0.1f;
@@ -73,12 +73,12 @@ inline constexpr int kFakeIterations = 4;
 // ---- tracker and factory ------------------------------------------------------------------------------------
 
 struct FakeTrackerConfig {
-  int query_chunk = 2;                              // queries per chunk
-  std::chrono::milliseconds chunk_delay{20};        // slept on the tracking thread per chunk
-  std::chrono::milliseconds create_delay{0};        // slept on the loader thread per creation
-  std::optional<int> fail_at_chunk;                 // track() fails with `failure` on reaching this chunk
+  int query_chunk = 2;                        // queries per chunk
+  std::chrono::milliseconds chunk_delay{20};  // slept on the tracking thread per chunk
+  std::chrono::milliseconds create_delay{0};  // slept on the loader thread per creation
+  std::optional<int> fail_at_chunk;           // track() fails with `failure` on reaching this chunk
   core::Status failure = core::out_of_memory("CUDA out of memory: tried to allocate 2.00 GiB (fake)");
-  std::map<std::string, core::Status> model_errors; // model name -> creation error ("no weights installed")
+  std::map<std::string, core::Status> model_errors;  // model name -> creation error ("no weights installed")
 };
 
 /// What the fakes did. Thread-safe.
@@ -99,7 +99,8 @@ class FakeTrackerLog {
     devices_tracked_.push_back(device);
   }
   /// Creations of (device, model, precision), e.g. creations("cpu", "default", "fp32").
-  int creations(const std::string& device, const std::string& model = "default", const std::string& precision = "fp32") const {
+  int creations(const std::string& device, const std::string& model = "default",
+                const std::string& precision = "fp32") const {
     std::lock_guard lock(mutex_);
     auto it = creations_.find(device + "/" + model + "/" + precision);
     return it == creations_.end() ? 0 : it->second;
@@ -143,10 +144,12 @@ class FakePointTracker : public core::PointTracker {
     const int64_t end = request.end_frame < 0 ? info.frame_count : request.end_frame;
     const size_t queries = request.queries.size();
     const int chunk_size = std::max(1, config_.query_chunk);
-    const int chunks = static_cast<int>((queries + static_cast<size_t>(chunk_size) - 1) / static_cast<size_t>(chunk_size));
+    const int chunks =
+        static_cast<int>((queries + static_cast<size_t>(chunk_size) - 1) / static_cast<size_t>(chunk_size));
     observer.on_progress({0.0, 0, chunks, "decoding"});
     observer.on_stage({core::Stage::decode, 0, 0, fake_stage_ms(core::Stage::decode)});
-    observer.on_stage({core::Stage::backbone, 0, 0, fake_stage_ms(core::Stage::backbone), core::StageClock::host_steady, 1e9, 1e6});
+    observer.on_stage(
+        {core::Stage::backbone, 0, 0, fake_stage_ms(core::Stage::backbone), core::StageClock::host_steady, 1e9, 1e6});
     core::TrackSet all;
     all.first_frame = request.first_frame;
     all.frame_count = end - request.first_frame;
@@ -169,7 +172,8 @@ class FakePointTracker : public core::PointTracker {
       }
       observer.on_stage({core::Stage::init, chunk, 0, fake_stage_ms(core::Stage::init)});
       for (int iteration = 1; iteration <= kFakeIterations; ++iteration) {
-        for (core::Stage stage : {core::Stage::refine_correlation, core::Stage::refine_encoder, core::Stage::refine_transformer}) {
+        for (core::Stage stage :
+             {core::Stage::refine_correlation, core::Stage::refine_encoder, core::Stage::refine_transformer}) {
           observer.on_stage({stage, chunk, iteration, fake_stage_ms(stage)});
         }
       }
@@ -205,8 +209,10 @@ class FakeTrackerFactory : public core::TrackerFactory {
     log_->created(options);
     std::this_thread::sleep_for(config_.create_delay);
     auto device = std::find_if(devices_.begin(), devices_.end(), [&](const auto& d) { return d.id == options.device; });
-    if (device == devices_.end()) return core::not_found("no device " + options.device + " (fake devices: cpu, cuda:0)");
-    if (auto error = config_.model_errors.find(options.model); error != config_.model_errors.end()) return error->second;
+    if (device == devices_.end())
+      return core::not_found("no device " + options.device + " (fake devices: cpu, cuda:0)");
+    if (auto error = config_.model_errors.find(options.model); error != config_.model_errors.end())
+      return error->second;
     core::TrackerDescription description;
     description.model_name = "Fake LocoTrack (" + options.model + ")";
     description.model_size = "small";

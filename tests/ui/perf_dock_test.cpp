@@ -45,7 +45,8 @@ struct StageSpec {
   int executions = 1;
 };
 
-core::Profile make_profile(const std::string& cuda_name, core::Precision precision, bool tf32_flags, const std::vector<StageSpec>& stages) {
+core::Profile make_profile(const std::string& cuda_name, core::Precision precision, bool tf32_flags,
+                           const std::vector<StageSpec>& stages) {
   core::Profile p;
   p.device.id = "cuda:0";
   p.device.name = cuda_name;
@@ -79,12 +80,14 @@ core::Profile make_profile(const std::string& cuda_name, core::Precision precisi
 }
 
 core::Profile a100_tf32() {
-  return make_profile("NVIDIA A100-SXM4-40GB", core::Precision::fp32, true,
-                      {{core::Stage::backbone, 10.0, 1e12, 1e6}, {core::Stage::refine_correlation, 8.0, 1e9, 10e9, 16}});
+  return make_profile(
+      "NVIDIA A100-SXM4-40GB", core::Precision::fp32, true,
+      {{core::Stage::backbone, 10.0, 1e12, 1e6}, {core::Stage::refine_correlation, 8.0, 1e9, 10e9, 16}});
 }
 core::Profile t4_fp32() {
-  return make_profile("Tesla T4", core::Precision::fp32, false,
-                      {{core::Stage::backbone, 200.0, 1e12, 1e6}, {core::Stage::refine_correlation, 40.0, 1e9, 10e9, 16}});
+  return make_profile(
+      "Tesla T4", core::Precision::fp32, false,
+      {{core::Stage::backbone, 200.0, 1e12, 1e6}, {core::Stage::refine_correlation, 40.0, 1e9, 10e9, 16}});
 }
 
 int row_of(QTableWidget* table, const QString& stage) {
@@ -113,7 +116,7 @@ class PerformanceDockTest : public QObject {
     ui::StageBreakdownChart* chart = dock.stageChart();
     QCOMPARE(chart->categories(), QStringList{"run"});
     QCOMPARE(chart->series()->barSets().size(), 2);
-    QCOMPARE(chart->series()->barSets()[0]->label(), QString("backbone"));   // canonical order
+    QCOMPARE(chart->series()->barSets()[0]->label(), QString("backbone"));  // canonical order
     QCOMPARE(bar_set(chart, "backbone")->at(0), p.cases[0].find_stage("backbone")->stats.median_ms);
     QCOMPARE(bar_set(chart, "refine_correlation")->at(0), p.cases[0].find_stage("refine_correlation")->stats.median_ms);
   }
@@ -130,7 +133,7 @@ class PerformanceDockTest : public QObject {
     QCOMPARE(series->count(), 3);
     for (int i = 0; i < 3; ++i) {
       QCOMPARE(series->at(i).x(), i + 1.0);
-      QCOMPARE(series->at(i).y(), times[i]);   // the median of {ms, 1.1 ms, 0.95 ms}
+      QCOMPARE(series->at(i).y(), times[i]);  // the median of {ms, 1.1 ms, 0.95 ms}
     }
     QCOMPARE(dock.entries().size(), size_t{3});
     QCOMPARE(dock.currentEntry(), 2);
@@ -142,7 +145,8 @@ class PerformanceDockTest : public QObject {
     bool running = true;
     std::vector<core::StageSample> samples = {{core::Stage::backbone, 0, 0, 50.0}};
     for (int chunk = 0; chunk < 2; ++chunk) {
-      for (int iteration = 1; iteration <= 4; ++iteration) samples.push_back({core::Stage::refine_encoder, chunk, iteration, 1.5 + chunk});
+      for (int iteration = 1; iteration <= 4; ++iteration)
+        samples.push_back({core::Stage::refine_encoder, chunk, iteration, 1.5 + chunk});
     }
     dock.setLiveRunProvider([&] { return ui::LiveRunSnapshot{running, samples}; });
     dock.pollProviders();
@@ -154,7 +158,7 @@ class PerformanceDockTest : public QObject {
     QCOMPARE(encoder->at(1), 4 * 1.5);
     QCOMPARE(encoder->at(2), 4 * 2.5);
     QCOMPARE(bar_set(chart, "backbone")->at(0), 50.0);
-    running = false;   // the run ends: back to the current run's bar
+    running = false;  // the run ends: back to the current run's bar
     dock.pollProviders();
     QCOMPARE(chart->categories().size(), 1);
   }
@@ -189,7 +193,7 @@ class PerformanceDockTest : public QObject {
     QCOMPARE(panel->valueLabel("pcie")->text(), QString("gen 3 x16"));
     QCOMPARE(panel->smClockSeries()->count(), 3);
     QCOMPARE(panel->smClockSeries()->at(2).y(), 1412.0);
-    QCOMPARE(panel->smClockSeries()->at(2).x(), 0.0);   // seconds relative to the latest sample
+    QCOMPARE(panel->smClockSeries()->at(2).x(), 0.0);  // seconds relative to the latest sample
     QCOMPARE(panel->powerSeries()->at(0).y(), 100.0 * 60.0 / 70.0);
     QCOMPARE(panel->cpuSeries()->count(), 0);
 
@@ -233,11 +237,13 @@ class PerformanceDockTest : public QObject {
     QVERIFY(backbone >= 0 && correlation >= 0);
     QCOMPARE(table->item(backbone, ui::ComparisonView::kMeasured)->text(), QString("20.00x"));
     QCOMPARE(table->item(backbone, ui::ComparisonView::kPredicted)->text(), QString::number(19.5 / 8.1, 'f', 2) + "x");
-    QCOMPARE(table->item(backbone, ui::ComparisonView::kPrecisionAware)->text(), QString::number(156.0 / 8.1, 'f', 2) + "x");
+    QCOMPARE(table->item(backbone, ui::ComparisonView::kPrecisionAware)->text(),
+             QString::number(156.0 / 8.1, 'f', 2) + "x");
     QCOMPARE(table->item(backbone, 0)->background().color(), ui::highlight_color());
     QVERIFY(table->item(backbone, ui::ComparisonView::kCauses)->text().contains("TF32 on one side only"));
     QCOMPARE(table->item(correlation, ui::ComparisonView::kMeasured)->text(), QString("5.00x"));
-    QCOMPARE(table->item(correlation, ui::ComparisonView::kPredicted)->text(), QString::number(1555.0 / 320.0, 'f', 2) + "x");
+    QCOMPARE(table->item(correlation, ui::ComparisonView::kPredicted)->text(),
+             QString::number(1555.0 / 320.0, 'f', 2) + "x");
     QVERIFY(table->item(correlation, ui::ComparisonView::kCauses)->text().isEmpty());
     // The two profiles side by side in the stacked chart.
     ui::StageBreakdownChart* chart = dock.comparisonView()->sideBySideChart();
@@ -248,8 +254,10 @@ class PerformanceDockTest : public QObject {
 
   void trapWarningForBf16OnATuringCard() {
     ui::PerformanceDock dock;
-    const core::Profile t4 = make_profile("Tesla T4", core::Precision::bf16, false, {{core::Stage::refine_transformer, 400.0, 1e12, 1e6}});
-    const core::Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", core::Precision::bf16, false, {{core::Stage::refine_transformer, 10.0, 1e12, 1e6}});
+    const core::Profile t4 =
+        make_profile("Tesla T4", core::Precision::bf16, false, {{core::Stage::refine_transformer, 400.0, 1e12, 1e6}});
+    const core::Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", core::Precision::bf16, false,
+                                            {{core::Stage::refine_transformer, 10.0, 1e12, 1e6}});
     dock.addRun(t4);
     QVERIFY2(dock.runWarningsText().contains("emulated"), qPrintable(dock.runWarningsText()));
     const int a = dock.addProfile(a100, "test");
@@ -262,38 +270,40 @@ class PerformanceDockTest : public QObject {
   void trapWarningForTf32AgainstStrictFp32() {
     ui::PerformanceDock dock;
     dock.compare(dock.addProfile(a100_tf32(), "test"), dock.addProfile(t4_fp32(), "test"));
-    QVERIFY2(dock.comparisonView()->diagnosisText().contains("TF32 vs strict FP32"), qPrintable(dock.comparisonView()->diagnosisText()));
+    QVERIFY2(dock.comparisonView()->diagnosisText().contains("TF32 vs strict FP32"),
+             qPrintable(dock.comparisonView()->diagnosisText()));
     dock.addRun(a100_tf32());
     QVERIFY(dock.runWarningsText().contains("not strict FP32"));
   }
 
   void deviceAndPrecisionSelectorsAreGated() {
     ui::PerformanceDock dock;
-    const std::vector<core::DeviceDescription> devices = {{"cpu", "CPU (2 threads)", 2, 0, 0, 0},
-                                                          {"cuda:0", "Tesla T4", 40, 15'000'000'000, 7, 5},
-                                                          {"cuda:1", "NVIDIA A100-SXM4-40GB", 108, 40'000'000'000, 8, 0}};
+    const std::vector<core::DeviceDescription> devices = {
+        {"cpu", "CPU (2 threads)", 2, 0, 0, 0},
+        {"cuda:0", "Tesla T4", 40, 15'000'000'000, 7, 5},
+        {"cuda:1", "NVIDIA A100-SXM4-40GB", 108, 40'000'000'000, 8, 0}};
     dock.setDevices(devices, "cuda:0");
     ui::DeviceSelector* selector = dock.deviceSelector();
     QCOMPARE(selector->deviceCombo()->count(), 3);
     QVERIFY(selector->deviceCombo()->itemText(1).contains("40 SMs"));
     QVERIFY(selector->deviceCombo()->itemText(1).contains("compute capability 7.5"));
     auto* model = qobject_cast<QStandardItemModel*>(selector->precisionCombo()->model());
-    QVERIFY(!model->item(1)->isEnabled());   // tf32 on sm_75
-    QVERIFY(model->item(2)->isEnabled());    // bf16 runs, but is a trap
+    QVERIFY(!model->item(1)->isEnabled());  // tf32 on sm_75
+    QVERIFY(model->item(2)->isEnabled());   // bf16 runs, but is a trap
     selector->setCurrentPrecision(core::Precision::bf16);
     QVERIFY2(selector->warningText().contains("emulated"), qPrintable(selector->warningText()));
 
     QSignalSpy device_spy(&dock, &ui::PerformanceDock::deviceRequested);
     QSignalSpy precision_spy(&dock, &ui::PerformanceDock::precisionRequested);
     selector->deviceCombo()->setCurrentIndex(2);
-    Q_EMIT selector->deviceCombo()->activated(2);   // as a user's pick
+    Q_EMIT selector->deviceCombo()->activated(2);  // as a user's pick
     QCOMPARE(device_spy.count(), 1);
     QCOMPARE(device_spy.at(0).at(0).toString(), QString("cuda:1"));
     QVERIFY(model->item(1)->isEnabled());
-    QVERIFY(selector->warningText().isEmpty());   // bf16 is native on 8.0
+    QVERIFY(selector->warningText().isEmpty());  // bf16 is native on 8.0
     selector->setCurrentPrecision(core::Precision::tf32);
     selector->deviceCombo()->setCurrentIndex(1);
-    Q_EMIT selector->deviceCombo()->activated(1);   // back to the T4: tf32 is not available there
+    Q_EMIT selector->deviceCombo()->activated(1);  // back to the T4: tf32 is not available there
     QCOMPARE(precision_spy.count(), 1);
     QCOMPARE(precision_spy.at(0).at(0).toString(), QString("fp32"));
   }
@@ -339,8 +349,9 @@ class PerformanceDockTest : public QObject {
     QDir(dir).removeRecursively();
     core::Expected<QStringList> written = dock.exportReport(dir);
     QVERIFY2(written, written ? "" : written.status().message().c_str());
-    for (const char* name : {"profile.json", "stages.csv", "roofline.csv", "comparison.csv", "comparison.txt", "comparison_a.json",
-                             "comparison_b.json", "stage_breakdown.png", "stage_history.png", "comparison.png", "telemetry.png"}) {
+    for (const char* name :
+         {"profile.json", "stages.csv", "roofline.csv", "comparison.csv", "comparison.txt", "comparison_a.json",
+          "comparison_b.json", "stage_breakdown.png", "stage_history.png", "comparison.png", "telemetry.png"}) {
       QVERIFY2(written->contains(dir + "/" + name), name);
     }
     core::Expected<core::Profile> back = core::read_profile((dir + "/profile.json").toStdString());
@@ -362,7 +373,8 @@ class PerformanceDockTest : public QObject {
 
   void screenshotOfTwoProfilesSideBySide() {
     ui::PerformanceDock dock;
-    dock.setDevices({{"cpu", "CPU (16 threads)", 16, 0, 0, 0}, {"cuda:0", "NVIDIA H200", 132, 150'000'000'000, 9, 0}}, "cuda:0");
+    dock.setDevices({{"cpu", "CPU (16 threads)", 16, 0, 0, 0}, {"cuda:0", "NVIDIA H200", 132, 150'000'000'000, 9, 0}},
+                    "cuda:0");
     QVERIFY(dock.openProfileFile(kFixture));
     int official = -1;
     for (size_t i = 0; i < dock.entries().size(); ++i) {

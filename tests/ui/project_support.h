@@ -30,10 +30,10 @@ inline void write_fake_video_file(const QString& path, size_t bytes, unsigned se
 struct PromptAnswers {
   ui::RecoveryChoice recovery = ui::RecoveryChoice::later;
   ui::UnsavedChoice unsaved = ui::UnsavedChoice::discard;
-  QString located_video;            // the answer to "where is the video now?" ("" = cancel)
+  QString located_video;  // the answer to "where is the video now?" ("" = cancel)
   bool confirm = false;
-  QString save_path;                // the answer to file choosers
-  QStringList asked;                // "kind: text" of every question, in order
+  QString save_path;  // the answer to file choosers
+  QStringList asked;  // "kind: text" of every question, in order
 };
 
 struct ProjectBench {
@@ -67,8 +67,12 @@ struct ProjectBench {
             a->asked << "confirm: " + title + ": " + text;
             return a->confirm;
           };
-          project.prompts.save_path = [a](QWidget*, const QString&, const QString&, const QString&) { return a->save_path; };
-          project.prompts.open_path = [a](QWidget*, const QString&, const QString&, const QString&) { return a->save_path; };
+          project.prompts.save_path = [a](QWidget*, const QString&, const QString&, const QString&) {
+            return a->save_path;
+          };
+          project.prompts.open_path = [a](QWidget*, const QString&, const QString&, const QString&) {
+            return a->save_path;
+          };
           options.project = std::move(project);
         }) {}
 

@@ -39,7 +39,7 @@ class ProjectTest : public QObject {
       QVERIFY(a.open(video));
       QVERIFY(!a.projects()->dirty());
       QVERIFY(a.add_and_track(40.5, 60.5));
-      a.bench.window->editor()->add_point({3, 200.5, 100.5});   // a point without a track
+      a.bench.window->editor()->add_point({3, 200.5, 100.5});  // a point without a track
       QVERIFY(a.bench.show_frame(20));
       a.bench.window->editor()->move_estimate(0, 20, 99.0, 88.0);
       a.bench.window->editor()->finish_move(0);
@@ -49,7 +49,7 @@ class ProjectTest : public QObject {
       a.bench.tracking()->set_track_overlay(overlay);
       QVERIFY(a.projects()->dirty());
       QVERIFY(a.window()->windowTitle().contains(QStringLiteral("*")));
-      QVERIFY(a.projects()->save_as(dir.filePath("bees")));   // the suffix is added
+      QVERIFY(a.projects()->save_as(dir.filePath("bees")));  // the suffix is added
       QCOMPARE(a.projects()->project_path(), project);
       QVERIFY(!a.projects()->dirty());
       QVERIFY(!a.window()->windowTitle().contains(QStringLiteral("*")));
@@ -66,10 +66,10 @@ class ProjectTest : public QObject {
     QCOMPARE(b.annotation().find(1)->query, (core::Query{3, 200.5, 100.5}));
     QCOMPARE(b.bench.tracking()->track_overlay().trail_before_frames, 33);
     QCOMPARE(b.bench.tracking()->track_overlay().colouring, ui::TrackColouring::motion_direction);
-    QTRY_COMPARE(b.bench.canvas()->frame_index(), int64_t{20});   // the frame it was saved on
+    QTRY_COMPARE(b.bench.canvas()->frame_index(), int64_t{20});  // the frame it was saved on
     QVERIFY(!b.projects()->dirty());
     QVERIFY(!b.bench.window->editor()->can_undo());
-    QCOMPARE(b.bench.window->editor()->add_point({0, 1.5, 1.5}), core::PointId{2});   // ids continue
+    QCOMPARE(b.bench.window->editor()->add_point({0, 1.5, 1.5}), core::PointId{2});  // ids continue
     QVERIFY(b.answers->asked.isEmpty());
   }
 
@@ -113,7 +113,7 @@ class ProjectTest : public QObject {
     QCOMPARE(b.bench.window->session()->path(), moved);
     QCOMPARE(b.annotation().size(), size_t{1});
     QVERIFY(b.annotation().track(0) != nullptr);
-    QCOMPARE(b.answers->asked.size(), questions + 1);   // just "locate"
+    QCOMPARE(b.answers->asked.size(), questions + 1);  // just "locate"
   }
 
   void bad_project_files_are_reported_and_lose_nothing() {
@@ -170,11 +170,11 @@ class ProjectTest : public QObject {
     testing::write_fake_video_file(video, 10000, 5);
     ProjectBench a({video}, dir.filePath("recovery"));
     QVERIFY(a.open(video));
-    QVERIFY(a.projects()->confirm_discard("closing"));   // nothing unsaved: no question
+    QVERIFY(a.projects()->confirm_discard("closing"));  // nothing unsaved: no question
     QVERIFY(a.answers->asked.isEmpty());
     a.bench.window->editor()->add_point({0, 5.5, 5.5});
     a.answers->unsaved = ui::UnsavedChoice::cancel;
-    QVERIFY(!a.window()->close());   // cancelled: the window stays
+    QVERIFY(!a.window()->close());  // cancelled: the window stays
     QCOMPARE(a.answers->asked.size(), 1);
     a.answers->unsaved = ui::UnsavedChoice::save;
     a.answers->save_path = dir.filePath("asked.trackscope");
@@ -207,10 +207,13 @@ class ProjectTest : public QObject {
     helper.setProcessChannelMode(QProcess::ForwardedErrorChannel);
     helper.start(QStringLiteral(TRACKSCOPE_SAVE_CRASH_HELPER), {dir.path(), video, project});
     QVERIFY(helper.waitForStarted(5000));
-    QVERIFY2(QTest::qWaitFor([&] { return QFile::exists(dir.filePath("saving")) || helper.state() == QProcess::NotRunning; }, 30000),
-             "the helper never reached the middle of its save");
-    QVERIFY2(QFile::exists(dir.filePath("saving")), qPrintable(QStringLiteral("helper exit code %1").arg(helper.exitCode())));
-    helper.kill();   // SIGKILL
+    QVERIFY2(
+        QTest::qWaitFor([&] { return QFile::exists(dir.filePath("saving")) || helper.state() == QProcess::NotRunning; },
+                        30000),
+        "the helper never reached the middle of its save");
+    QVERIFY2(QFile::exists(dir.filePath("saving")),
+             qPrintable(QStringLiteral("helper exit code %1").arg(helper.exitCode())));
+    helper.kill();  // SIGKILL
     QVERIFY(helper.waitForFinished(5000));
     QCOMPARE(helper.exitStatus(), QProcess::CrashExit);
 
@@ -236,7 +239,7 @@ class ProjectTest : public QObject {
     QVERIFY(!recovered->track.at(5).visible);
     QCOMPARE(recovered->keyframes, (std::vector<int64_t>{5, 20}));
     QCOMPARE(b.projects()->project_path(), project);
-    QVERIFY(b.projects()->dirty());   // recovered edits are unsaved until saved
+    QVERIFY(b.projects()->dirty());  // recovered edits are unsaved until saved
     // The killed session's recovery file is gone; this session holds the edits in its own.
     const QStringList files = QDir(recovery).entryList({"*.trackscope-recovery"});
     QCOMPARE(files.size(), 1);

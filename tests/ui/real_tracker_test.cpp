@@ -114,7 +114,10 @@ class RealTrackerTest : public QObject {
       const QColor colour = ui::point_colour(point.colour_index);
       const int near = pixels_of_colour_near(shot, pixel, 8, colour);
       QVERIFY2(near >= 8, qPrintable(QStringLiteral("point %1: %2 marker pixels near (%3, %4)")
-                                         .arg(point.id).arg(near).arg(pixel.x()).arg(pixel.y())));
+                                         .arg(point.id)
+                                         .arg(near)
+                                         .arg(pixel.x())
+                                         .arg(pixel.y())));
       ++drawn;
     }
     QVERIFY(drawn >= 2);

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   const QString video = QString::fromLocal8Bit(argv[2]);
   const QString project = QString::fromLocal8Bit(argv[3]);
   trackscope::ui::ProjectOptions options;
-  options.autosave_interval_ms = 0;   // autosave exactly once, below
+  options.autosave_interval_ms = 0;  // autosave exactly once, below
   options.save_options.chunk_bytes = 256;
   options.save_options.after_chunk = [dir](size_t written, size_t total) {
     if (written < total / 2) return;
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     marker.open(QIODevice::WriteOnly);
     marker.write(QByteArray::number(static_cast<qulonglong>(written)));
     marker.close();
-    for (;;) ::pause();   // killed here, in the middle of the save
+    for (;;) ::pause();  // killed here, in the middle of the save
   };
   trackscope::testing::ProjectBench bench({video}, dir + "/recovery", std::move(options));
   if (!bench.open_project(project)) return 3;
@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   editor->finish_move(0);
   if (!editor->set_visibility(0, 5, false)) return 4;
   if (!bench.projects()->autosave_now()) return 5;
-  std::fprintf(stderr, "helper: autosaved to %s; saving %s\n", qPrintable(bench.projects()->recovery_file()), qPrintable(project));
+  std::fprintf(stderr, "helper: autosaved to %s; saving %s\n", qPrintable(bench.projects()->recovery_file()),
+               qPrintable(project));
   bench.projects()->save();
-  return 6;   // never reached: the save hook waits until the test kills this process
+  return 6;  // never reached: the save hook waits until the test kills this process
 }

@@ -24,7 +24,7 @@
 
 namespace trackscope::testing {
 
-inline const QString kTrackingClip = QStringLiteral("/videos/tracking.mp4");   // 320x240, 48 frames, 25 fps
+inline const QString kTrackingClip = QStringLiteral("/videos/tracking.mp4");  // 320x240, 48 frames, 25 fps
 inline constexpr int kClipWidth = 320;
 inline constexpr int kClipHeight = 240;
 inline constexpr int64_t kClipFrames = 48;
@@ -40,7 +40,7 @@ struct TrackingBench {
   QTemporaryDir settings_dir;
   FakeVideoLibrary library;
   std::shared_ptr<FakeTrackerLog> log = std::make_shared<FakeTrackerLog>();
-  QStringList errors;   // "title: message" of every reported error
+  QStringList errors;  // "title: message" of every reported error
   std::unique_ptr<ui::MainWindow> window;
 
   /// `customise` may change the window's options last (project options, extra videos in `library`).

@@ -84,7 +84,7 @@ class TrackingOverlayTest : public QObject {
         }
       }
     }
-    QCOMPARE(occluded_checked, 3);   // each point is occluded on one of the frames
+    QCOMPARE(occluded_checked, 3);  // each point is occluded on one of the frames
     QCOMPARE(visible_checked, 9);
 
     // Hiding occluded estimates removes the ring of point 0 on frame 10 and keeps the visible discs.
@@ -115,7 +115,7 @@ class TrackingOverlayTest : public QObject {
     FakeTrackerConfig config;
     config.chunk_delay = 0ms;
     TrackingBench bench(config, "cpu");
-    QVERIFY(track_all(bench, {{40.5, 60.5}}));   // visible from frame 13 to 31
+    QVERIFY(track_all(bench, {{40.5, 60.5}}));  // visible from frame 13 to 31
     const core::QueryPoint& point = bench.annotation().points()[0];
     const QColor colour = ui::point_colour(point.colour_index);
     auto between = [&](int64_t a, int64_t b, double t) {
@@ -138,7 +138,8 @@ class TrackingOverlayTest : public QObject {
     shot = bench.canvas()->grab().toImage();
     QVERIFY2(colour_distance(shot.pixel(past), bench.video_colour(past, 24)) > 60,
              qPrintable(QColor(shot.pixel(past)).name()));
-    QVERIFY(colour_distance(shot.pixel(past), colour) < colour_distance(shot.pixel(past), bench.video_colour(past, 24)));
+    QVERIFY(colour_distance(shot.pixel(past), colour) <
+            colour_distance(shot.pixel(past), bench.video_colour(past, 24)));
     // Beyond the trail's reach nothing is drawn.
     const QPoint too_old = between(12, 13, 0.5);
     QVERIFY(colour_distance(shot.pixel(too_old), bench.video_colour(too_old, 24)) <= 2);
@@ -191,7 +192,9 @@ class TrackingOverlayTest : public QObject {
     options.frame_server_factory = [](const std::filesystem::path& path, const core::FrameServerOptions& server) {
       return core::FrameServer::open(path, server);
     };
-    options.error_presenter = [&errors](QWidget*, const QString& title, const QString& message) { errors << title + ": " + message; };
+    options.error_presenter = [&errors](QWidget*, const QString& title, const QString& message) {
+      errors << title + ": " + message;
+    };
     options.settings_file = settings_dir.filePath(QStringLiteral("trackscope.ini"));
     options.tracker_factory = std::make_unique<testing::FakeTrackerFactory>(config, log);
     options.tracker_options.device = "cpu";
@@ -208,7 +211,8 @@ class TrackingOverlayTest : public QObject {
     }
     window.actions().track->trigger();
     QTRY_VERIFY_WITH_TIMEOUT(window.tracking()->service()->state() == ui::TrackingState::idle &&
-                                 window.editor()->annotation().track(0) != nullptr, 10000);
+                                 window.editor()->annotation().track(0) != nullptr,
+                             10000);
     QVERIFY2(errors.isEmpty(), qPrintable(errors.join('\n')));
     window.tracking()->set_track_overlay(trails(0, 0));
     const int64_t frame = 30;
@@ -219,7 +223,7 @@ class TrackingOverlayTest : public QObject {
     for (const core::QueryPoint& point : window.editor()->annotation()) {
       const core::PointTrack* attached = window.editor()->annotation().track(point.id);
       QVERIFY(attached != nullptr);
-      QCOMPARE(attached->track.points.size(), static_cast<size_t>(clip.frame_count));   // read from the real file
+      QCOMPARE(attached->track.points.size(), static_cast<size_t>(clip.frame_count));  // read from the real file
       const core::TrackPoint estimate = fake_estimate(point.query, frame, clip.width, clip.height);
       QCOMPARE(attached->track.at(frame), estimate);
       if (!estimate.visible) continue;
@@ -241,13 +245,14 @@ class TrackingOverlayTest : public QObject {
     // The canvas geometry (and so the sub-pixel placement checked below) as this test was written for: without
     // the quality strip of issue 6 (the annotation screenshot shows that).
     bench.window->actions().show_quality_strip->setChecked(false);
-    const std::vector<QPointF> points = {{30.5, 40.5}, {80.5, 150.5}, {120.5, 60.5}, {150.5, 190.5}, {200.5, 110.5}, {60.5, 100.5}};
+    const std::vector<QPointF> points = {{30.5, 40.5},   {80.5, 150.5},  {120.5, 60.5},
+                                         {150.5, 190.5}, {200.5, 110.5}, {60.5, 100.5}};
     QVERIFY(track_all(bench, points));
     bench.tracking()->set_track_overlay(trails(14, 4));
     QVERIFY(bench.show_frame(20));
     bench.window->editor()->select_point(2);
     bench.dock()->pollProviders();
-    QTest::qWait(150);   // the dock's telemetry poll and the point list layout, as before a real paint
+    QTest::qWait(150);  // the dock's telemetry poll and the point list layout, as before a real paint
 
     const QImage shot = bench.window->grab().toImage();
     const QString file = testing::test_output_dir() + QStringLiteral("/ui_tracking.png");
@@ -269,7 +274,7 @@ class TrackingOverlayTest : public QObject {
         ++hollow;
       }
     }
-    QCOMPARE(hollow, 1);   // point 4 is occluded on frame 20
+    QCOMPARE(hollow, 1);  // point 4 is occluded on frame 20
   }
 };
 

@@ -29,7 +29,8 @@ using testing::TrackingBench;
 
 namespace {
 
-const std::vector<QPointF> kSixPoints = {{40.5, 60.5}, {100.5, 80.5}, {150.5, 120.5}, {200.5, 60.5}, {60.5, 180.5}, {250.5, 200.5}};
+const std::vector<QPointF> kSixPoints = {{40.5, 60.5},  {100.5, 80.5}, {150.5, 120.5},
+                                         {200.5, 60.5}, {60.5, 180.5}, {250.5, 200.5}};
 
 // Picks `data` in a combo box as a user would (activated is emitted only for user choices).
 void choose(QComboBox* combo, const QVariant& data) {
@@ -78,18 +79,19 @@ class TrackingServiceTest : public QObject {
     });
     clock.start();
     probe.start();
-    bench.key(Qt::Key_T, Qt::ControlModifier);   // Track
+    bench.key(Qt::Key_T, Qt::ControlModifier);  // Track
     QVERIFY(bench.service()->state() != ui::TrackingState::idle);
     // The GUI still answers the user: step two frames while the job runs.
     bench.key(Qt::Key_Right);
     bench.key(Qt::Key_Right);
     QTRY_COMPARE(bench.canvas()->frame_index(), int64_t{2});
-    QVERIFY(bench.service()->state() == ui::TrackingState::tracking || bench.service()->state() == ui::TrackingState::loading_model);
+    QVERIFY(bench.service()->state() == ui::TrackingState::tracking ||
+            bench.service()->state() == ui::TrackingState::loading_model);
     QVERIFY(bench.wait_idle());
     probe.stop();
     const qint64 job_ms = clock.elapsed();
-    qInfo("job of 3 chunks x 400 ms took %lld ms; the GUI thread ran %d timer ticks, the longest gap %lld ms", job_ms, ticks,
-          longest_gap_ms);
+    qInfo("job of 3 chunks x 400 ms took %lld ms; the GUI thread ran %d timer ticks, the longest gap %lld ms", job_ms,
+          ticks, longest_gap_ms);
     QVERIFY(job_ms >= 1200);
     // Tracking on the GUI thread would stall it for a whole chunk (400 ms); the margin absorbs a loaded CI machine.
     QVERIFY2(longest_gap_ms < 250, qPrintable(QString::number(longest_gap_ms)));
@@ -109,7 +111,8 @@ class TrackingServiceTest : public QObject {
       QCOMPARE(attached->provenance.precision, std::string("fp32"));
       QCOMPARE(attached->track.points.size(), static_cast<size_t>(testing::kClipFrames));
       for (int64_t frame : {0, 17, 47}) {
-        QCOMPARE(attached->track.at(frame), testing::fake_estimate(point.query, frame, testing::kClipWidth, testing::kClipHeight));
+        QCOMPARE(attached->track.at(frame),
+                 testing::fake_estimate(point.query, frame, testing::kClipWidth, testing::kClipHeight));
       }
     }
     QVERIFY(bench.window->actions().track->isEnabled());
@@ -133,7 +136,7 @@ class TrackingServiceTest : public QObject {
     QVERIFY(bench.window->tracking()->status_widget()->isVisible());
     QVERIFY(bench.wait_idle());
     QCOMPARE(bench.tracked_points(), 4);
-    QVERIFY(applied.size() >= 4);   // once per chunk, and once for the final result
+    QVERIFY(applied.size() >= 4);  // once per chunk, and once for the final result
     QCOMPARE(applied.first().at(0).toInt(), 1);
     QCOMPARE(applied.first().at(1).toInt(), 4);
     QVERIFY(!bench.window->tracking()->status_widget()->isVisible());
@@ -151,16 +154,17 @@ class TrackingServiceTest : public QObject {
     QTRY_VERIFY(bench.tracked_points() >= 1);
     QVERIFY(bench.window->actions().cancel_tracking->isEnabled());
     bench.window->actions().cancel_tracking->trigger();
-    QVERIFY(bench.service()->state() == ui::TrackingState::cancelling || bench.service()->state() == ui::TrackingState::idle);
+    QVERIFY(bench.service()->state() == ui::TrackingState::cancelling ||
+            bench.service()->state() == ui::TrackingState::idle);
     QVERIFY(bench.wait_idle());
     QCOMPARE(finished.size(), 1);
     QCOMPARE(finished.first().at(0).toBool(), false);
     QVERIFY(finished.first().at(1).toString().contains(QStringLiteral("cancelled")));
     QVERIFY2(bench.log->chunks() < 6, qPrintable(QString::number(bench.log->chunks())));
-    QCOMPARE(bench.tracked_points(), bench.log->chunks());   // finished chunks are kept
+    QCOMPARE(bench.tracked_points(), bench.log->chunks());  // finished chunks are kept
     QCOMPARE(bench.annotation().size(), size_t{6});
     QVERIFY(bench.errors.isEmpty());
-    QVERIFY(bench.dock()->entries().empty());                 // a cancelled run is no profile
+    QVERIFY(bench.dock()->entries().empty());  // a cancelled run is no profile
     QVERIFY(!bench.window->actions().cancel_tracking->isEnabled());
   }
 
@@ -182,7 +186,7 @@ class TrackingServiceTest : public QObject {
     choose(devices, QStringLiteral("cuda:0"));
     QCOMPARE(bench.service()->selection().device, std::string("cuda:0"));
     QCOMPARE(bench.service()->state(), ui::TrackingState::cancelling);
-    QTRY_VERIFY(bench.service()->is_cached(key("cuda:0")));   // loaded once the cancelled job let go
+    QTRY_VERIFY(bench.service()->is_cached(key("cuda:0")));  // loaded once the cancelled job let go
     QVERIFY(bench.wait_idle());
     QVERIFY(bench.log->chunks() < 5);
     QCOMPARE(bench.log->creations("cpu"), 1);
@@ -215,7 +219,8 @@ class TrackingServiceTest : public QObject {
 
   void a_model_that_cannot_load_or_a_missing_device_leaves_the_points_intact() {
     FakeTrackerConfig config;
-    config.model_errors["base"] = core::not_found("LocoTrack-B weights are not installed: put locotrack_base.ckpt into the model folder (fake)");
+    config.model_errors["base"] =
+        core::not_found("LocoTrack-B weights are not installed: put locotrack_base.ckpt into the model folder (fake)");
     TrackingBench bench(config, "cpu");
     QVERIFY(bench.open());
     bench.add_points({{40.5, 60.5}, {100.5, 80.5}});
@@ -275,19 +280,19 @@ class TrackingServiceTest : public QObject {
     QVERIFY(bench.open());
     bench.add_points({{40.5, 60.5}, {100.5, 80.5}, {150.5, 120.5}});
     bench.window->actions().track->trigger();
-    QTRY_COMPARE(bench.service()->state(), ui::TrackingState::tracking);   // the job has taken the queries
+    QTRY_COMPARE(bench.service()->state(), ui::TrackingState::tracking);  // the job has taken the queries
     QVERIFY(bench.window->editor()->move_point(2, {0, 10.5, 10.5}));
     QVERIFY(bench.wait_idle());
     QVERIFY(bench.annotation().track(0) != nullptr);
     QVERIFY(bench.annotation().track(1) != nullptr);
-    QVERIFY(bench.annotation().track(2) == nullptr);   // its track belonged to the old query
+    QVERIFY(bench.annotation().track(2) == nullptr);  // its track belonged to the old query
   }
 
   void the_dock_shows_live_stages_each_run_and_telemetry() {
     FakeTrackerConfig config;
     config.query_chunk = 1;
     config.chunk_delay = 150ms;
-    TrackingBench bench(config);   // "auto": the fake CUDA device
+    TrackingBench bench(config);  // "auto": the fake CUDA device
     QCOMPARE(bench.service()->selection().device, std::string("cuda:0"));
     QVERIFY(bench.open());
     bench.add_points({{40.5, 60.5}, {100.5, 80.5}, {150.5, 120.5}});
@@ -316,7 +321,7 @@ class TrackingServiceTest : public QObject {
     QCOMPARE(bar_set(chart, QStringLiteral("backbone"))->at(0), testing::fake_stage_ms(core::Stage::backbone));
     QCOMPARE(bar_set(chart, QStringLiteral("refine_encoder"))->at(0),
              3 * testing::kFakeIterations * testing::fake_stage_ms(core::Stage::refine_encoder));
-    QVERIFY(entry.run().telemetry.has_value());   // 10 Hz samples during a 450 ms run
+    QVERIFY(entry.run().telemetry.has_value());  // 10 Hz samples during a 450 ms run
     QCOMPARE(entry.run().telemetry->sm_clock_median_mhz.value_or(0.0), testing::kFakeSmClockMhz);
     QCOMPARE(dock->historyChart()->runCount(), 1);
 
@@ -325,7 +330,7 @@ class TrackingServiceTest : public QObject {
     QCOMPARE(dock->entries().size(), size_t{2});
     QCOMPARE(dock->historyChart()->runCount(), 2);
     QCOMPARE(dock->historyChart()->seriesFor(QStringLiteral("backbone"))->count(), 2);
-    dock->compare(0, 1);   // two live runs side by side
+    dock->compare(0, 1);  // two live runs side by side
     QVERIFY(dock->comparisonView()->comparison().has_value());
 
     ui::TelemetryPanel* telemetry = dock->telemetryPanel();
@@ -342,7 +347,7 @@ class TrackingServiceTest : public QObject {
     const core::TelemetrySnapshot none = faked.snapshot();
     QVERIFY(!none.available);
     QCOMPARE(QString::fromStdString(none.status), QStringLiteral("no telemetry: NVML not found (fake)"));
-    ui::TelemetryMonitor fallback({});   // no factory: the CPU from /proc/stat, no GPU
+    ui::TelemetryMonitor fallback({});  // no factory: the CPU from /proc/stat, no GPU
     fallback.set_device("cuda:0");
     QVERIFY(QString::fromStdString(fallback.snapshot().status).startsWith(QStringLiteral("no telemetry")));
     fallback.set_device("cpu");
@@ -361,7 +366,7 @@ class TrackingServiceTest : public QObject {
     QTRY_VERIFY(bench.tracked_points() >= 1);
     QElapsedTimer clock;
     clock.start();
-    bench.window.reset();   // cancels and joins the job before the widgets go
+    bench.window.reset();  // cancels and joins the job before the widgets go
     qInfo("the window closed %lld ms into a 200 ms chunk", clock.elapsed());
     QVERIFY(clock.elapsed() < 1000);
     QVERIFY(bench.log->chunks() < 6);
@@ -374,7 +379,8 @@ class TrackingServiceTest : public QObject {
     QVERIFY(bench.tracking()->toolbar()->actions().contains(actions.cancel_tracking));
     bool listed = false;
     for (const ui::ShortcutDescription& row : ui::shortcut_descriptions(actions)) {
-      listed = listed || (row.action == QStringLiteral("Track") && row.keys == QKeySequence(Qt::CTRL | Qt::Key_T).toString(QKeySequence::NativeText));
+      listed = listed || (row.action == QStringLiteral("Track") &&
+                          row.keys == QKeySequence(Qt::CTRL | Qt::Key_T).toString(QKeySequence::NativeText));
     }
     QVERIFY(listed);
     // Without a video or points Track says what to do instead of failing.

@@ -41,10 +41,10 @@ using trackscope::ui::VideoCanvas;
 
 namespace {
 
-const QString kClipA = QStringLiteral("/videos/clip_a.mp4");          // 320x240, 48 frames, 25 fps
-const QString kClipB = QStringLiteral("/videos/clip_b.webm");         // 640x360, 20 frames, 30000/1001 fps
-const QString kSlowClip = QStringLiteral("/videos/slow.mp4");         // 400 ms per decoded frame
-const QString kFastClip = QStringLiteral("/videos/fast.mp4");         // 100 fps, 30 frames
+const QString kClipA = QStringLiteral("/videos/clip_a.mp4");             // 320x240, 48 frames, 25 fps
+const QString kClipB = QStringLiteral("/videos/clip_b.webm");            // 640x360, 20 frames, 30000/1001 fps
+const QString kSlowClip = QStringLiteral("/videos/slow.mp4");            // 400 ms per decoded frame
+const QString kFastClip = QStringLiteral("/videos/fast.mp4");            // 100 fps, 30 frames
 const QString kTruncatedClip = QStringLiteral("/videos/truncated.mp4");  // frames >= 10 fail to decode
 const QString kNotAVideo = QStringLiteral("/videos/notes.txt");
 const QString kUnsupported = QStringLiteral("/videos/prores_raw.mov");
@@ -65,7 +65,7 @@ FakeVideo fake_video(int width, int height, int64_t frame_count, trackscope::cor
 struct Workbench {
   QTemporaryDir settings_dir;
   FakeVideoLibrary library;
-  QStringList errors;   // "title: message" of every reported error
+  QStringList errors;  // "title: message" of every reported error
   int unsaved_questions = 0;
   std::unique_ptr<MainWindow> window;
 
@@ -80,7 +80,8 @@ struct Workbench {
     library.add_error(kNotAVideo.toStdString(), trackscope::core::unsupported("notes.txt has no video stream"));
     library.add_error(kUnsupported.toStdString(),
                       trackscope::core::unsupported("no decoder for codec 'prores_raw' in this FFmpeg build"));
-    library.add_error(kCorrupt.toStdString(), trackscope::core::corrupt_data("moov atom not found: the file is truncated"));
+    library.add_error(kCorrupt.toStdString(),
+                      trackscope::core::corrupt_data("moov atom not found: the file is truncated"));
     window = make_window();
   }
 
@@ -146,7 +147,11 @@ void expect_near(const Query& actual, int64_t frame, QPointF expected, double zo
   QCOMPARE(actual.frame, frame);
   QVERIFY2(std::abs(actual.x_px - expected.x()) <= tolerance && std::abs(actual.y_px - expected.y()) <= tolerance,
            qPrintable(QStringLiteral("point at (%1, %2), expected (%3, %4) +- %5")
-                          .arg(actual.x_px).arg(actual.y_px).arg(expected.x()).arg(expected.y()).arg(tolerance)));
+                          .arg(actual.x_px)
+                          .arg(actual.y_px)
+                          .arg(expected.x())
+                          .arg(expected.y())
+                          .arg(tolerance)));
 }
 
 }  // namespace
@@ -195,8 +200,9 @@ class WorkbenchTest : public QObject {
                           {Qt::Key_Right, Qt::NoModifier, 47},    {Qt::Key_Home, Qt::NoModifier, 0}};
     for (const Step& step : steps) {
       w.key(step.key, step.modifiers);
-      QTRY_VERIFY2(w.shows_frame(step.expected), qPrintable(QStringLiteral("expected frame %1, shown %2")
-                                                                 .arg(step.expected).arg(w.canvas()->frame_index())));
+      QTRY_VERIFY2(
+          w.shows_frame(step.expected),
+          qPrintable(QStringLiteral("expected frame %1, shown %2").arg(step.expected).arg(w.canvas()->frame_index())));
     }
     // The shown picture is that frame's (the fake encodes the index in the blue channel).
     w.key(Qt::Key_Right, Qt::ControlModifier);
@@ -292,8 +298,8 @@ class WorkbenchTest : public QObject {
     w.key(Qt::Key_Plus, Qt::ControlModifier);  // zoom in about the centre
     QVERIFY(!w.canvas()->fit_active());
     QPoint pointer = w.click_position({200.5, 100.5});
-    QWheelEvent wheel(QPointF(pointer), QPointF(w.canvas()->mapToGlobal(pointer)), QPoint(), QPoint(0, 240), Qt::NoButton,
-                      Qt::NoModifier, Qt::NoScrollPhase, false);
+    QWheelEvent wheel(QPointF(pointer), QPointF(w.canvas()->mapToGlobal(pointer)), QPoint(), QPoint(0, 240),
+                      Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
     QApplication::sendEvent(w.canvas(), &wheel);
     QTest::mousePress(w.canvas(), Qt::MiddleButton, {}, QPoint(300, 200));
     QTest::mouseMove(w.canvas(), QPoint(250, 230));
@@ -333,7 +339,8 @@ class WorkbenchTest : public QObject {
     QVERIFY2(elapsed.elapsed() < 200, qPrintable(QString::number(elapsed.elapsed())));  // decoding takes 400 ms
     QCOMPARE(w.canvas()->frame_index(), 0);  // the previous frame stays on screen meanwhile
     QCOMPARE(w.window->timeline()->current_frame(), 1);
-    QVERIFY2(w.window->status_fields().contains(QStringLiteral("frame 1 (decoding)")), qPrintable(w.window->status_fields()));
+    QVERIFY2(w.window->status_fields().contains(QStringLiteral("frame 1 (decoding)")),
+             qPrintable(w.window->status_fields()));
     // The window keeps working while the frame decodes: a point can be added on the frame on screen.
     QTest::mouseClick(w.canvas(), Qt::LeftButton, {}, w.click_position({50.5, 50.5}));
     QCOMPARE(w.annotation().size(), 1u);
@@ -395,7 +402,8 @@ class WorkbenchTest : public QObject {
     const qsizetype errors_before = w.errors.size();
     w.key(Qt::Key_Right);
     QTRY_COMPARE(w.errors.size(), errors_before + 1);
-    QVERIFY2(w.errors.back().contains(QStringLiteral("Frame 10 of truncated.mp4 could not be decoded")), qPrintable(w.errors.back()));
+    QVERIFY2(w.errors.back().contains(QStringLiteral("Frame 10 of truncated.mp4 could not be decoded")),
+             qPrintable(w.errors.back()));
     QCOMPARE(w.canvas()->frame_index(), 9);
     w.key(Qt::Key_Right);  // another bad frame: status bar only, no second dialog
     QTRY_VERIFY(!w.window->session()->frame_pending());
@@ -454,7 +462,7 @@ class WorkbenchTest : public QObject {
     QDropEvent drop(QPointF(100, 100), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
     QApplication::sendEvent(w.window.get(), &drop);
     QVERIFY(opened.wait(5000));
-    QCOMPARE(w.unsaved_questions, 1);   // the unsaved point was asked about before it was replaced
+    QCOMPARE(w.unsaved_questions, 1);  // the unsaved point was asked about before it was replaced
     QCOMPARE(w.window->session()->path(), kClipB);
     QTRY_VERIFY(w.shows_frame(0));
     QCOMPARE(w.canvas()->frame()->width, 640);
@@ -515,9 +523,10 @@ class WorkbenchTest : public QObject {
     const auto rows = trackscope::ui::shortcut_descriptions(w.window->actions());
     QStringList keys;
     for (const auto& row : rows) keys << row.keys;
-    for (const QString& expected : {QStringLiteral("Left"), QStringLiteral("Right"), QStringLiteral("Ctrl+Left"),
-                                    QStringLiteral("Ctrl+Right"), QStringLiteral("Home"), QStringLiteral("End"),
-                                    QStringLiteral("Space"), QStringLiteral("Del, Backspace"), QStringLiteral("Ctrl+O")}) {
+    for (const QString& expected :
+         {QStringLiteral("Left"), QStringLiteral("Right"), QStringLiteral("Ctrl+Left"), QStringLiteral("Ctrl+Right"),
+          QStringLiteral("Home"), QStringLiteral("End"), QStringLiteral("Space"), QStringLiteral("Del, Backspace"),
+          QStringLiteral("Ctrl+O")}) {
       QVERIFY2(keys.contains(expected), qPrintable(keys.join(QStringLiteral(" | "))));
     }
     w.window->actions().keyboard_shortcuts->trigger();

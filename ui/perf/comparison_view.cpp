@@ -28,7 +28,8 @@ QString ms_text(const std::optional<double>& value) { return value ? QString::nu
 
 }  // namespace
 
-ComparisonView::ComparisonView(const std::vector<ProfileEntry>& entries, QWidget* parent) : QWidget(parent), entries_(entries) {
+ComparisonView::ComparisonView(const std::vector<ProfileEntry>& entries, QWidget* parent)
+    : QWidget(parent), entries_(entries) {
   auto* layout = new QVBoxLayout(this);
   auto* pick = new QHBoxLayout();
   a_ = new QComboBox(this);
@@ -139,10 +140,11 @@ void ComparisonView::recompute() {
     return;
   }
   comparison_ = std::move(*result);
-  summary_->setText(tr("A = %1\nB = %2\nend to end: B/A measured %3, predicted %4; %5 stage(s) more than 2x off the prediction")
-                        .arg(ea.label, eb.label, ratio_text(comparison_->end_to_end_measured_ratio),
-                             ratio_text(comparison_->end_to_end_predicted_ratio))
-                        .arg(comparison_->highlighted_count()));
+  summary_->setText(
+      tr("A = %1\nB = %2\nend to end: B/A measured %3, predicted %4; %5 stage(s) more than 2x off the prediction")
+          .arg(ea.label, eb.label, ratio_text(comparison_->end_to_end_measured_ratio),
+               ratio_text(comparison_->end_to_end_predicted_ratio))
+          .arg(comparison_->highlighted_count()));
   fillTable(*comparison_);
   fillDiagnosis(*comparison_);
 }
@@ -153,9 +155,15 @@ void ComparisonView::fillTable(const core::Comparison& c) {
     const core::StageComparison& s = c.stages[static_cast<size_t>(row)];
     QStringList kinds;
     for (const core::Cause& cause : s.causes) kinds << QString(core::to_string(cause.kind));
-    const QString texts[kColumnCount] = {QString::fromStdString(s.stage), ms_text(s.a_ms), ms_text(s.b_ms), ratio_text(s.measured_ratio),
-                                         ratio_text(s.predicted_ratio), ratio_text(s.precision_aware_ratio), ratio_text(s.excess, ""),
-                                         s.highlighted ? tr("%1 slow: %2").arg(QChar(s.slow_side)).arg(kinds.join(", ")) : QString()};
+    const QString texts[kColumnCount] = {
+        QString::fromStdString(s.stage),
+        ms_text(s.a_ms),
+        ms_text(s.b_ms),
+        ratio_text(s.measured_ratio),
+        ratio_text(s.predicted_ratio),
+        ratio_text(s.precision_aware_ratio),
+        ratio_text(s.excess, ""),
+        s.highlighted ? tr("%1 slow: %2").arg(QChar(s.slow_side)).arg(kinds.join(", ")) : QString()};
     for (int column = 0; column < kColumnCount; ++column) {
       auto* item = new QTableWidgetItem(texts[column]);
       if (column > kStage && column < kCauses) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
@@ -172,9 +180,11 @@ void ComparisonView::fillDiagnosis(const core::Comparison& c) {
     for (const core::StageComparison& s : c.stages) {
       if (!s.highlighted) continue;
       html += QString("<li><b>%1</b> (%2 measured vs %3 predicted)<ul>")
-                  .arg(QString::fromStdString(s.stage).toHtmlEscaped(), ratio_text(s.measured_ratio), ratio_text(s.predicted_ratio));
+                  .arg(QString::fromStdString(s.stage).toHtmlEscaped(), ratio_text(s.measured_ratio),
+                       ratio_text(s.predicted_ratio));
       for (const core::Cause& cause : s.causes) {
-        html += QString("<li><i>%1</i>: %2</li>").arg(QString(core::to_string(cause.kind)), QString::fromStdString(cause.text).toHtmlEscaped());
+        html += QString("<li><i>%1</i>: %2</li>")
+                    .arg(QString(core::to_string(cause.kind)), QString::fromStdString(cause.text).toHtmlEscaped());
       }
       html += "</ul></li>";
     }
@@ -184,12 +194,15 @@ void ComparisonView::fillDiagnosis(const core::Comparison& c) {
   }
   if (!c.warnings.empty()) {
     html += "<b>" + tr("Warnings") + "</b><ul>";
-    for (const std::string& w : c.warnings) html += "<li style='color:#b71c1c'>" + QString::fromStdString(w).toHtmlEscaped() + "</li>";
+    for (const std::string& w : c.warnings)
+      html += "<li style='color:#b71c1c'>" + QString::fromStdString(w).toHtmlEscaped() + "</li>";
     html += "</ul>";
   }
   html += "<p style='color:gray'>" +
-          tr("Ratios are B/A. Predicted: ratio of the stage floors (max of FLOPs/peak, bytes/bandwidth) at the datasheet rate of "
-             "the precision each side asked for. Precision-aware: the same with what really ran (TF32 flags, bf16 emulation).") +
+          tr("Ratios are B/A. Predicted: ratio of the stage floors (max of FLOPs/peak, bytes/bandwidth) at the "
+             "datasheet rate of "
+             "the precision each side asked for. Precision-aware: the same with what really ran (TF32 flags, bf16 "
+             "emulation).") +
           "</p>";
   diagnosis_->setHtml(html);
 }

@@ -28,7 +28,8 @@ DeviceSelector::DeviceSelector(QWidget* parent) : QWidget(parent) {
   devices_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   precisions_ = new QComboBox(this);
   precisions_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-  for (core::Precision p : {core::Precision::fp32, core::Precision::tf32, core::Precision::bf16, core::Precision::fp16}) {
+  for (core::Precision p :
+       {core::Precision::fp32, core::Precision::tf32, core::Precision::bf16, core::Precision::fp16}) {
     precisions_->addItem(core::to_string(p), static_cast<int>(p));
   }
   precisions_->setItemText(0, tr("fp32 (exact)"));
@@ -93,7 +94,8 @@ void DeviceSelector::updateGating() {
     for (const std::string& w : choice.warnings) tip << QString::fromStdString(w);
     item->setToolTip(tip.join("\n"));
     const bool trap = choice.available && !choice.warnings.empty() && choice.warnings.front().rfind("trap", 0) == 0;
-    item->setText(QString(core::to_string(choice.precision)) + (choice.precision == core::Precision::fp32 ? tr(" (exact)") : QString()) +
+    item->setText(QString(core::to_string(choice.precision)) +
+                  (choice.precision == core::Precision::fp32 ? tr(" (exact)") : QString()) +
                   (trap ? tr(" — slow here") : QString()) + (!choice.available ? tr(" — unavailable") : QString()));
   }
   const core::Precision current = currentPrecision();

@@ -23,7 +23,7 @@
 namespace trackscope::ui {
 
 namespace {
-constexpr int kPollIntervalMs = 100;   // 10 Hz
+constexpr int kPollIntervalMs = 100;  // 10 Hz
 }
 
 PerformanceDock::PerformanceDock(QWidget* parent) : QDockWidget(tr("Performance"), parent) {
@@ -63,7 +63,8 @@ PerformanceDock::PerformanceDock(QWidget* parent) : QDockWidget(tr("Performance"
   connect(export_, &QPushButton::clicked, this, &PerformanceDock::exportWithDialog);
   connect(comparison_, &ComparisonView::openFileRequested, this, &PerformanceDock::openWithDialog);
   connect(comparison_, &ComparisonView::whatIfRequested, this, [this](const QString& gpu, const QString& precision) {
-    if (core::Status s = showWhatIf(gpu, precision); !s) QMessageBox::warning(this, tr("What-if"), QString::fromStdString(s.message()));
+    if (core::Status s = showWhatIf(gpu, precision); !s)
+      QMessageBox::warning(this, tr("What-if"), QString::fromStdString(s.message()));
   });
   timer_ = new QTimer(this);
   timer_->setInterval(kPollIntervalMs);
@@ -107,8 +108,11 @@ int PerformanceDock::addRun(const core::Profile& profile, int case_index, const 
   if (case_index < 0 || case_index >= static_cast<int>(profile.cases.size())) return -1;
   auto shared = std::make_shared<const core::Profile>(profile);
   ++run_count_;
-  ProfileEntry entry{label.isEmpty() ? tr("run %1: %2").arg(run_count_).arg(describe(profile, profile.cases[static_cast<size_t>(case_index)])) : label,
-                     "live", shared, case_index};
+  ProfileEntry entry{
+      label.isEmpty()
+          ? tr("run %1: %2").arg(run_count_).arg(describe(profile, profile.cases[static_cast<size_t>(case_index)]))
+          : label,
+      "live", shared, case_index};
   entries_.push_back(std::move(entry));
   current_entry_ = static_cast<int>(entries_.size()) - 1;
   history_chart_->appendRun(entries_.back().run());
@@ -143,7 +147,8 @@ void PerformanceDock::compare(int a, int b) {
 
 core::Status PerformanceDock::showWhatIf(const QString& gpu_key, const QString& precision) {
   const int a = comparison_->selectedA();
-  if (a < 0 || a >= static_cast<int>(entries_.size())) return core::invalid_argument("choose a profile A to predict first");
+  if (a < 0 || a >= static_cast<int>(entries_.size()))
+    return core::invalid_argument("choose a profile A to predict first");
   core::Expected<const core::GpuSpec*> spec = core::lookup_gpu_spec(gpu_key.toStdString());
   if (!spec) return spec.status();
   core::WhatIfOptions options;
@@ -153,7 +158,8 @@ core::Status PerformanceDock::showWhatIf(const QString& gpu_key, const QString& 
     options.precision = *parsed;
   }
   const ProfileEntry source = entries_[static_cast<size_t>(a)];
-  core::Expected<core::Profile> predicted = core::predict_profile(*source.profile, static_cast<size_t>(source.case_index), **spec, options);
+  core::Expected<core::Profile> predicted =
+      core::predict_profile(*source.profile, static_cast<size_t>(source.case_index), **spec, options);
   if (!predicted) return predicted.status();
   const int b = addProfile(*predicted, "what-if", tr("what-if"));
   compare(a, b);
@@ -172,8 +178,10 @@ core::Expected<QStringList> PerformanceDock::exportReport(const QString& directo
     content.compared_a = entries_[static_cast<size_t>(comparison_->selectedA())].profile.get();
     content.compared_b = entries_[static_cast<size_t>(comparison_->selectedB())].profile.get();
   }
-  content.charts = {{"stage_breakdown", stage_chart_}, {"stage_history", history_chart_},
-                    {"comparison", comparison_->sideBySideChart()}, {"telemetry", telemetry_->chartView()}};
+  content.charts = {{"stage_breakdown", stage_chart_},
+                    {"stage_history", history_chart_},
+                    {"comparison", comparison_->sideBySideChart()},
+                    {"telemetry", telemetry_->chartView()}};
   return export_report(directory, content);
 }
 
@@ -206,9 +214,11 @@ void PerformanceDock::pollProviders() {
 }
 
 void PerformanceDock::openWithDialog() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Open a profile"), QString(), tr("Trackscope profiles (*.json)"));
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Open a profile"), QString(), tr("Trackscope profiles (*.json)"));
   if (path.isEmpty()) return;
-  if (core::Status s = openProfileFile(path); !s) QMessageBox::warning(this, tr("Open profile"), QString::fromStdString(s.message()));
+  if (core::Status s = openProfileFile(path); !s)
+    QMessageBox::warning(this, tr("Open profile"), QString::fromStdString(s.message()));
 }
 
 void PerformanceDock::exportWithDialog() {

@@ -30,21 +30,28 @@ core::Expected<QStringList> export_report(const QString& directory, const Report
   if (!dir.mkpath(".")) return core::io_error("cannot create the report folder " + directory.toStdString());
   QStringList written;
   if (content.current) {
-    TRACKSCOPE_RETURN_IF_ERROR(write_text(dir.filePath("profile.json"), core::profile_to_json(*content.current), written));
-    TRACKSCOPE_RETURN_IF_ERROR(write_text(dir.filePath("stages.csv"), core::profile_stages_csv(*content.current), written));
+    TRACKSCOPE_RETURN_IF_ERROR(
+        write_text(dir.filePath("profile.json"), core::profile_to_json(*content.current), written));
+    TRACKSCOPE_RETURN_IF_ERROR(
+        write_text(dir.filePath("stages.csv"), core::profile_stages_csv(*content.current), written));
   }
   if (content.roofline) {
-    TRACKSCOPE_RETURN_IF_ERROR(write_text(dir.filePath("roofline.csv"), core::roofline_csv(*content.roofline), written));
+    TRACKSCOPE_RETURN_IF_ERROR(
+        write_text(dir.filePath("roofline.csv"), core::roofline_csv(*content.roofline), written));
   }
   if (content.comparison) {
-    TRACKSCOPE_RETURN_IF_ERROR(write_text(dir.filePath("comparison.csv"), core::comparison_csv(*content.comparison), written));
-    TRACKSCOPE_RETURN_IF_ERROR(write_text(dir.filePath("comparison.txt"), core::format_comparison(*content.comparison), written));
+    TRACKSCOPE_RETURN_IF_ERROR(
+        write_text(dir.filePath("comparison.csv"), core::comparison_csv(*content.comparison), written));
+    TRACKSCOPE_RETURN_IF_ERROR(
+        write_text(dir.filePath("comparison.txt"), core::format_comparison(*content.comparison), written));
   }
   if (content.compared_a) {
-    TRACKSCOPE_RETURN_IF_ERROR(write_text(dir.filePath("comparison_a.json"), core::profile_to_json(*content.compared_a), written));
+    TRACKSCOPE_RETURN_IF_ERROR(
+        write_text(dir.filePath("comparison_a.json"), core::profile_to_json(*content.compared_a), written));
   }
   if (content.compared_b) {
-    TRACKSCOPE_RETURN_IF_ERROR(write_text(dir.filePath("comparison_b.json"), core::profile_to_json(*content.compared_b), written));
+    TRACKSCOPE_RETURN_IF_ERROR(
+        write_text(dir.filePath("comparison_b.json"), core::profile_to_json(*content.compared_b), written));
   }
   for (const auto& [stem, widget] : content.charts) {
     if (!widget) continue;

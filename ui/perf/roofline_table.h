@@ -15,7 +15,22 @@ namespace trackscope::ui {
 class RooflineTable : public QWidget {
   Q_OBJECT
  public:
-  enum Column { kStage, kMs, kGflop, kGb, kPrecision, kTflops, kGbps, kComputeShare, kBandwidthShare, kFloor, kBound, kAboveFloor, kFlagged, kColumnCount };
+  enum Column {
+    kStage,
+    kMs,
+    kGflop,
+    kGb,
+    kPrecision,
+    kTflops,
+    kGbps,
+    kComputeShare,
+    kBandwidthShare,
+    kFloor,
+    kBound,
+    kAboveFloor,
+    kFlagged,
+    kColumnCount
+  };
 
   explicit RooflineTable(QWidget* parent = nullptr);
   void showRoofline(const core::Roofline& roofline);

@@ -18,7 +18,8 @@ namespace {
 int stage_rank(const QString& name) {
   const std::optional<core::Stage> stage = core::stage_from_name(name.toStdString());
   if (!stage) return 1000;
-  return static_cast<int>(std::find(core::kAllStages.begin(), core::kAllStages.end(), *stage) - core::kAllStages.begin());
+  return static_cast<int>(std::find(core::kAllStages.begin(), core::kAllStages.end(), *stage) -
+                          core::kAllStages.begin());
 }
 
 void sort_stage_names(QStringList& names) {
@@ -31,13 +32,17 @@ void sort_stage_names(QStringList& names) {
 }  // namespace
 
 QColor stage_color(const QString& stage_name) {
-  static const std::map<QString, QColor> colors = {
-      {"decode", QColor(0x9e, 0x9e, 0x9e)},           {"resize_normalize", QColor(0xbd, 0xbd, 0xbd)},
-      {"upload", QColor(0x78, 0x90, 0x9c)},           {"backbone", QColor(0x1f, 0x77, 0xb4)},
-      {"query_features", QColor(0x17, 0xbe, 0xcf)},   {"init", QColor(0x2c, 0xa0, 0x2c)},
-      {"refine_correlation", QColor(0xff, 0x7f, 0x0e)}, {"refine_encoder", QColor(0xd6, 0x27, 0x28)},
-      {"refine_transformer", QColor(0x94, 0x67, 0xbd)}, {"assembly", QColor(0x8c, 0x56, 0x4b)},
-      {"download", QColor(0x54, 0x6e, 0x7a)}};
+  static const std::map<QString, QColor> colors = {{"decode", QColor(0x9e, 0x9e, 0x9e)},
+                                                   {"resize_normalize", QColor(0xbd, 0xbd, 0xbd)},
+                                                   {"upload", QColor(0x78, 0x90, 0x9c)},
+                                                   {"backbone", QColor(0x1f, 0x77, 0xb4)},
+                                                   {"query_features", QColor(0x17, 0xbe, 0xcf)},
+                                                   {"init", QColor(0x2c, 0xa0, 0x2c)},
+                                                   {"refine_correlation", QColor(0xff, 0x7f, 0x0e)},
+                                                   {"refine_encoder", QColor(0xd6, 0x27, 0x28)},
+                                                   {"refine_transformer", QColor(0x94, 0x67, 0xbd)},
+                                                   {"assembly", QColor(0x8c, 0x56, 0x4b)},
+                                                   {"download", QColor(0x54, 0x6e, 0x7a)}};
   const auto it = colors.find(stage_name);
   if (it != colors.end()) return it->second;
   return QColor::fromHsv(static_cast<int>(qHash(stage_name) % 360), 120, 200);
@@ -65,9 +70,10 @@ QStringList StageBreakdownChart::categories() const {
   return {};
 }
 
-void StageBreakdownChart::rebuild(const QStringList& categories, const std::vector<std::pair<QString, std::vector<double>>>& sets) {
+void StageBreakdownChart::rebuild(const QStringList& categories,
+                                  const std::vector<std::pair<QString, std::vector<double>>>& sets) {
   QChart* c = chart();
-  c->removeAllSeries();   // deletes the old series and their sets
+  c->removeAllSeries();  // deletes the old series and their sets
   for (QAbstractAxis* axis : c->axes()) {
     c->removeAxis(axis);
     delete axis;
@@ -123,9 +129,12 @@ void StageBreakdownChart::showLiveSamples(const std::vector<core::StageSample>& 
   int chunks = 0;
   bool per_video = false;
   for (const core::StageSample& s : samples) {
-    const bool chunked = s.stage == core::Stage::init || core::is_refinement_stage(s.stage) || s.stage == core::Stage::assembly;
-    if (chunked) chunks = std::max(chunks, s.chunk + 1);
-    else per_video = true;
+    const bool chunked =
+        s.stage == core::Stage::init || core::is_refinement_stage(s.stage) || s.stage == core::Stage::assembly;
+    if (chunked)
+      chunks = std::max(chunks, s.chunk + 1);
+    else
+      per_video = true;
   }
   QStringList categories;
   if (per_video) categories << tr("video");
@@ -135,7 +144,8 @@ void StageBreakdownChart::showLiveSamples(const std::vector<core::StageSample>& 
     const QString name = QString::fromStdString(std::string(core::stage_name(s.stage)));
     auto& values = by_stage[name];
     values.resize(static_cast<size_t>(categories.size()), 0.0);
-    const bool chunked = s.stage == core::Stage::init || core::is_refinement_stage(s.stage) || s.stage == core::Stage::assembly;
+    const bool chunked =
+        s.stage == core::Stage::init || core::is_refinement_stage(s.stage) || s.stage == core::Stage::assembly;
     const int column = chunked ? s.chunk + (per_video ? 1 : 0) : 0;
     values[static_cast<size_t>(column)] += s.elapsed_ms;
   }
@@ -207,7 +217,7 @@ void StageHistoryChart::rescale() {
   if (!x.isEmpty()) x.front()->setRange(0.0, runs_ + 1.0);
   if (!y.isEmpty()) y.front()->setRange(0.0, max_ms_ > 0.0 ? max_ms_ * 1.1 : 1.0);
   if (auto* axis = x.isEmpty() ? nullptr : qobject_cast<QValueAxis*>(x.front())) {
-    axis->setTickCount(runs_ + 2 <= 12 ? runs_ + 2 : 2);   // integer ticks while they fit
+    axis->setTickCount(runs_ + 2 <= 12 ? runs_ + 2 : 2);  // integer ticks while they fit
     axis->setLabelFormat("%.0f");
   }
 }

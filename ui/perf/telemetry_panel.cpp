@@ -28,10 +28,15 @@ TelemetryPanel::TelemetryPanel(QWidget* parent) : QWidget(parent) {
   status_->setWordWrap(true);
   layout->addWidget(status_);
   auto* form = new QFormLayout();
-  const std::pair<const char*, QString> rows[] = {
-      {"sm_clock", tr("SM clock")},        {"memory_clock", tr("Memory clock")}, {"power", tr("Power")},
-      {"temperature", tr("Temperature")},  {"utilisation", tr("Utilisation")},   {"memory", tr("Memory used")},
-      {"throttle", tr("Throttle reasons")}, {"pcie", tr("PCIe link")},          {"cpu", tr("CPU")}};
+  const std::pair<const char*, QString> rows[] = {{"sm_clock", tr("SM clock")},
+                                                  {"memory_clock", tr("Memory clock")},
+                                                  {"power", tr("Power")},
+                                                  {"temperature", tr("Temperature")},
+                                                  {"utilisation", tr("Utilisation")},
+                                                  {"memory", tr("Memory used")},
+                                                  {"throttle", tr("Throttle reasons")},
+                                                  {"pcie", tr("PCIe link")},
+                                                  {"cpu", tr("CPU")}};
   for (const auto& [key, title] : rows) {
     auto* value = new QLabel("-", this);
     value->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -88,29 +93,39 @@ void TelemetryPanel::showSnapshot(const core::TelemetrySnapshot& snapshot) {
   const core::TelemetrySample* latest = snapshot.latest();
   if (latest) {
     const core::TelemetrySample& s = *latest;
-    valueLabel("sm_clock")->setText(s.sm_clock_mhz ? QString("%1 / %2 MHz").arg(*s.sm_clock_mhz, 0, 'f', 0)
-                                                                          .arg(s.sm_clock_max_mhz.value_or(0.0), 0, 'f', 0)
-                                                    : QString("-"));
+    valueLabel("sm_clock")
+        ->setText(s.sm_clock_mhz ? QString("%1 / %2 MHz")
+                                       .arg(*s.sm_clock_mhz, 0, 'f', 0)
+                                       .arg(s.sm_clock_max_mhz.value_or(0.0), 0, 'f', 0)
+                                 : QString("-"));
     valueLabel("memory_clock")->setText(optional_text(s.memory_clock_mhz, "MHz"));
-    valueLabel("power")->setText(s.power_w ? QString("%1 / %2 W").arg(*s.power_w, 0, 'f', 0).arg(s.power_limit_w.value_or(0.0), 0, 'f', 0)
-                                           : QString("-"));
+    valueLabel("power")->setText(
+        s.power_w ? QString("%1 / %2 W").arg(*s.power_w, 0, 'f', 0).arg(s.power_limit_w.value_or(0.0), 0, 'f', 0)
+                  : QString("-"));
     valueLabel("temperature")->setText(optional_text(s.temperature_c, "°C"));
-    valueLabel("utilisation")->setText(s.gpu_utilisation_percent
-                                           ? QString("GPU %1%, memory %2%").arg(*s.gpu_utilisation_percent, 0, 'f', 0)
-                                                 .arg(s.memory_utilisation_percent.value_or(0.0), 0, 'f', 0)
-                                           : QString("-"));
-    valueLabel("memory")->setText(s.memory_used_bytes ? QString("%1 / %2 GB").arg(static_cast<double>(*s.memory_used_bytes) / 1e9, 0, 'f', 2)
-                                                            .arg(static_cast<double>(s.memory_total_bytes.value_or(0)) / 1e9, 0, 'f', 1)
-                                                      : QString("-"));
+    valueLabel("utilisation")
+        ->setText(s.gpu_utilisation_percent ? QString("GPU %1%, memory %2%")
+                                                  .arg(*s.gpu_utilisation_percent, 0, 'f', 0)
+                                                  .arg(s.memory_utilisation_percent.value_or(0.0), 0, 'f', 0)
+                                            : QString("-"));
+    valueLabel("memory")->setText(s.memory_used_bytes
+                                      ? QString("%1 / %2 GB")
+                                            .arg(static_cast<double>(*s.memory_used_bytes) / 1e9, 0, 'f', 2)
+                                            .arg(static_cast<double>(s.memory_total_bytes.value_or(0)) / 1e9, 0, 'f', 1)
+                                      : QString("-"));
     QStringList reasons;
     for (const std::string& name : s.throttle_reason_names) reasons << QString::fromStdString(name);
-    valueLabel("throttle")->setText(s.throttle_reasons ? (reasons.isEmpty() ? tr("none") : reasons.join(", ")) : QString("-"));
+    valueLabel("throttle")
+        ->setText(s.throttle_reasons ? (reasons.isEmpty() ? tr("none") : reasons.join(", ")) : QString("-"));
     const bool limiting = s.throttle_reasons && (*s.throttle_reasons & core::throttle_reason::performance_limiting);
     valueLabel("throttle")->setStyleSheet(limiting ? "color: #c62828; font-weight: bold;" : "");
-    valueLabel("pcie")->setText(s.pcie_generation || s.pcie_width ? QString("gen %1 x%2").arg(s.pcie_generation.value_or(0)).arg(s.pcie_width.value_or(0))
-                                                                 : QString("-"));
-    valueLabel("cpu")->setText(s.cpu_threads ? QString("%1 threads, %2").arg(*s.cpu_threads).arg(optional_text(s.cpu_utilisation_percent, "%"))
-                                             : QString("-"));
+    valueLabel("pcie")->setText(
+        s.pcie_generation || s.pcie_width
+            ? QString("gen %1 x%2").arg(s.pcie_generation.value_or(0)).arg(s.pcie_width.value_or(0))
+            : QString("-"));
+    valueLabel("cpu")->setText(
+        s.cpu_threads ? QString("%1 threads, %2").arg(*s.cpu_threads).arg(optional_text(s.cpu_utilisation_percent, "%"))
+                      : QString("-"));
   } else {
     for (const auto& [name, label] : values_) label->setText("-");
   }
@@ -124,7 +139,8 @@ void TelemetryPanel::showSnapshot(const core::TelemetrySnapshot& snapshot) {
       clock.append({t, *s.sm_clock_mhz});
       max_clock = std::max({max_clock, *s.sm_clock_mhz, s.sm_clock_max_mhz.value_or(0.0)});
     }
-    if (s.power_w && s.power_limit_w && *s.power_limit_w > 0.0) power.append({t, 100.0 * *s.power_w / *s.power_limit_w});
+    if (s.power_w && s.power_limit_w && *s.power_limit_w > 0.0)
+      power.append({t, 100.0 * *s.power_w / *s.power_limit_w});
     if (s.gpu_utilisation_percent) gpu.append({t, *s.gpu_utilisation_percent});
     if (s.cpu_utilisation_percent) cpu.append({t, *s.cpu_utilisation_percent});
   }

@@ -22,8 +22,9 @@ core::Expected<core::Frame> render_annotated_frame(core::VideoSource& video, con
   {
     QPainter painter(&image);
     painter.setRenderHint(QPainter::Antialiasing, true);
-    paint_track_overlay(painter, annotation, index, options.overlay, [](QPointF point_in_image) { return point_in_image; },
-                        radius, std::nullopt);
+    paint_track_overlay(
+        painter, annotation, index, options.overlay, [](QPointF point_in_image) { return point_in_image; }, radius,
+        std::nullopt);
     if (options.draw_query_points) {
       for (const core::QueryPoint& point : annotation) {
         if (point.query.frame != index) continue;
@@ -42,14 +43,16 @@ core::Expected<core::Frame> render_annotated_frame(core::VideoSource& video, con
   out.height = frame.height;
   out.rgb.resize(static_cast<size_t>(frame.width) * frame.height * 3);
   for (int y = 0; y < frame.height; ++y) {
-    std::memcpy(out.rgb.data() + static_cast<size_t>(y) * frame.width * 3, rgb.constScanLine(y), static_cast<size_t>(frame.width) * 3);
+    std::memcpy(out.rgb.data() + static_cast<size_t>(y) * frame.width * 3, rgb.constScanLine(y),
+                static_cast<size_t>(frame.width) * 3);
   }
   return out;
 }
 
 core::Status render_annotated_video(core::VideoSource& video, const core::io::Project& snapshot,
                                     const std::filesystem::path& path, const AnnotatedVideoOptions& options,
-                                    const std::function<void(int64_t done, int64_t total)>& progress, std::stop_token stop) {
+                                    const std::function<void(int64_t done, int64_t total)>& progress,
+                                    std::stop_token stop) {
   const core::VideoInfo& info = video.info();
   if (!core::video_encoder_available(options.codec)) {
     return core::unsupported(std::string("this FFmpeg build has no ") + core::to_string(options.codec) + " encoder");
@@ -63,7 +66,8 @@ core::Status render_annotated_video(core::VideoSource& video, const core::io::Pr
   writer_options.frame_rate = info.frame_rate.num > 0 ? info.frame_rate : core::Rational{25, 1};
   writer_options.quality = options.quality;
   // 4:2:0 needs even sizes, and 4:4:4 keeps thin coloured trails sharp: use it for odd sizes.
-  writer_options.chroma = (info.width % 2 != 0 || info.height % 2 != 0) ? core::ChromaFormat::yuv444 : core::ChromaFormat::yuv420;
+  writer_options.chroma =
+      (info.width % 2 != 0 || info.height % 2 != 0) ? core::ChromaFormat::yuv444 : core::ChromaFormat::yuv420;
   core::Expected<std::unique_ptr<core::VideoWriter>> writer = core::VideoWriter::create(path, writer_options);
   if (!writer) return writer.status();
   for (int64_t index = 0; index < info.frame_count; ++index) {

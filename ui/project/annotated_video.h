@@ -28,9 +28,9 @@ namespace trackscope::ui {
 struct AnnotatedVideoOptions {
   TrackOverlayOptions overlay;
   core::VideoCodec codec = core::VideoCodec::h264;
-  int quality = -1;                 // the writer's constant-quality value; -1 = its default
-  double marker_radius_px = 0.0;    // 0: max(4, height / 100)
-  bool draw_query_points = true;    // query markers on their frames (as the canvas shows them)
+  int quality = -1;               // the writer's constant-quality value; -1 = its default
+  double marker_radius_px = 0.0;  // 0: max(4, height / 100)
+  bool draw_query_points = true;  // query markers on their frames (as the canvas shows them)
 };
 
 /// Renders frame `index` of `video` with `annotation`'s overlays into an RGB24 frame of the video's size.

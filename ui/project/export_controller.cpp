@@ -39,9 +39,12 @@ ExportController::ExportController(MainWindow* window, VideoOpenerFactory video_
   const WorkbenchActions& actions = window->actions();
   connect(actions.export_csv, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::csv); });
   connect(actions.export_json, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::json); });
-  connect(actions.export_npz, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::tapvid_npz); });
-  connect(actions.export_deeplabcut, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::deeplabcut_csv); });
-  connect(actions.export_coco, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::coco_json); });
+  connect(actions.export_npz, &QAction::triggered, this,
+          [this] { choose_and_export(core::io::TrackFormat::tapvid_npz); });
+  connect(actions.export_deeplabcut, &QAction::triggered, this,
+          [this] { choose_and_export(core::io::TrackFormat::deeplabcut_csv); });
+  connect(actions.export_coco, &QAction::triggered, this,
+          [this] { choose_and_export(core::io::TrackFormat::coco_json); });
   connect(actions.export_video, &QAction::triggered, this, &ExportController::choose_and_export_video);
   connect(actions.import_tracks, &QAction::triggered, this, &ExportController::choose_and_import);
 }
@@ -58,7 +61,8 @@ void ExportController::shutdown() {
 core::io::TrackVideo ExportController::track_video() const {
   const VideoSession* session = window_->session();
   const core::VideoInfo& info = session->info();
-  return {path_from_qstring(session->path()).string(), info.width, info.height, info.frame_count, info.frame_rate.to_double()};
+  return {path_from_qstring(session->path()).string(), info.width, info.height, info.frame_count,
+          info.frame_rate.to_double()};
 }
 
 bool ExportController::export_tracks(core::io::TrackFormat format, const QString& path) {
@@ -84,12 +88,14 @@ bool ExportController::export_tracks(core::io::TrackFormat format, const QString
 
 int ExportController::import_tracks(const QString& path) {
   const QString suffix = QFileInfo(path).suffix().toLower();
-  const std::optional<core::io::TrackFormat> format =
-      suffix == "csv" ? std::optional(core::io::TrackFormat::csv)
-      : suffix == "json" ? std::optional(core::io::TrackFormat::json)
-      : suffix == "npz" ? std::optional(core::io::TrackFormat::tapvid_npz) : std::nullopt;
+  const std::optional<core::io::TrackFormat> format = suffix == "csv"    ? std::optional(core::io::TrackFormat::csv)
+                                                      : suffix == "json" ? std::optional(core::io::TrackFormat::json)
+                                                      : suffix == "npz"
+                                                          ? std::optional(core::io::TrackFormat::tapvid_npz)
+                                                          : std::nullopt;
   if (!format) {
-    window_->report_error(tr("Could not import tracks"), tr("%1: import reads .csv, .json and .npz (TAP-Vid) files").arg(path));
+    window_->report_error(tr("Could not import tracks"),
+                          tr("%1: import reads .csv, .json and .npz (TAP-Vid) files").arg(path));
     return 0;
   }
   if (!window_->session()->has_video()) {
@@ -105,8 +111,10 @@ int ExportController::import_tracks(const QString& path) {
                           tr("%1\n\nNothing was changed.").arg(QString::fromStdString(table.status().message())));
     return 0;
   }
-  const int added = window_->editor()->import_tracks(*table, tr("Import %n track(s)", nullptr, static_cast<int>(table->tracks.size())));
-  window_->statusBar()->showMessage(tr("Imported %n track(s) from %1", nullptr, added).arg(QFileInfo(path).fileName()), kMessageMs);
+  const int added = window_->editor()->import_tracks(
+      *table, tr("Import %n track(s)", nullptr, static_cast<int>(table->tracks.size())));
+  window_->statusBar()->showMessage(tr("Imported %n track(s) from %1", nullptr, added).arg(QFileInfo(path).fileName()),
+                                    kMessageMs);
   return added;
 }
 
@@ -126,18 +134,25 @@ bool ExportController::export_video(const QString& path) {
     if (core::Expected<std::unique_ptr<core::VideoSource>> video = open(); !video) {
       status = video.status();
     } else {
-      status = render_annotated_video(**video, snapshot, target, options, [&](int64_t done, int64_t total) {
-        progress->first = done;
-        progress->second = total;
-        if (!posted->exchange(true)) {
-          QMetaObject::invokeMethod(this, [this, progress, posted] {
-            posted->store(false);
-            on_video_progress(progress->first, progress->second);
-          }, Qt::QueuedConnection);
-        }
-      }, stop);
+      status = render_annotated_video(
+          **video, snapshot, target, options,
+          [&](int64_t done, int64_t total) {
+            progress->first = done;
+            progress->second = total;
+            if (!posted->exchange(true)) {
+              QMetaObject::invokeMethod(
+                  this,
+                  [this, progress, posted] {
+                    posted->store(false);
+                    on_video_progress(progress->first, progress->second);
+                  },
+                  Qt::QueuedConnection);
+            }
+          },
+          stop);
     }
-    QMetaObject::invokeMethod(this, [this, status, path] { on_video_finished(status, path); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, status, path] { on_video_finished(status, path); }, Qt::QueuedConnection);
   });
   window_->statusBar()->showMessage(tr("Exporting the annotated video to %1 ...").arg(QDir::toNativeSeparators(path)));
   return true;
@@ -163,7 +178,8 @@ void ExportController::on_video_finished(const core::Status& status, const QStri
 
 void ExportController::choose_and_export(core::io::TrackFormat format) {
   if (!window_->session()->has_video()) return;
-  const QString base = QFileInfo(window_->session()->path()).completeBaseName() + QString::fromLatin1(core::io::default_suffix(format));
+  const QString base =
+      QFileInfo(window_->session()->path()).completeBaseName() + QString::fromLatin1(core::io::default_suffix(format));
   const QString start = QDir(window_->settings().last_open_folder()).filePath(base);
   const QString path = window_->project_prompts().save_path(window_, tr("Export Tracks"), start, filter_for(format));
   if (!path.isEmpty()) export_tracks(format, path);
@@ -173,13 +189,15 @@ void ExportController::choose_and_export_video() {
   if (!window_->session()->has_video()) return;
   const QString start = QDir(window_->settings().last_open_folder())
                             .filePath(QFileInfo(window_->session()->path()).completeBaseName() + "_tracks.mp4");
-  const QString path = window_->project_prompts().save_path(window_, tr("Export Annotated Video"), start, tr("MP4 video (*.mp4)"));
+  const QString path =
+      window_->project_prompts().save_path(window_, tr("Export Annotated Video"), start, tr("MP4 video (*.mp4)"));
   if (!path.isEmpty()) export_video(path);
 }
 
 void ExportController::choose_and_import() {
-  const QString path = window_->project_prompts().open_path(window_, tr("Import Tracks"), window_->settings().last_open_folder(),
-                                                            tr("Tracks (*.csv *.json *.npz);;All files (*)"));
+  const QString path =
+      window_->project_prompts().open_path(window_, tr("Import Tracks"), window_->settings().last_open_folder(),
+                                           tr("Tracks (*.csv *.json *.npz);;All files (*)"));
   if (!path.isEmpty()) import_tracks(path);
 }
 

@@ -31,10 +31,12 @@ ProjectController::ProjectController(MainWindow* window, ProjectOptions options)
     : QObject(window), window_(window), options_(std::move(options)) {
   options_.prompts = complete_prompts(std::move(options_.prompts));
   recovery_folder_ = options_.recovery_folder;
-  if (recovery_folder_.isEmpty()) recovery_folder_ = QFileInfo(window->settings().location()).absolutePath() + "/recovery";
+  if (recovery_folder_.isEmpty())
+    recovery_folder_ = QFileInfo(window->settings().location()).absolutePath() + "/recovery";
   QDir().mkpath(recovery_folder_);
   // One session = one lock + one recovery file; the lock tells a later start whether this session still runs.
-  const QString session = QStringLiteral("session-%1-%2").arg(QCoreApplication::applicationPid()).arg(QDateTime::currentMSecsSinceEpoch());
+  const QString session =
+      QStringLiteral("session-%1-%2").arg(QCoreApplication::applicationPid()).arg(QDateTime::currentMSecsSinceEpoch());
   session_lock_ = std::make_unique<QLockFile>(QDir(recovery_folder_).filePath(session + ".lock"));
   session_lock_->setStaleLockTime(0);
   if (!session_lock_->tryLock(0)) core::log::warn("could not lock the recovery session {}", session.toStdString());
@@ -62,7 +64,8 @@ bool ProjectController::dirty() const { return !window_->editor()->is_clean(); }
 bool ProjectController::confirm_discard(const QString& what) {
   if (!dirty()) return true;
   const QString name = project_path_.isEmpty() ? tr("the unsaved project") : QFileInfo(project_path_).fileName();
-  switch (options_.prompts.unsaved_changes(window_, tr("%1 has unsaved changes. Save them before %2?").arg(name, what))) {
+  switch (
+      options_.prompts.unsaved_changes(window_, tr("%1 has unsaved changes. Save them before %2?").arg(name, what))) {
     case UnsavedChoice::save: return save();
     case UnsavedChoice::discard: return true;
     case UnsavedChoice::cancel: return false;
@@ -72,7 +75,8 @@ bool ProjectController::confirm_discard(const QString& what) {
 
 void ProjectController::choose_and_open() {
   if (!confirm_discard(tr("opening another project"))) return;
-  const QString path = options_.prompts.open_path(window_, tr("Open Project"), window_->settings().last_open_folder(), tr(kProjectFilter));
+  const QString path = options_.prompts.open_path(window_, tr("Open Project"), window_->settings().last_open_folder(),
+                                                  tr(kProjectFilter));
   if (!path.isEmpty()) open_project(path);
 }
 
@@ -90,7 +94,8 @@ bool ProjectController::start_open(core::io::Project project, const QString& pro
                                    bool clean, const QString& recovery_source) {
   const std::optional<QString> video = resolve_video(project, project_path.isEmpty() ? source : project_path);
   if (!video) {
-    window_->statusBar()->showMessage(tr("Opening %1 was cancelled; nothing was changed").arg(QFileInfo(source).fileName()), kMessageMs);
+    window_->statusBar()->showMessage(
+        tr("Opening %1 was cancelled; nothing was changed").arg(QFileInfo(source).fileName()), kMessageMs);
     return false;
   }
   pending_ = Pending{std::move(project), project_path, absolute(*video), clean, recovery_source};
@@ -107,7 +112,7 @@ std::optional<QString> ProjectController::resolve_video(const core::io::Project&
     candidate = options_.prompts.locate_video(window_, QString::fromStdString(project.video.path));
     if (candidate.isEmpty()) return std::nullopt;
   }
-  if (project.video.fingerprint.sha256.empty()) return candidate;   // saved without one: nothing to compare
+  if (project.video.fingerprint.sha256.empty()) return candidate;  // saved without one: nothing to compare
   const core::Status same = core::io::check_project_video(project, path_from_qstring(candidate));
   if (same) return candidate;
   if (same.code() != core::StatusCode::corrupt_data) {
@@ -226,7 +231,8 @@ bool ProjectController::choose_and_save_as() {
 
 bool ProjectController::save_as(const QString& path) {
   QString target = absolute(path);
-  if (!target.endsWith(QLatin1String(core::io::kProjectExtension))) target += QLatin1String(core::io::kProjectExtension);
+  if (!target.endsWith(QLatin1String(core::io::kProjectExtension)))
+    target += QLatin1String(core::io::kProjectExtension);
   if (!write_project(target)) return false;
   project_path_ = target;
   window_->settings().add_recent_file(target);
@@ -268,10 +274,12 @@ bool ProjectController::autosave_now() {
   if (!project) return true;
   project->recovery = core::io::RecoveryInfo{path_from_qstring(project_path_).string(),
                                              QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString()};
-  const core::Status written = core::io::write_file_atomically(path_from_qstring(recovery_file_), core::io::project_to_json(*project));
+  const core::Status written =
+      core::io::write_file_atomically(path_from_qstring(recovery_file_), core::io::project_to_json(*project));
   if (!written) {
     core::log::warn("autosave failed: {}", written.message());
-    window_->statusBar()->showMessage(tr("Autosave failed: %1").arg(QString::fromStdString(written.message())), kMessageMs);
+    window_->statusBar()->showMessage(tr("Autosave failed: %1").arg(QString::fromStdString(written.message())),
+                                      kMessageMs);
     return false;
   }
   autosaved_revision_ = revision;
@@ -296,14 +304,18 @@ void ProjectController::check_recovery() {
     if (!project) {
       window_->report_error(tr("Could not read a recovery file"),
                             tr("%1\n\nThe file is kept at %2.")
-                                .arg(QString::fromStdString(project.status().message()), QDir::toNativeSeparators(file.absoluteFilePath())));
+                                .arg(QString::fromStdString(project.status().message()),
+                                     QDir::toNativeSeparators(file.absoluteFilePath())));
       continue;
     }
     const QString belongs_to = project->recovery ? QString::fromStdString(project->recovery->project_path) : QString();
-    const QString when = project->recovery ? QString::fromStdString(project->recovery->written_at_utc) : file.lastModified().toString();
-    const QString text = tr("Trackscope did not shut down properly. Unsaved work of %1 (%n point(s), autosaved %2) "
-                            "can be recovered.", nullptr, static_cast<int>(project->points.size()))
-                             .arg(belongs_to.isEmpty() ? tr("an unsaved project") : QFileInfo(belongs_to).fileName(), when);
+    const QString when =
+        project->recovery ? QString::fromStdString(project->recovery->written_at_utc) : file.lastModified().toString();
+    const QString text =
+        tr("Trackscope did not shut down properly. Unsaved work of %1 (%n point(s), autosaved %2) "
+           "can be recovered.",
+           nullptr, static_cast<int>(project->points.size()))
+            .arg(belongs_to.isEmpty() ? tr("an unsaved project") : QFileInfo(belongs_to).fileName(), when);
     const RecoveryChoice choice = options_.prompts.offer_recovery(window_, text);
     if (choice == RecoveryChoice::discard) {
       QFile::remove(file.absoluteFilePath());

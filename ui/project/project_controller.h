@@ -36,11 +36,11 @@ namespace trackscope::ui {
 class MainWindow;
 
 struct ProjectOptions {
-  QString recovery_folder;                 // empty: "recovery" beside the settings file
-  int autosave_interval_ms = 60000;        // 0: no timer (autosave_now() still works)
-  bool check_recovery_on_start = true;     // look for recovery files once the event loop runs
-  core::io::AtomicWriteOptions save_options;   // tests pause a save in the middle through its hook
-  ProjectPrompts prompts;                  // empty members: Qt dialogs
+  QString recovery_folder;                    // empty: "recovery" beside the settings file
+  int autosave_interval_ms = 60000;           // 0: no timer (autosave_now() still works)
+  bool check_recovery_on_start = true;        // look for recovery files once the event loop runs
+  core::io::AtomicWriteOptions save_options;  // tests pause a save in the middle through its hook
+  ProjectPrompts prompts;                     // empty members: Qt dialogs
 };
 
 class ProjectController : public QObject {
@@ -90,10 +90,10 @@ class ProjectController : public QObject {
  private:
   struct Pending {
     core::io::Project project;
-    QString project_path;        // the project the points belong to ("" for an unsaved recovered one)
+    QString project_path;  // the project the points belong to ("" for an unsaved recovered one)
     QString video_path;
-    bool clean = true;           // false for recovered edits
-    QString recovery_source;     // the recovery file to delete once applied
+    bool clean = true;        // false for recovered edits
+    QString recovery_source;  // the recovery file to delete once applied
   };
   bool start_open(core::io::Project project, const QString& project_path, const QString& source, bool clean,
                   const QString& recovery_source);

@@ -18,13 +18,16 @@ ProjectPrompts default_project_prompts() {
                                         QFileInfo(missing).absolutePath());
   };
   prompts.confirm = [](QWidget* parent, const QString& title, const QString& text) {
-    return QMessageBox::question(parent, title, text, QMessageBox::Yes | QMessageBox::No, QMessageBox::No) == QMessageBox::Yes;
+    return QMessageBox::question(parent, title, text, QMessageBox::Yes | QMessageBox::No, QMessageBox::No) ==
+           QMessageBox::Yes;
   };
   prompts.unsaved_changes = [](QWidget* parent, const QString& text) {
-    const auto answer = QMessageBox::warning(parent, QObject::tr("Unsaved changes"), text,
-                                             QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
-    return answer == QMessageBox::Save ? UnsavedChoice::save
-                                       : answer == QMessageBox::Discard ? UnsavedChoice::discard : UnsavedChoice::cancel;
+    const auto answer =
+        QMessageBox::warning(parent, QObject::tr("Unsaved changes"), text,
+                             QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    return answer == QMessageBox::Save      ? UnsavedChoice::save
+           : answer == QMessageBox::Discard ? UnsavedChoice::discard
+                                            : UnsavedChoice::cancel;
   };
   prompts.offer_recovery = [](QWidget* parent, const QString& text) {
     QMessageBox box(QMessageBox::Question, QObject::tr("Recover unsaved work"), text, QMessageBox::NoButton, parent);

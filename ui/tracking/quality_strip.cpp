@@ -36,8 +36,9 @@ QualityStrip::QualityStrip(AnnotationEditor* editor, TrackQualityModel* quality,
     : QWidget(parent), editor_(editor), annotation_(editor->observable_annotation()), quality_(quality) {
   setAttribute(Qt::WA_OpaquePaintEvent);
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
-  setToolTip(tr("Track quality per frame: p_occluded (upper half, blue), p_far (lower half, orange), flagged frames "
-                "(red), keyframes (white)"));
+  setToolTip(
+      tr("Track quality per frame: p_occluded (upper half, blue), p_far (lower half, orange), flagged frames "
+         "(red), keyframes (white)"));
   annotation_->add_observer(this);
   connect(quality, &TrackQualityModel::changed, this, qOverload<>(&QWidget::update));
   connect(editor, &AnnotationEditor::selection_changed, this, qOverload<>(&QWidget::update));
@@ -96,7 +97,8 @@ QSize QualityStrip::sizeHint() const {
 
 QSize QualityStrip::minimumSizeHint() const { return {100, sizeHint().height()}; }
 
-void QualityStrip::on_annotation_changed(const core::Annotation& /*annotation*/, const core::AnnotationChange& /*change*/) {
+void QualityStrip::on_annotation_changed(const core::Annotation& /*annotation*/,
+                                         const core::AnnotationChange& /*change*/) {
   rebuild_rows();
 }
 
@@ -131,7 +133,7 @@ void QualityStrip::paint_row(QPainter& painter, size_t row, core::PointId id) co
   const core::TrackQuality* cues = quality_ ? quality_->quality(id) : nullptr;
   const int h = row_height();
   const int top = kPaddingPx + static_cast<int>(row) * h;
-  const int inner = std::max(2, h - 1);   // 1 px gap between rows
+  const int inner = std::max(2, h - 1);  // 1 px gap between rows
   const int half = inner / 2;
   const bool selected = editor_ && editor_->selected_point() == id;
   // The point's colour in the left margin (the timeline's play button sits above it).
@@ -188,7 +190,8 @@ void QualityStrip::mousePressEvent(QMouseEvent* event) {
 
 QString QualityStrip::describe(core::PointId id, int64_t frame) const {
   const core::PointTrack* attached = annotation_->track(id);
-  if (attached == nullptr || !attached->track.covers(frame)) return tr("point %1, frame %2: not tracked").arg(id).arg(frame);
+  if (attached == nullptr || !attached->track.covers(frame))
+    return tr("point %1, frame %2: not tracked").arg(id).arg(frame);
   const core::TrackPoint& estimate = attached->track.at(frame);
   QString text = tr("point %1, frame %2: %3, p_occluded %4, p_far %5")
                      .arg(id)

@@ -21,14 +21,14 @@ namespace trackscope::ui {
 
 /// What a successful run measured.
 struct CompletedRun {
-  core::TrackerDescription tracker;          // model, device and precision that ran
-  std::vector<core::StageSample> samples;    // every stage sample the tracker reported, in order
-  double wall_ms = 0.0;                      // from job start to the result (decoder open included)
-  int points = 0;                            // queries tracked (N)
-  int64_t frames = 0;                        // frames tracked over (T)
-  int query_chunk = 0;                       // the requested chunk (0 = the tracker's choice)
-  std::string video;                         // the video's path
-  int run_number = 0;                        // 1 for the first run of the session, ...
+  core::TrackerDescription tracker;        // model, device and precision that ran
+  std::vector<core::StageSample> samples;  // every stage sample the tracker reported, in order
+  double wall_ms = 0.0;                    // from job start to the result (decoder open included)
+  int points = 0;                          // queries tracked (N)
+  int64_t frames = 0;                      // frames tracked over (T)
+  int query_chunk = 0;                     // the requested chunk (0 = the tracker's choice)
+  std::string video;                       // the video's path
+  int run_number = 0;                      // 1 for the first run of the session, ...
 };
 
 /// One case named like a bench case ("small-n8-t96-fp32-c0"), origin measured, with the device of the tracker,

@@ -13,7 +13,8 @@ core::Expected<std::unique_ptr<core::TelemetrySource>> open_default_telemetry(co
 
 TelemetryMonitor::TelemetryMonitor(TelemetrySourceFactory factory, core::TelemetrySamplerOptions options)
     : factory_(factory ? std::move(factory) : TelemetrySourceFactory(open_default_telemetry)),
-      options_(options), failure_("no device selected") {}
+      options_(options),
+      failure_("no device selected") {}
 
 TelemetryMonitor::~TelemetryMonitor() { stop(); }
 
@@ -30,7 +31,8 @@ void TelemetryMonitor::set_device(const std::string& device_id) {
     source = core::internal_error(std::string("opening telemetry failed: ") + failure.what());
   }
   if (!source) core::log::info("no telemetry for {}: {}", device_id, source.status().message());
-  core::Expected<std::unique_ptr<core::TelemetrySampler>> sampler = core::TelemetrySampler::create(options_, std::move(source));
+  core::Expected<std::unique_ptr<core::TelemetrySampler>> sampler =
+      core::TelemetrySampler::create(options_, std::move(source));
   if (!sampler) {
     failure_ = sampler.status().message();
     return;

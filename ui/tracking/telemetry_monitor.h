@@ -54,7 +54,7 @@ class TelemetryMonitor {
   core::TelemetrySamplerOptions options_;
   std::string device_;
   std::unique_ptr<core::TelemetrySampler> sampler_;
-  std::string failure_;   // why there is no sampler at all
+  std::string failure_;  // why there is no sampler at all
 };
 
 }  // namespace trackscope::ui

@@ -15,15 +15,16 @@ namespace {
 
 constexpr double kTrailWidthPx = 2.0;
 constexpr double kFutureTrailWidthPx = 1.5;
-constexpr double kOldestTrailOpacity = 0.3;   // the far end of the past trail fades to this
+constexpr double kOldestTrailOpacity = 0.3;  // the far end of the past trail fades to this
 
 QPointF image_point(const core::TrackPoint& point) { return {point.x_px, point.y_px}; }
 
 constexpr double kSelectedHaloWidthPx = 4.5;
 constexpr double kKeyframeMarkPx = 3.5;
 
-void paint_trail(QPainter& painter, const core::PointTrack& point_track, int64_t frame, const TrackOverlayOptions& options,
-                 const WidgetFromImage& to_widget, const QColor& colour, bool selected) {
+void paint_trail(QPainter& painter, const core::PointTrack& point_track, int64_t frame,
+                 const TrackOverlayOptions& options, const WidgetFromImage& to_widget, const QColor& colour,
+                 bool selected) {
   const core::Track& track = point_track.track;
   const int64_t last_frame = track.first_frame + static_cast<int64_t>(track.points.size()) - 1;
   const int64_t from = std::max(track.first_frame, frame - options.trail_before_frames);
@@ -87,7 +88,7 @@ std::optional<TrackColouring> parse_track_colouring(const QString& name) {
 
 QColor direction_colour(double dx, double dy) {
   if (dx == 0.0 && dy == 0.0) return QColor(200, 200, 200);
-  double turn = std::atan2(dy, dx) / (2.0 * std::numbers::pi);   // (-0.5, 0.5], 0 = right, 0.25 = down
+  double turn = std::atan2(dy, dx) / (2.0 * std::numbers::pi);  // (-0.5, 0.5], 0 = right, 0.25 = down
   if (turn < 0.0) turn += 1.0;
   return QColor::fromHsvF(static_cast<float>(turn), 0.85f, 1.0f);
 }

@@ -32,8 +32,8 @@ class QPainter;
 namespace trackscope::ui {
 
 enum class TrackColouring {
-  per_track,          // every track in its point's colour
-  motion_direction,   // trail segments coloured by their direction of motion
+  per_track,         // every track in its point's colour
+  motion_direction,  // trail segments coloured by their direction of motion
 };
 const char* to_string(TrackColouring colouring);
 /// "track" / "direction" (the names projects and settings store); nullopt for anything else.
@@ -43,10 +43,10 @@ struct TrackOverlayOptions {
   static constexpr int max_trail_frames = 10000;
 
   TrackColouring colouring = TrackColouring::per_track;
-  bool show_tracks = true;          // false: no estimates, no trails (query points stay)
-  bool show_occluded = true;        // false: occluded estimates are hidden (no marker; the trail skips them)
-  int trail_before_frames = 10;     // trail through this many frames before the shown one (0 = none)
-  int trail_after_frames = 0;       // and after it (drawn dashed: where the point is going)
+  bool show_tracks = true;       // false: no estimates, no trails (query points stay)
+  bool show_occluded = true;     // false: occluded estimates are hidden (no marker; the trail skips them)
+  int trail_before_frames = 10;  // trail through this many frames before the shown one (0 = none)
+  int trail_after_frames = 0;    // and after it (drawn dashed: where the point is going)
 
   /// Clamps the trail lengths into [0, max_trail_frames].
   TrackOverlayOptions clamped() const;
@@ -65,14 +65,14 @@ QColor direction_colour(double dx, double dy);
 
 /// The state of a point's track on one frame, as the point list shows it.
 enum class TrackState {
-  not_tracked,   // no track, or the track does not cover the frame
+  not_tracked,  // no track, or the track does not cover the frame
   visible,
   occluded,
 };
 
 struct TrackStateAtFrame {
   TrackState state = TrackState::not_tracked;
-  float p_occluded = 0.0f;   // meaningful unless not_tracked
+  float p_occluded = 0.0f;  // meaningful unless not_tracked
   float p_far = 0.0f;
 };
 

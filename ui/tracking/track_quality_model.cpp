@@ -2,7 +2,8 @@
 
 namespace trackscope::ui {
 
-TrackQualityModel::TrackQualityModel(std::shared_ptr<core::Annotation> annotation, core::QualityOptions options, QObject* parent)
+TrackQualityModel::TrackQualityModel(std::shared_ptr<core::Annotation> annotation, core::QualityOptions options,
+                                     QObject* parent)
     : QObject(parent), annotation_(std::move(annotation)), options_(options) {
   annotation_->add_observer(this);
 }
@@ -15,9 +16,11 @@ const core::TrackQuality* TrackQualityModel::quality(core::PointId id) const {
   auto cached = cache_.find(id);
   if (cached == cache_.end()) {
     auto distances = consistency_.find(id);
-    cached = cache_.emplace(id, core::assess_track(*track, options_, distances == consistency_.end() ? std::vector<float>()
-                                                                                                   : distances->second))
-                 .first;
+    cached =
+        cache_
+            .emplace(id, core::assess_track(*track, options_,
+                                            distances == consistency_.end() ? std::vector<float>() : distances->second))
+            .first;
   }
   return &cached->second;
 }
@@ -41,21 +44,23 @@ std::optional<int64_t> TrackQualityModel::next_suspicious_frame(const std::vecto
   return best;
 }
 
-std::optional<int64_t> TrackQualityModel::next_keyframe(const std::vector<core::PointId>& ids, int64_t frame, bool backward) const {
+std::optional<int64_t> TrackQualityModel::next_keyframe(const std::vector<core::PointId>& ids, int64_t frame,
+                                                        bool backward) const {
   std::optional<int64_t> best;
   for (core::PointId id : selected_ids(ids)) {
     const core::QueryPoint* point = annotation_->find(id);
     if (point == nullptr) continue;
     core::PointTrack track;
     if (const core::PointTrack* attached = annotation_->track(id)) track = *attached;
-    track.track.query = point->query;   // an untracked point's query frame is its one keyframe
+    track.track.query = point->query;  // an untracked point's query frame is its one keyframe
     const std::optional<int64_t> next = core::next_keyframe(track, frame, backward);
     if (next && (!best || (backward ? *next > *best : *next < *best))) best = next;
   }
   return best;
 }
 
-void TrackQualityModel::on_annotation_changed(const core::Annotation& /*annotation*/, const core::AnnotationChange& change) {
+void TrackQualityModel::on_annotation_changed(const core::Annotation& /*annotation*/,
+                                              const core::AnnotationChange& change) {
   switch (change.kind) {
     case core::AnnotationChangeKind::cleared:
       cache_.clear();
@@ -65,13 +70,11 @@ void TrackQualityModel::on_annotation_changed(const core::Annotation& /*annotati
       cache_.erase(change.before.id);
       consistency_.erase(change.before.id);
       break;
-    case core::AnnotationChangeKind::added:
-      cache_.erase(change.after.id);
-      break;
+    case core::AnnotationChangeKind::added: cache_.erase(change.after.id); break;
     case core::AnnotationChangeKind::moved:
     case core::AnnotationChangeKind::track_changed:
       cache_.erase(change.after.id);
-      consistency_.erase(change.after.id);   // measured on the old track
+      consistency_.erase(change.after.id);  // measured on the old track
       break;
   }
   Q_EMIT changed();

@@ -37,7 +37,8 @@ class TrackQualityModel : public QObject, public core::AnnotationObserver {
   bool has_consistency(core::PointId id) const { return consistency_.count(id) > 0; }
 
   /// The nearest flagged frame after `frame` (before it when `backward`) over the tracks of `ids` (empty: all).
-  std::optional<int64_t> next_suspicious_frame(const std::vector<core::PointId>& ids, int64_t frame, bool backward) const;
+  std::optional<int64_t> next_suspicious_frame(const std::vector<core::PointId>& ids, int64_t frame,
+                                               bool backward) const;
   /// The nearest keyframe (query frames included) after / before `frame` over the tracks of `ids` (empty: all).
   std::optional<int64_t> next_keyframe(const std::vector<core::PointId>& ids, int64_t frame, bool backward) const;
 

@@ -36,8 +36,8 @@ struct TrackerService::LiveState {
 // The job in flight: what was asked, so results can be matched to points that still hold that query.
 struct TrackerService::RunContext {
   JobKind kind = JobKind::track;
-  RetrackRequest retrack;       // kind retrack: what was asked
-  core::FrameRange range;       // the frames tracked
+  RetrackRequest retrack;  // kind retrack: what was asked
+  core::FrameRange range;  // the frames tracked
   uint64_t generation = 0;
   TrackerKey key;
   core::TrackerDescription tracker;
@@ -52,7 +52,8 @@ namespace {
 QString qstring(const std::string& text) { return QString::fromStdString(text); }
 
 QString describe(const TrackerKey& key) {
-  return QObject::tr("model %1 on %2 (%3)").arg(qstring(key.model), qstring(key.device), core::to_string(key.precision));
+  return QObject::tr("model %1 on %2 (%3)")
+      .arg(qstring(key.model), qstring(key.device), core::to_string(key.precision));
 }
 
 // What the user can do about a failed job, after the tracker's own message.
@@ -62,8 +63,7 @@ QString advice_for(const core::Status& status) {
       return QObject::tr("Try fewer points, a smaller query chunk, a lower precision, or another device.");
     case core::StatusCode::not_found:
       return QObject::tr("Check that the model weights are installed and the device exists.");
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -71,9 +71,13 @@ QString advice_for(const core::Status& status) {
 
 TrackerService::TrackerService(std::unique_ptr<core::TrackerFactory> factory, AnnotationEditor* editor,
                                TrackerServiceOptions options, QObject* parent)
-    : QObject(parent), factory_(std::move(factory)), editor_(editor), options_(std::move(options)),
+    : QObject(parent),
+      factory_(std::move(factory)),
+      editor_(editor),
+      options_(std::move(options)),
       live_(std::make_shared<LiveState>()) {
-  if (!options_.video_opener) options_.video_opener = [](const std::filesystem::path& path) { return core::open_video_file(path); };
+  if (!options_.video_opener)
+    options_.video_opener = [](const std::filesystem::path& path) { return core::open_video_file(path); };
   if (factory_) devices_ = factory_->devices();
   if (devices_.empty()) devices_.push_back({"cpu", "CPU", 0, 0, 0, 0});
   wanted_ = {options_.tracker.model, resolve_device(options_.tracker.device), options_.tracker.precision};
@@ -85,12 +89,12 @@ void TrackerService::shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   pending_track_.reset();
-  ++generation_;   // results of the job below are dropped
+  ++generation_;  // results of the job below are dropped
   if (job_) {
     job_->cancel();
-    job_.reset();   // joins the tracking thread
+    job_.reset();  // joins the tracking thread
   }
-  if (loader_.joinable()) loader_.join();   // a model creation cannot be interrupted; it is short-lived
+  if (loader_.joinable()) loader_.join();  // a model creation cannot be interrupted; it is short-lived
   {
     std::lock_guard lock(live_->mutex);
     live_->running = false;
@@ -157,8 +161,9 @@ void TrackerService::switch_selection(const TrackerKey& key, const QString& reas
 bool TrackerService::track(const std::vector<core::PointId>& ids) {
   if (shut_down_ || !editor_) return false;
   const core::Annotation& annotation = editor_->annotation();
-  const bool any = ids.empty() ? !annotation.empty()
-                               : std::any_of(ids.begin(), ids.end(), [&](core::PointId id) { return annotation.find(id); });
+  const bool any = ids.empty()
+                       ? !annotation.empty()
+                       : std::any_of(ids.begin(), ids.end(), [&](core::PointId id) { return annotation.find(id); });
   if (!video_path_.empty() && !any) {
     Q_EMIT message(tr("Nothing to track: click on the video to add query points first"));
     return false;
@@ -174,10 +179,13 @@ bool TrackerService::retrack(const RetrackRequest& request) {
     Q_EMIT message(tr("Select a point to re-track first"));
     return false;
   }
-  const bool is_keyframe = request.keyframe == point->query.frame || (track != nullptr && track->is_keyframe(request.keyframe));
+  const bool is_keyframe =
+      request.keyframe == point->query.frame || (track != nullptr && track->is_keyframe(request.keyframe));
   if (!is_keyframe) {
     Q_EMIT message(tr("Frame %1 is not a keyframe of point %2: drag the point on this frame to correct it, or go to "
-                      "a keyframe (K)").arg(request.keyframe).arg(request.id));
+                      "a keyframe (K)")
+                       .arg(request.keyframe)
+                       .arg(request.id));
     return false;
   }
   if (video_frame_count_ > 0 && (request.keyframe < 0 || request.keyframe >= video_frame_count_)) return false;
@@ -266,14 +274,15 @@ void TrackerService::advance() {
 }
 
 void TrackerService::start_load(const TrackerKey& key) {
-  if (loader_.joinable()) loader_.join();   // the previous creation has posted its result already
+  if (loader_.joinable()) loader_.join();  // the previous creation has posted its result already
   loading_ = key;
   core::TrackerOptions options = options_.tracker;
   options.model = key.model;
   options.device = key.device;
   options.precision = key.precision;
   Q_EMIT message(tr("Loading %1 ...").arg(describe(key)));
-  core::log::info("creating the tracker: model {}, device {}, precision {}", key.model, key.device, core::to_string(key.precision));
+  core::log::info("creating the tracker: model {}, device {}, precision {}", key.model, key.device,
+                  core::to_string(key.precision));
   core::TrackerFactory* factory = factory_.get();
   loader_ = std::thread([this, factory, options, key] {
     auto result = std::make_shared<CreateResult>(core::internal_error("the tracker was not created"));
@@ -289,7 +298,8 @@ void TrackerService::start_load(const TrackerKey& key) {
     } catch (const std::exception& failure) {
       *result = core::internal_error(std::string("loading the model failed: ") + failure.what());
     }
-    QMetaObject::invokeMethod(this, [this, key, result] { finish_load(key, result); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, key, result] { finish_load(key, result); }, Qt::QueuedConnection);
   });
   update_state();
 }
@@ -307,7 +317,8 @@ void TrackerService::finish_load(const TrackerKey& key, const std::shared_ptr<Cr
       Q_EMIT tracker_ready(tr("%1 on %2 (%3)").arg(name, qstring(key.device), core::to_string(key.precision)));
     }
   } else if (key == wanted_) {
-    const core::Status status = result->has_value() ? core::internal_error("the tracker factory returned no tracker") : result->status();
+    const core::Status status =
+        result->has_value() ? core::internal_error("the tracker factory returned no tracker") : result->status();
     load_wanted_ = false;
     const bool had_pending = pending_track_.has_value();
     pending_track_.reset();
@@ -396,7 +407,8 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
     }
     // Coalesced: a tracker may report progress per frame; the GUI needs the latest value, once per turn.
     if (!live->progress_posted.exchange(true)) {
-      QMetaObject::invokeMethod(this, [this, generation] { on_job_progress(generation); }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          this, [this, generation] { on_job_progress(generation); }, Qt::QueuedConnection);
     }
   };
   callbacks.on_stage = [live](const core::StageSample& sample) {
@@ -404,18 +416,21 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
     live->samples.push_back(sample);
   };
   callbacks.on_partial = [this, generation](const core::TrackSet& partial, size_t first_query) {
-    QMetaObject::invokeMethod(this, [this, generation, partial, first_query] { on_job_partial(generation, partial, first_query); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, generation, partial, first_query] { on_job_partial(generation, partial, first_query); },
+        Qt::QueuedConnection);
   };
   callbacks.on_finished = [this, generation](core::Expected<core::TrackSet> result) {
     auto shared = std::make_shared<core::Expected<core::TrackSet>>(std::move(result));
-    QMetaObject::invokeMethod(this, [this, generation, shared] { on_job_finished(generation, shared); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, generation, shared] { on_job_finished(generation, shared); }, Qt::QueuedConnection);
   };
   const int points = static_cast<int>(run->ids.size());
   run_ = std::move(run);
   cancelling_ = false;
   core::log::info("tracking {} points of {} with {}", points, video_path_.string(), run_->tracker.model_name);
-  job_ = core::TrackingJob::start(tracker, options_.video_opener(video_path_), std::move(request), std::move(callbacks));
+  job_ =
+      core::TrackingJob::start(tracker, options_.video_opener(video_path_), std::move(request), std::move(callbacks));
   Q_EMIT job_started(points, run_->range.end_frame - run_->range.first_frame);
   switch (run_->kind) {
     case JobKind::track:
@@ -427,9 +442,7 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
                          .arg(core::to_string(run_->retrack.direction))
                          .arg(run_->retrack.keyframe));
       break;
-    case JobKind::consistency:
-      Q_EMIT message(tr("Forward-backward check of %n track(s) ...", nullptr, points));
-      break;
+    case JobKind::consistency: Q_EMIT message(tr("Forward-backward check of %n track(s) ...", nullptr, points)); break;
   }
 }
 
@@ -468,15 +481,18 @@ int TrackerService::apply_tracks(RunContext& run, const core::TrackSet& tracks, 
       ++applied;
     }
   }
-  run.tracks_done = std::max(run.tracks_done, static_cast<int>(std::min(first_query + tracks.tracks.size(), run.ids.size())));
+  run.tracks_done =
+      std::max(run.tracks_done, static_cast<int>(std::min(first_query + tracks.tracks.size(), run.ids.size())));
   Q_EMIT tracks_applied(run.tracks_done, static_cast<int>(run.ids.size()));
   return applied;
 }
 
-void TrackerService::on_job_finished(uint64_t generation, const std::shared_ptr<core::Expected<core::TrackSet>>& result) {
+void TrackerService::on_job_finished(uint64_t generation,
+                                     const std::shared_ptr<core::Expected<core::TrackSet>>& result) {
   if (generation != generation_ || !run_) return;
-  job_.reset();   // the thread has delivered its result; joining returns at once
-  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_->started).count();
+  job_.reset();  // the thread has delivered its result; joining returns at once
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_->started).count();
   std::vector<core::StageSample> samples;
   {
     std::lock_guard lock(live_->mutex);
@@ -517,20 +533,22 @@ void TrackerService::on_job_finished(uint64_t generation, const std::shared_ptr<
                                       .arg(seconds));
         break;
       case JobKind::consistency:
-        Q_EMIT job_finished(true, tr("Forward-backward check of %n track(s) done in %1 s", nullptr, completed.points).arg(seconds));
+        Q_EMIT job_finished(
+            true, tr("Forward-backward check of %n track(s) done in %1 s", nullptr, completed.points).arg(seconds));
         break;
     }
   } else if (result->status().code() == core::StatusCode::cancelled || was_cancelled) {
-    Q_EMIT job_finished(false, tr("Tracking cancelled (%1 of %2 tracks were finished and kept)")
-                                   .arg(run->tracks_done)
-                                   .arg(run->ids.size()));
+    Q_EMIT job_finished(
+        false,
+        tr("Tracking cancelled (%1 of %2 tracks were finished and kept)").arg(run->tracks_done).arg(run->ids.size()));
   } else {
     const core::Status status = result->status();
     QString text = tr("Tracking %n point(s) with %1 on %2 failed:\n%3", nullptr, static_cast<int>(run->ids.size()))
                        .arg(qstring(run->tracker.model_name), qstring(run->key.device), qstring(status.message()));
     if (const QString advice = advice_for(status); !advice.isEmpty()) text += "\n\n" + advice;
     text += run->tracks_done > 0 ? tr("\n\nThe query points are unchanged; the tracks of %1 points finished before the "
-                                      "failure were kept.").arg(run->tracks_done)
+                                      "failure were kept.")
+                                       .arg(run->tracks_done)
                                  : tr("\n\nThe points are unchanged.");
     update_state();
     Q_EMIT error(tr("Tracking failed"), text);
@@ -541,7 +559,8 @@ void TrackerService::on_job_finished(uint64_t generation, const std::shared_ptr<
 
 void TrackerService::finish_special_run(RunContext& run, const core::TrackSet& result) {
   if (!editor_) return;
-  const core::TrackProvenance provenance{run.tracker.model_name, run.tracker.device.id, core::to_string(run.tracker.precision)};
+  const core::TrackProvenance provenance{run.tracker.model_name, run.tracker.device.id,
+                                         core::to_string(run.tracker.precision)};
   const core::Annotation& annotation = editor_->annotation();
   for (size_t i = 0; i < run.ids.size() && i < result.tracks.size(); ++i) {
     const core::PointId id = run.ids[i];

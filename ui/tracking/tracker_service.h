@@ -69,16 +69,16 @@ using VideoOpenerFactory = std::function<core::VideoOpener(const std::filesystem
 /// A cached tracker: which model, on which device, at which precision.
 struct TrackerKey {
   std::string model;
-  std::string device;    // resolved: "cpu", "cuda:0" (never "auto")
+  std::string device;  // resolved: "cpu", "cuda:0" (never "auto")
   core::Precision precision = core::Precision::fp32;
   auto operator<=>(const TrackerKey&) const = default;
 };
 
 enum class TrackingState {
   idle,
-  loading_model,   // a model is being created (a Track may be waiting for it)
-  tracking,        // a job runs
-  cancelling,      // a job was cancelled and has not reached its next chunk boundary yet
+  loading_model,  // a model is being created (a Track may be waiting for it)
+  tracking,       // a job runs
+  cancelling,     // a job was cancelled and has not reached its next chunk boundary yet
 };
 const char* to_string(TrackingState state);
 
@@ -93,16 +93,16 @@ struct RetrackRequest {
 enum class JobKind { track, retrack, consistency };
 
 struct TrackerServiceOptions {
-  core::TrackerOptions tracker;      // the initial model, device ("auto" allowed), precision, chunk and budget
-  VideoOpenerFactory video_opener;   // empty: core::open_video_file
+  core::TrackerOptions tracker;     // the initial model, device ("auto" allowed), precision, chunk and budget
+  VideoOpenerFactory video_opener;  // empty: core::open_video_file
 };
 
 class TrackerService : public QObject {
   Q_OBJECT
  public:
   /// `factory` may be null (a build without a tracker): Track then reports that. `editor` receives the tracks.
-  TrackerService(std::unique_ptr<core::TrackerFactory> factory, AnnotationEditor* editor,
-                 TrackerServiceOptions options, QObject* parent);
+  TrackerService(std::unique_ptr<core::TrackerFactory> factory, AnnotationEditor* editor, TrackerServiceOptions options,
+                 QObject* parent);
   ~TrackerService() override;
 
   /// The factory's devices (read once at construction), the CPU first. Just the CPU without a factory.

@@ -27,7 +27,8 @@ QString qstring(const std::string& text) { return QString::fromStdString(text); 
 }  // namespace
 
 TrackingController::TrackingController(MainWindow* window, TrackingOptions options)
-    : QObject(window), window_(window),
+    : QObject(window),
+      window_(window),
       telemetry_(std::make_unique<TelemetryMonitor>(std::move(options.telemetry_factory))),
       host_(core::probe_host_info()) {
   TrackerServiceOptions service_options;
@@ -59,7 +60,8 @@ void TrackingController::shutdown() {
 
 void TrackingController::build_widgets() {
   const WorkbenchActions& actions = window_->actions();
-  toolbar_ = new TrackingToolbar(actions.track, actions.track_selected, actions.cancel_tracking, actions.show_occluded, window_);
+  toolbar_ = new TrackingToolbar(actions.track, actions.track_selected, actions.cancel_tracking, actions.show_occluded,
+                                 window_);
   window_->addToolBar(Qt::TopToolBarArea, toolbar_);
 
   menu_trail_ = new TrailLengthEditor(window_);
@@ -90,7 +92,8 @@ void TrackingController::connect_service() {
     status_->show_progress(0.0, tr("Tracking %n point(s)", nullptr, points));
   });
   connect(service_, &TrackerService::progress_changed, this, [this](double fraction, const QString& phase) {
-    if (service_->state() == TrackingState::tracking) status_->show_progress(fraction, phase.isEmpty() ? tr("Tracking") : phase);
+    if (service_->state() == TrackingState::tracking)
+      status_->show_progress(fraction, phase.isEmpty() ? tr("Tracking") : phase);
   });
   connect(service_, &TrackerService::tracks_applied, this, [this](int done, int total) {
     window_->statusBar()->showMessage(tr("%1 of %2 tracks done").arg(done).arg(total), kMessageMs);
@@ -200,7 +203,7 @@ void TrackingController::on_state_changed() {
   switch (state) {
     case TrackingState::idle: status_->finish(); break;
     case TrackingState::loading_model: status_->show_progress(-1.0, tr("Loading the model")); break;
-    case TrackingState::tracking: break;   // progress_changed shows the fraction
+    case TrackingState::tracking: break;  // progress_changed shows the fraction
     case TrackingState::cancelling: status_->show_progress(-1.0, tr("Cancelling")); break;
   }
 }

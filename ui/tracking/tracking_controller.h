@@ -39,10 +39,10 @@ class TrackingToolbar;
 class TrailLengthEditor;
 
 struct TrackingOptions {
-  std::unique_ptr<core::TrackerFactory> tracker_factory;   // null: no tracker in this build
-  TelemetrySourceFactory telemetry_factory;                // empty: CPU telemetry only
-  VideoOpenerFactory video_opener;                         // empty: core::open_video_file
-  core::TrackerOptions tracker;                            // initial model / device / precision
+  std::unique_ptr<core::TrackerFactory> tracker_factory;  // null: no tracker in this build
+  TelemetrySourceFactory telemetry_factory;               // empty: CPU telemetry only
+  VideoOpenerFactory video_opener;                        // empty: core::open_video_file
+  core::TrackerOptions tracker;                           // initial model / device / precision
 };
 
 class TrackingController : public QObject {
@@ -89,7 +89,7 @@ class TrackingController : public QObject {
   QWidgetAction* menu_trail_action_ = nullptr;
   TrackOverlayOptions overlay_;
   core::HostInfo host_;
-  double run_start_s_ = 0.0;   // telemetry clock at the start of the running job
+  double run_start_s_ = 0.0;  // telemetry clock at the start of the running job
   bool shut_down_ = false;
 };
 

@@ -66,8 +66,9 @@ TrackingToolbar::TrackingToolbar(QAction* track, QAction* track_selected, QActio
   addWidget(label);
   models_ = new QComboBox(this);
   models_->setObjectName("model_chooser");
-  models_->setToolTip(tr("The tracker model: the bundled default, the official LocoTrack small or base "
-                         "checkpoint from the model folder, or a weights file"));
+  models_->setToolTip(
+      tr("The tracker model: the bundled default, the official LocoTrack small or base "
+         "checkpoint from the model folder, or a weights file"));
   models_->addItem(tr("default (bundled)"), QStringLiteral("default"));
   models_->addItem(tr("small (LocoTrack-S)"), QStringLiteral("small"));
   models_->addItem(tr("base (LocoTrack-B)"), QStringLiteral("base"));
@@ -102,7 +103,7 @@ void TrackingToolbar::on_model_activated(int index) {
   if (model == kChooseFile) {
     model = QFileDialog::getOpenFileName(this, tr("Choose model weights"), QString(), tr(kWeightsFilter));
     if (model.isEmpty()) {
-      set_model(shown_model_);   // dialog cancelled: show the model that is still selected
+      set_model(shown_model_);  // dialog cancelled: show the model that is still selected
       return;
     }
   }
@@ -131,7 +132,7 @@ TrackingStatusWidget::TrackingStatusWidget(QAction* cancel, QWidget* parent) : Q
 void TrackingStatusWidget::show_progress(double fraction, const QString& phase) {
   phase_->setText(phase);
   if (fraction < 0.0) {
-    progress_->setRange(0, 0);   // busy indicator
+    progress_->setRange(0, 0);  // busy indicator
   } else {
     progress_->setRange(0, 1000);
     progress_->setValue(static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * 1000.0)));

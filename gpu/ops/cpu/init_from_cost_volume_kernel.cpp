@@ -38,9 +38,8 @@ struct PlaneBuffers {
 };
 
 template <typename Cost>
-void init_plane(const PlaneGeometry& g, const Cost* low_plane, const Cost* high_plane, const float* weight,
-                float bias, float query_frame, const float* query_xy, int64_t frame, float* point, float* stat,
-                PlaneBuffers& b) {
+void init_plane(const PlaneGeometry& g, const Cost* low_plane, const Cost* high_plane, const float* weight, float bias,
+                float query_frame, const float* query_xy, int64_t frame, float* point, float* stat, PlaneBuffers& b) {
   const int64_t low_cells = g.low_height * g.low_width;
   const int64_t cells = g.high_height * g.high_width;
   b.low.resize(static_cast<size_t>(low_cells));
@@ -89,7 +88,8 @@ void init_plane(const PlaneGeometry& g, const Cost* low_plane, const Cost* high_
         for (int64_t kx = 0; kx < 3; ++kx) {
           const int64_t xx = x + kx - 1;
           if (xx < 0 || xx >= g.high_width) continue;
-          v += weight[ky * 3 + kx] * b.up[yy * g.high_width + xx] + weight[9 + ky * 3 + kx] * b.high[yy * g.high_width + xx];
+          v += weight[ky * 3 + kx] * b.up[yy * g.high_width + xx] +
+               weight[9 + ky * 3 + kx] * b.high[yy * g.high_width + xx];
         }
       }
       const float z = kSoftmaxMultiplier * (v + bias);
@@ -144,8 +144,12 @@ void init_planes_cpu(const at::Tensor& cost_lowres, const at::Tensor& cost_hires
   TORCH_INTERNAL_ASSERT(cost_lowres.is_contiguous() && cost_hires.is_contiguous() && query_xy.is_contiguous());
   const int64_t queries = cost_hires.size(0);
   const int64_t frames = cost_hires.size(1);
-  const PlaneGeometry g{cost_lowres.size(2), cost_lowres.size(3), cost_hires.size(2), cost_hires.size(3),
-                        256.0f / static_cast<float>(cost_hires.size(3)), 256.0f / static_cast<float>(cost_hires.size(2))};
+  const PlaneGeometry g{cost_lowres.size(2),
+                        cost_lowres.size(3),
+                        cost_hires.size(2),
+                        cost_hires.size(3),
+                        256.0f / static_cast<float>(cost_hires.size(3)),
+                        256.0f / static_cast<float>(cost_hires.size(2))};
   const float* weight = conv_weight.data_ptr<float>();
   const float bias = conv_bias.data_ptr<float>()[0];
   const float* frame_data = query_frames.data_ptr<float>();
@@ -161,8 +165,8 @@ void init_planes_cpu(const at::Tensor& cost_lowres, const at::Tensor& cost_hires
       PlaneBuffers buffers;
       for (int64_t plane = begin; plane < end; ++plane) {
         const int64_t q = plane / frames;
-        init_plane(g, low + plane * low_cells, high + plane * high_cells, weight, bias, frame_data[q],
-                   xy_data + q * 2, plane % frames, point_data + plane * 2, stat_data + plane * 6, buffers);
+        init_plane(g, low + plane * low_cells, high + plane * high_cells, weight, bias, frame_data[q], xy_data + q * 2,
+                   plane % frames, point_data + plane * 2, stat_data + plane * 6, buffers);
       }
     });
   });

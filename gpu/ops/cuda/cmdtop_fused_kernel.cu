@@ -89,7 +89,7 @@ struct SmallConfig {
   using T0 = Tiling<L0, pairs, 8, 4, 4>;
   using T1 = Tiling<L1, pairs, 4, 4, 8>;
   static constexpr int layers = 2;
-  static constexpr int buffer_a = max_of(samples * kCorrSharedStride, pairs * L1::positions * L1::out_channels);
+  static constexpr int buffer_a = max_of(samples * kCorrSharedStride, pairs* L1::positions* L1::out_channels);
   static constexpr int buffer_b = pairs * L0::positions * L0::out_channels;
   static constexpr int max_rows = max_of(T0::rows, T1::rows);
   static constexpr int max_n = max_of(T0::n, T1::n);
@@ -106,8 +106,9 @@ struct BaseConfig {
   using T1 = Tiling<L1, pairs, 4, 8, 4>;
   using T2 = Tiling<L2, pairs, 2, 4, 8>;
   static constexpr int layers = 3;
-  static constexpr int buffer_a = max_of(samples * kCorrSharedStride, pairs * L1::positions * L1::out_channels);
-  static constexpr int buffer_b = max_of(pairs * L0::positions * L0::out_channels, pairs * L2::positions * L2::out_channels);
+  static constexpr int buffer_a = max_of(samples * kCorrSharedStride, pairs* L1::positions* L1::out_channels);
+  static constexpr int buffer_b =
+      max_of(pairs * L0::positions * L0::out_channels, pairs* L2::positions* L2::out_channels);
   static constexpr int max_rows = max_of(max_of(T0::rows, T1::rows), T2::rows);
   static constexpr int max_n = max_of(max_of(T0::n, T1::n), T2::n);
   static constexpr int last_channels = L2::out_channels;
@@ -219,7 +220,8 @@ __device__ __forceinline__ void gather_a(const float* __restrict__ input, const 
 }
 
 template <class T>
-__device__ __forceinline__ void load_b(const float* __restrict__ weight, int chunk, float4 (&b)[kChunk * T::n / (4 * kThreads)]) {
+__device__ __forceinline__ void load_b(const float* __restrict__ weight, int chunk,
+                                       float4 (&b)[kChunk * T::n / (4 * kThreads)]) {
   constexpr int per_thread = kChunk * T::n / (4 * kThreads);
   const float4* source = reinterpret_cast<const float4*>(weight + static_cast<int64_t>(chunk) * kChunk * T::n);
 #pragma unroll
@@ -236,13 +238,17 @@ __device__ __forceinline__ void store_b(const float4 (&b)[kChunk * T::n / (4 * k
 // Row index of element r of this thread's tile (rg = row group).
 template <class T>
 __device__ __forceinline__ int tile_row(int rg, int r) {
-  if constexpr (T::tile_rows == 8) return r < 4 ? rg * 4 + r : T::rows / 2 + rg * 4 + (r - 4);
-  else return rg * T::tile_rows + r;
+  if constexpr (T::tile_rows == 8)
+    return r < 4 ? rg * 4 + r : T::rows / 2 + rg * 4 + (r - 4);
+  else
+    return rg * T::tile_rows + r;
 }
 template <class T>
 __device__ __forceinline__ int tile_column(int cg, int c) {
-  if constexpr (T::tile_columns == 8) return c < 4 ? cg * 4 + c : T::n / 2 + cg * 4 + (c - 4);
-  else return cg * 4 + c;
+  if constexpr (T::tile_columns == 8)
+    return c < 4 ? cg * 4 + c : T::n / 2 + cg * 4 + (c - 4);
+  else
+    return cg * 4 + c;
 }
 
 template <class T>
@@ -250,14 +256,24 @@ __device__ __forceinline__ void load_a_fragment(const float* __restrict__ row, i
   if constexpr (T::tile_rows == 8) {
     const float4 lo = *reinterpret_cast<const float4*>(row + rg * 4);
     const float4 hi = *reinterpret_cast<const float4*>(row + T::rows / 2 + rg * 4);
-    a[0] = lo.x; a[1] = lo.y; a[2] = lo.z; a[3] = lo.w;
-    a[4] = hi.x; a[5] = hi.y; a[6] = hi.z; a[7] = hi.w;
+    a[0] = lo.x;
+    a[1] = lo.y;
+    a[2] = lo.z;
+    a[3] = lo.w;
+    a[4] = hi.x;
+    a[5] = hi.y;
+    a[6] = hi.z;
+    a[7] = hi.w;
   } else if constexpr (T::tile_rows == 4) {
     const float4 v = *reinterpret_cast<const float4*>(row + rg * 4);
-    a[0] = v.x; a[1] = v.y; a[2] = v.z; a[3] = v.w;
+    a[0] = v.x;
+    a[1] = v.y;
+    a[2] = v.z;
+    a[3] = v.w;
   } else if constexpr (T::tile_rows == 2) {
     const float2 v = *reinterpret_cast<const float2*>(row + rg * 2);
-    a[0] = v.x; a[1] = v.y;
+    a[0] = v.x;
+    a[1] = v.y;
   } else {
     a[0] = row[rg];
   }
@@ -266,10 +282,16 @@ __device__ __forceinline__ void load_a_fragment(const float* __restrict__ row, i
 template <class T>
 __device__ __forceinline__ void load_b_fragment(const float* __restrict__ row, int cg, float (&b)[T::tile_columns]) {
   const float4 lo = *reinterpret_cast<const float4*>(row + cg * 4);
-  b[0] = lo.x; b[1] = lo.y; b[2] = lo.z; b[3] = lo.w;
+  b[0] = lo.x;
+  b[1] = lo.y;
+  b[2] = lo.z;
+  b[3] = lo.w;
   if constexpr (T::tile_columns == 8) {
     const float4 hi = *reinterpret_cast<const float4*>(row + T::n / 2 + cg * 4);
-    b[4] = hi.x; b[5] = hi.y; b[6] = hi.z; b[7] = hi.w;
+    b[4] = hi.x;
+    b[5] = hi.y;
+    b[6] = hi.z;
+    b[7] = hi.w;
   }
 }
 
@@ -462,12 +484,14 @@ cudaError_t launch_cmdtop_fused(CmdTopFusedShape shape, const float* corr, int64
   LayerParams params;
   for (int i = 0; i < layer_count; ++i) {
     params.layer[i] = layers[i];
-    if (reinterpret_cast<uintptr_t>(layers[i].weight) % 16 != 0 || reinterpret_cast<uintptr_t>(layers[i].bias) % 16 != 0) {
+    if (reinterpret_cast<uintptr_t>(layers[i].weight) % 16 != 0 ||
+        reinterpret_cast<uintptr_t>(layers[i].bias) % 16 != 0) {
       return cudaErrorInvalidValue;
     }
   }
-  return shape == CmdTopFusedShape::base ? launch_typed<BaseConfig>(corr, samples, row_stride, params, eps, out, stream)
-                                         : launch_typed<SmallConfig>(corr, samples, row_stride, params, eps, out, stream);
+  return shape == CmdTopFusedShape::base
+             ? launch_typed<BaseConfig>(corr, samples, row_stride, params, eps, out, stream)
+             : launch_typed<SmallConfig>(corr, samples, row_stride, params, eps, out, stream);
 }
 
 }  // namespace trackscope::gpu::ops::cuda

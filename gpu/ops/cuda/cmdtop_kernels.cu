@@ -111,8 +111,8 @@ cudaError_t launch_norm_typed(void* x, int64_t rows, int64_t positions, int64_t 
   const int64_t blocks = (warps + kNormThreads / 32 - 1) / (kNormThreads / 32);
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
   bias_group_norm_relu_kernel<T><<<static_cast<unsigned>(blocks), kNormThreads, 0, stream>>>(
-      static_cast<T*>(x), rows, static_cast<int>(positions), static_cast<int>(channels), static_cast<int>(groups),
-      bias, gamma, beta, eps);
+      static_cast<T*>(x), rows, static_cast<int>(positions), static_cast<int>(channels), static_cast<int>(groups), bias,
+      gamma, beta, eps);
   return cudaGetLastError();
 }
 

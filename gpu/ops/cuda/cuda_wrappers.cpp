@@ -19,14 +19,10 @@ namespace {
 
 cuda::ElementType element_type(at::ScalarType t, const char* op) {
   switch (t) {
-    case at::kFloat:
-      return cuda::ElementType::float32;
-    case at::kBFloat16:
-      return cuda::ElementType::bfloat16;
-    case at::kHalf:
-      return cuda::ElementType::float16;
-    default:
-      TORCH_CHECK(false, op, ": unsupported dtype ", t, " (float32, bfloat16 or float16)");
+    case at::kFloat: return cuda::ElementType::float32;
+    case at::kBFloat16: return cuda::ElementType::bfloat16;
+    case at::kHalf: return cuda::ElementType::float16;
+    default: TORCH_CHECK(false, op, ": unsupported dtype ", t, " (float32, bfloat16 or float16)");
   }
   return cuda::ElementType::float32;
 }
@@ -75,22 +71,23 @@ void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, con
   const int capability = properties->major * 10 + properties->minor;
   if ((kernel == CorrKernel::automatic || kernel == CorrKernel::tensor_cores) &&
       cuda::local_corr4d_mma_eligible(shape, type, features.data_ptr(), supports.data_ptr(), capability)) {
-    check_launch(cuda::launch_local_corr4d_mma(shape, type, features.data_ptr(), points.data_ptr<float>(),
-                                               supports.data_ptr(), corr.data_ptr(), out_type, current_stream(features)),
-                 "local_corr4d (tensor cores)");
+    check_launch(
+        cuda::launch_local_corr4d_mma(shape, type, features.data_ptr(), points.data_ptr<float>(), supports.data_ptr(),
+                                      corr.data_ptr(), out_type, current_stream(features)),
+        "local_corr4d (tensor cores)");
     return;
   }
   if ((kernel == CorrKernel::automatic || kernel == CorrKernel::pipelined) && out_type == cuda::ElementType::float32 &&
       cuda::local_corr4d_pipelined_eligible(shape, type, features.data_ptr(), supports.data_ptr(), capability,
                                             static_cast<int64_t>(properties->sharedMemPerBlockOptin))) {
-    check_launch(cuda::launch_local_corr4d_pipelined(shape, features.data_ptr<float>(), points.data_ptr<float>(),
-                                                     supports.data_ptr<float>(), corr.data_ptr(),
-                                                     current_stream(features)),
-                 "local_corr4d (pipelined)");
+    check_launch(
+        cuda::launch_local_corr4d_pipelined(shape, features.data_ptr<float>(), points.data_ptr<float>(),
+                                            supports.data_ptr<float>(), corr.data_ptr(), current_stream(features)),
+        "local_corr4d (pipelined)");
     return;
   }
-  check_launch(cuda::launch_local_corr4d(shape, type, features.data_ptr(), points.data_ptr<float>(), supports.data_ptr(),
-                                         corr.data_ptr(), out_type, current_stream(features)),
+  check_launch(cuda::launch_local_corr4d(shape, type, features.data_ptr(), points.data_ptr<float>(),
+                                         supports.data_ptr(), corr.data_ptr(), out_type, current_stream(features)),
                "local_corr4d");
 }
 
@@ -127,15 +124,15 @@ void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::T
   TORCH_CHECK(input.dim() == 2 && input.stride(1) == 1 && output.is_contiguous() && index.scalar_type() == at::kInt &&
                   index.is_contiguous() && index.device() == input.device() && output.device() == input.device(),
               "cmdtop_fast: internal layout error in gather_columns");
-  check_launch(cuda::launch_gather_columns(input.data_ptr(), element_type(input.scalar_type(), "cmdtop_fast"),
-                                           input.size(0), input.stride(0), index.data_ptr<int32_t>(), index.size(0),
-                                           output.data_ptr(), element_type(output.scalar_type(), "cmdtop_fast"),
-                                           current_stream(input)),
-               "cmdtop_fast (gather_columns)");
+  check_launch(
+      cuda::launch_gather_columns(input.data_ptr(), element_type(input.scalar_type(), "cmdtop_fast"), input.size(0),
+                                  input.stride(0), index.data_ptr<int32_t>(), index.size(0), output.data_ptr(),
+                                  element_type(output.scalar_type(), "cmdtop_fast"), current_stream(input)),
+      "cmdtop_fast (gather_columns)");
 }
 
-void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma,
-                               const at::Tensor& beta, int64_t groups, double eps) {
+void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma, const at::Tensor& beta,
+                               int64_t groups, double eps) {
   const c10::cuda::CUDAGuard guard(x.device());
   TORCH_CHECK(x.dim() == 3 && x.is_contiguous() && x.size(2) % groups == 0 && bias.is_contiguous() &&
                   gamma.is_contiguous() && beta.is_contiguous() && bias.scalar_type() == at::kFloat &&
@@ -143,17 +140,17 @@ void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::
               "cmdtop_fast: internal layout error in bias_group_norm_relu");
   TORCH_CHECK(x.size(1) * x.size(2) < std::numeric_limits<int32_t>::max(),
               "cmdtop_fast: group-norm row too large: ", x.sizes());
-  check_launch(cuda::launch_bias_group_norm_relu(x.data_ptr(), element_type(x.scalar_type(), "cmdtop_fast"), x.size(0),
-                                                 x.size(1), x.size(2), groups, bias.data_ptr<float>(),
-                                                 gamma.data_ptr<float>(), beta.data_ptr<float>(),
-                                                 static_cast<float>(eps), current_stream(x)),
-               "cmdtop_fast (bias_group_norm_relu)");
+  check_launch(
+      cuda::launch_bias_group_norm_relu(x.data_ptr(), element_type(x.scalar_type(), "cmdtop_fast"), x.size(0),
+                                        x.size(1), x.size(2), groups, bias.data_ptr<float>(), gamma.data_ptr<float>(),
+                                        beta.data_ptr<float>(), static_cast<float>(eps), current_stream(x)),
+      "cmdtop_fast (bias_group_norm_relu)");
 }
 
 bool cmdtop_fused_eligible_cuda(c10::Device device, bool base) {
   if (!device.is_cuda()) return false;
-  const cudaDeviceProp* properties = at::cuda::getDeviceProperties(device.index() < 0 ? c10::cuda::current_device()
-                                                                                      : device.index());
+  const cudaDeviceProp* properties =
+      at::cuda::getDeviceProperties(device.index() < 0 ? c10::cuda::current_device() : device.index());
   const auto shape = base ? cuda::CmdTopFusedShape::base : cuda::CmdTopFusedShape::small;
   return static_cast<int64_t>(properties->sharedMemPerBlockOptin) >= cuda::cmdtop_fused_shared_bytes(shape);
 }
@@ -196,8 +193,8 @@ bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, cons
                              at::Tensor& y) {
   const c10::cuda::CUDAGuard guard(x.device());
   TORCH_CHECK(x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) &&
-                  y.is_contiguous(at::MemoryFormat::ChannelsLast) && y.sizes() == x.sizes() &&
-                  weight.is_contiguous() && bias.is_contiguous() && weight.scalar_type() == bias.scalar_type(),
+                  y.is_contiguous(at::MemoryFormat::ChannelsLast) && y.sizes() == x.sizes() && weight.is_contiguous() &&
+                  bias.is_contiguous() && weight.scalar_type() == bias.scalar_type(),
               "instance_norm_relu: internal layout error");
   cuda::InstanceNormShape shape;
   shape.samples = x.size(0);

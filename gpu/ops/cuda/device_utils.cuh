@@ -17,11 +17,17 @@ __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 template <typename T>
 __device__ __forceinline__ T from_float(float v);
 template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16(v);
+}
 template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half(v); }
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half(v);
+}
 
 /// Where the 7x7 bilinear samples around a point (x, y) in grid cells fall: grid_sample with align_corners=False
 /// reads continuous v at index v - 0.5, so all 49 samples share the fractions (fx, fy) and their corners form the

@@ -209,8 +209,8 @@ cudaError_t launch_typed(const InitShape& s, const void* cost_low, const void* c
   if (blocks > 0x7fffffffLL || s.high_height * s.high_width > kInitMaxHighCells) return cudaErrorInvalidConfiguration;
   const auto shared = static_cast<size_t>(init_shared_bytes(s));
   if (shared > 48 * 1024) {
-    const cudaError_t error = cudaFuncSetAttribute(init_kernel<Cost>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                   static_cast<int>(shared));
+    const cudaError_t error =
+        cudaFuncSetAttribute(init_kernel<Cost>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
     if (error != cudaSuccess) return error;
   }
   init_kernel<Cost><<<static_cast<unsigned>(blocks), kThreads, shared, stream>>>(
@@ -222,15 +222,14 @@ cudaError_t launch_typed(const InitShape& s, const void* cost_low, const void* c
 }  // namespace
 
 int64_t init_shared_bytes(const InitShape& shape) {
-  return static_cast<int64_t>(sizeof(float)) *
-         (static_cast<int64_t>(shape.low_height) * shape.low_width +
-          2 * static_cast<int64_t>(shape.high_height) * shape.high_width);
+  return static_cast<int64_t>(sizeof(float)) * (static_cast<int64_t>(shape.low_height) * shape.low_width +
+                                                2 * static_cast<int64_t>(shape.high_height) * shape.high_width);
 }
 
 cudaError_t launch_init_from_cost_volume(const InitShape& shape, ElementType cost_type, const void* cost_low,
                                          const void* cost_high, const float* conv_weight, const float* conv_bias,
-                                         const float* query_frames, const float* query_xy, float* points,
-                                         float* stats, cudaStream_t stream) {
+                                         const float* query_frames, const float* query_xy, float* points, float* stats,
+                                         cudaStream_t stream) {
   switch (cost_type) {
     case ElementType::float32:
       return launch_typed<float>(shape, cost_low, cost_high, conv_weight, conv_bias, query_frames, query_xy, points,

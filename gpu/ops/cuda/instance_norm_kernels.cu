@@ -147,7 +147,7 @@ cudaError_t launch_typed(const InstanceNormShape& s, const void* x, const void* 
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(s.samples),
                   static_cast<unsigned>(s.channels / tile));
   partial_moments_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(x), s.positions, s.channels,
-                                                            positions_per_split, static_cast<int>(splits), partial);
+                                                           positions_per_split, static_cast<int>(splits), partial);
   cudaError_t error = cudaGetLastError();
   if (error != cudaSuccess) return error;
   const int64_t pairs = s.samples * s.channels;
@@ -164,16 +164,14 @@ cudaError_t launch_typed(const InstanceNormShape& s, const void* x, const void* 
 }
 
 template <typename T>
-cudaError_t launch_with_weights(const InstanceNormShape& s, ElementType weight_type, const void* x,
-                                const void* weight, const void* bias, float eps, float2* partial,
-                                float2* scale_shift, void* y, cudaStream_t stream) {
+cudaError_t launch_with_weights(const InstanceNormShape& s, ElementType weight_type, const void* x, const void* weight,
+                                const void* bias, float eps, float2* partial, float2* scale_shift, void* y,
+                                cudaStream_t stream) {
   switch (weight_type) {
-    case ElementType::float32:
-      return launch_typed<T, float>(s, x, weight, bias, eps, partial, scale_shift, y, stream);
+    case ElementType::float32: return launch_typed<T, float>(s, x, weight, bias, eps, partial, scale_shift, y, stream);
     case ElementType::bfloat16:
       return launch_typed<T, __nv_bfloat16>(s, x, weight, bias, eps, partial, scale_shift, y, stream);
-    case ElementType::float16:
-      return launch_typed<T, __half>(s, x, weight, bias, eps, partial, scale_shift, y, stream);
+    case ElementType::float16: return launch_typed<T, __half>(s, x, weight, bias, eps, partial, scale_shift, y, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -66,15 +66,15 @@ struct InitShape {
   int low_width = 0;
   int high_height = 0;
   int high_width = 0;
-  float output_scale_x = 4.0f;   // 256 / high_width
-  float output_scale_y = 4.0f;   // 256 / high_height
+  float output_scale_x = 4.0f;  // 256 / high_width
+  float output_scale_y = 4.0f;  // 256 / high_height
 };
 /// Dynamic shared memory the init kernel needs for this shape (the wrapper checks it against the device).
 int64_t init_shared_bytes(const InitShape& shape);
 cudaError_t launch_init_from_cost_volume(const InitShape& shape, ElementType cost_type, const void* cost_low,
                                          const void* cost_high, const float* conv_weight, const float* conv_bias,
-                                         const float* query_frames, const float* query_xy, float* points,
-                                         float* stats, cudaStream_t stream);
+                                         const float* query_frames, const float* query_xy, float* points, float* stats,
+                                         cudaStream_t stream);
 
 // -- CMDTop building blocks ---------------------------------------------------------------------------------
 // output[r, j] = index[j] >= 0 ? input[r * input_row_stride + index[j]] : 0, converted to output_type.

@@ -125,13 +125,15 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int r = 0; r <= kSide; ++r) {
         float row[kSide + 1];
 #pragma unroll
-        for (int x = 0; x <= kSide; ++x) row[x] = fetch_cell(base, height, width, stride_row, stride_column, top + r, left + x);
+        for (int x = 0; x <= kSide; ++x)
+          row[x] = fetch_cell(base, height, width, stride_row, stride_column, top + r, left + x);
         float current[kSide];
 #pragma unroll
         for (int w = 0; w < kSide; ++w) current[w] = (1.0f - fx) * row[w] + fx * row[w + 1];
         if (r > 0) {
 #pragma unroll
-          for (int w = 0; w < kSide; ++w) destination[(r - 1) * kSide + w] = (1.0f - fy) * previous[w] + fy * current[w];
+          for (int w = 0; w < kSide; ++w)
+            destination[(r - 1) * kSide + w] = (1.0f - fy) * previous[w] + fy * current[w];
         }
 #pragma unroll
         for (int w = 0; w < kSide; ++w) previous[w] = current[w];
@@ -198,8 +200,7 @@ cudaError_t launch_local_corr4d(const LocalCorr4dShape& shape, ElementType eleme
   if (corr_type != ElementType::float32 && corr_type != element_type) return cudaErrorInvalidValue;
   const bool float_output = corr_type == ElementType::float32;
   switch (element_type) {
-    case ElementType::float32:
-      return launch_typed<float, float>(shape, features, points, supports, corr, stream);
+    case ElementType::float32: return launch_typed<float, float>(shape, features, points, supports, corr, stream);
     case ElementType::bfloat16:
       return launch_with_output<__nv_bfloat16>(shape, features, points, supports, corr, float_output, stream);
     case ElementType::float16:

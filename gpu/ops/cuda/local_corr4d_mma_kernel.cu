@@ -34,11 +34,11 @@ namespace {
 constexpr int kSide = 7;
 constexpr int kTaps = 49;
 constexpr int kRadius = 3;
-constexpr int kWindow = 8;                  // 8x8 cells
-constexpr int kCells = kWindow * kWindow;   // 64 = GEMM M
-constexpr int kSupportsPadded = 64;         // GEMM N
-constexpr int kChunk = 64;                  // channels per stage = GEMM K per stage
-constexpr int kLead = kChunk + 8;           // bf16/fp16 row pitch in shared memory (breaks bank conflicts)
+constexpr int kWindow = 8;                 // 8x8 cells
+constexpr int kCells = kWindow * kWindow;  // 64 = GEMM M
+constexpr int kSupportsPadded = 64;        // GEMM N
+constexpr int kChunk = 64;                 // channels per stage = GEMM K per stage
+constexpr int kLead = kChunk + 8;          // bf16/fp16 row pitch in shared memory (breaks bank conflicts)
 constexpr int kProductLead = kSupportsPadded + 4;
 constexpr int kFrames = 2;
 constexpr int kWarpsPerFrame = 2;
@@ -61,7 +61,8 @@ union SharedTiles {
 template <typename Element>
 constexpr bool kArchSupported =
 #if defined(__CUDA_ARCH__)
-    (sizeof(Element) == 2) && (__CUDA_ARCH__ >= 800 || (__CUDA_ARCH__ >= 700 && !std::is_same_v<Element, __nv_bfloat16>));
+    (sizeof(Element) == 2) &&
+    (__CUDA_ARCH__ >= 800 || (__CUDA_ARCH__ >= 700 && !std::is_same_v<Element, __nv_bfloat16>));
 #else
     true;
 #endif
@@ -106,7 +107,7 @@ __global__ void __launch_bounds__(kThreads)
 
     const int height = static_cast<int>(s.height), width = static_cast<int>(s.width);
     const Element* support_base = supports + query * kTaps * s.channels;
-    constexpr int kVector = 8;                       // elements per 16-byte load
+    constexpr int kVector = 8;                        // elements per 16-byte load
     constexpr int kVectorsPerRow = kChunk / kVector;  // 8
     for (int64_t c0 = 0; c0 < s.channels; c0 += kChunk) {
       // Supports [64 (49 + zero rows)][64 channels].
@@ -153,8 +154,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int m = 0; m < 2; ++m) {
 #pragma unroll
       for (int n = 0; n < 4; ++n) {
-        wmma::store_matrix_sync(&tiles.products.p[frame_slot][(row_half * 2 + m) * 16][n * 16], acc[m][n],
-                                kProductLead, wmma::mem_row_major);
+        wmma::store_matrix_sync(&tiles.products.p[frame_slot][(row_half * 2 + m) * 16][n * 16], acc[m][n], kProductLead,
+                                wmma::mem_row_major);
       }
     }
     __syncthreads();
@@ -219,8 +220,7 @@ cudaError_t launch_local_corr4d_mma(const LocalCorr4dShape& shape, ElementType e
       return launch_with_output<__nv_bfloat16>(shape, features, points, supports, corr, float_output, stream);
     case ElementType::float16:
       return launch_with_output<__half>(shape, features, points, supports, corr, float_output, stream);
-    case ElementType::float32:
-      break;
+    case ElementType::float32: break;
   }
   return cudaErrorInvalidValue;
 }

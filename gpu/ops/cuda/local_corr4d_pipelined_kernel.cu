@@ -211,9 +211,9 @@ cudaError_t launch_local_corr4d_pipelined(const LocalCorr4dShape& s, const float
   const int64_t blocks = s.queries * ((s.frames + kFrames - 1) / kFrames);
   if (blocks == 0) return cudaSuccess;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-  const cudaError_t error = cudaFuncSetAttribute(local_corr4d_pipelined_kernel<float>,
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 static_cast<int>(kSharedBytes));
+  const cudaError_t error =
+      cudaFuncSetAttribute(local_corr4d_pipelined_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(kSharedBytes));
   if (error != cudaSuccess) return error;
   local_corr4d_pipelined_kernel<float><<<static_cast<unsigned>(blocks), kThreads, kSharedBytes, stream>>>(
       s, features, points, supports, static_cast<float*>(corr));
