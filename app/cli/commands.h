@@ -24,6 +24,7 @@ void add_frames_command(CLI::App& app, CliContext& context);
 void add_bench_video_command(CLI::App& app, CliContext& context);
 void add_track_command(CLI::App& app, CliContext& context);
 void add_eval_command(CLI::App& app, CliContext& context);   // cmd_eval.cpp
+void add_batch_command(CLI::App& app, CliContext& context);  // cmd_batch.cpp
 /// `command_line` is recorded in the bench JSON.
 void add_bench_command(CLI::App& app, CliContext& context, std::string command_line);
 

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   app::add_bench_video_command(app, context);
   app::add_track_command(app, context);
   app::add_eval_command(app, context);
+  app::add_batch_command(app, context);
   std::string command_line = "trackscope-cli";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
   app::add_bench_command(app, context, command_line);
