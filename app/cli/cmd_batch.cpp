@@ -4,6 +4,7 @@
 // Exit codes: 0 every clip ok, 1 a clip failed or was not run (the others are done; see the summary), 2 bad
 // arguments.
 #include <sched.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -72,7 +73,7 @@ int available_cpus() {
 // Prints each finished clip as a line and the overall progress bar with the ETA.
 class BatchPrinter final : public core::BatchObserver {
  public:
-  explicit BatchPrinter(bool quiet) : bar_(!quiet, "batch") {}
+  explicit BatchPrinter(bool quiet) : bar_(!quiet, "batch"), terminal_(isatty(fileno(stderr)) == 1) {}
 
   void on_progress(const core::BatchProgress& p) override { bar_.show(p.fraction, phase(p)); }
 
@@ -88,8 +89,9 @@ class BatchPrinter final : public core::BatchObserver {
     } else {
       line = fmt::format("{}: FAILED (line {}): {}", r.id, r.line, r.error);
     }
-    std::fprintf(stderr, "\r[%lld/%lld] %s%*s\n", static_cast<long long>(p.done), static_cast<long long>(p.clips),
-                 line.c_str(), 8, "");
+    // On a terminal the line replaces the progress bar, which is drawn again below it.
+    std::fprintf(stderr, "%s[%lld/%lld] %s%s\n", terminal_ ? "\r" : "", static_cast<long long>(p.done),
+                 static_cast<long long>(p.clips), line.c_str(), terminal_ ? "        " : "");
     bar_.show(p.fraction, phase(p));
   }
 
@@ -99,6 +101,7 @@ class BatchPrinter final : public core::BatchObserver {
                        core::format_duration(p.eta_seconds));
   }
   core::ProgressBar bar_;
+  bool terminal_;
 };
 
 // "K/N" of --shard.
@@ -326,7 +329,7 @@ void add_batch_command(CLI::App& app, CliContext& context) {
   command->add_flag("--no-backup", args->no_backup, "never run a slow clip on an idle worker too");
   command->add_option("--shard", args->shard, "run only shard K of N (K/N; Slurm array tasks use it)");
   command->add_flag("--collect", args->collect, "gather the records in --out DIR into summary.json and summary.csv");
-  command->add_flag("-q,--quiet", args->quiet, "no progress bar and no per-clip lines");
+  command->add_flag("-q,--quiet", args->quiet, "no progress bar (the per-clip lines stay)");
   command->add_flag("--slurm", args->slurm, "submit a Slurm job array (one task per shard) instead of running here");
   command->add_flag("--no-wait", args->no_wait, "Slurm: return once submitted (then: batch --collect DIR)");
   command->add_option("--tasks", args->tasks, "Slurm: array tasks, i.e. shards (default: one per clip)")

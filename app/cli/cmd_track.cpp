@@ -89,10 +89,11 @@ int run_track(const TrackArguments& args) {
   getrusage(RUSAGE_SELF, &usage);
   const double device_peak_mib = static_cast<double>(gpu::peak_device_memory_bytes(description.device.id)) / (1 << 20);
   std::fprintf(
-      stderr, "tracked %zu points over %lld frames in %.2f s on %s (%s, %s); peak host RSS %.0f MiB%s; wrote %s\n",
+      stderr,
+      "tracked %zu points over %lld frames in %.2f s on %s (%s from %s, %s); peak host RSS %.0f MiB%s; wrote %s\n",
       result->tracks.tracks.size(), static_cast<long long>(result->tracks.frame_count), result->track_seconds,
-      description.device.id.c_str(), description.model_name.c_str(), core::to_string(description.precision),
-      static_cast<double>(usage.ru_maxrss) / 1024.0,
+      description.device.id.c_str(), description.model_name.c_str(), description.weights_path.c_str(),
+      core::to_string(description.precision), static_cast<double>(usage.ru_maxrss) / 1024.0,
       description.device.is_cuda() ? fmt::format(", peak device memory {:.0f} MiB", device_peak_mib).c_str() : "",
       args.out.c_str());
   return 0;
