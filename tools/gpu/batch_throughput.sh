@@ -3,7 +3,8 @@
 # 16x16 grid, PRECISION) tracked by `trackscope-cli batch` with the GPU alone and with the GPU and a CPU worker
 # together, then the GPU + CPU batch again with two deliberately corrupt copies of a clip added (one truncated,
 # one with bytes flipped in the middle; made here with dd and python: the GPU machine has no ffmpeg CLI).
-# Writes OUT/batch.txt (the report) and OUT/batch.tar.gz (every summary.json/.csv and the job lists).
+# The corrupt copies: the first 4 KiB zeroed (the container header is gone), the second half cut off, 64 KiB
+# inverted at 40% of the file. Writes OUT/batch.txt (the report) and OUT/batch.tar.gz (every summary.json/.csv and the job lists).
 #   bash tools/gpu/batch_throughput.sh OUT [CLI]       REPEATS (4), PRECISION (fp16), GRID (16x16) may be set;
 #   GPU (cuda:0) and END_FRAME (frames per clip, default all) let it run elsewhere (GPU=cpu END_FRAME=4 as a smoke test).
 # Meant for tools/gpu/check.sh --run "bash tools/gpu/batch_throughput.sh \$OUT"; needs the clips carried by
@@ -60,7 +61,7 @@ for c in ok:
     d = m[c["id"]]["device"]
     by_device[d] = by_device.get(d, 0) + 1
 print(f"{name:<22} devices {devices:<14} exit {rc}: {len(ok)}/{len(s['clips'])} clips ok in {seconds:.0f} s wall: "
-      f"{len(ok) / seconds:.2f} clips/s, {frames / seconds:.0f} frames/s, {point_frames / seconds / 1e3:.1f} k point-frames/s; "
+      f"{len(ok) / seconds:.2f} clips/s, {frames / seconds:.1f} frames/s, {point_frames / seconds / 1e3:.2f} k point-frames/s; "
       f"clips per device {by_device}; backups {sum(1 for c in ok if m[c['id']]['attempts'] > 1)}")
 for c in s["clips"]:
     if c["status"] != "ok":
@@ -75,7 +76,9 @@ run gpu_cpu "$GPU,cpu"
 run gpu_cpu_no_backup "$GPU,cpu" "$JOBS" --no-backup
 
 say ""
-say "-- a deliberately corrupt clip in the batch: a truncated copy and a copy with 64 KiB flipped at 40%"
+say "-- deliberately corrupt clips in the batch: header zeroed, second half cut off, 64 KiB inverted at 40%"
+cp "$TESTDATA/pips2_camel.mp4" "$WORK/camel_header.mp4"
+dd if=/dev/zero of="$WORK/camel_header.mp4" bs=4096 count=1 conv=notrunc status=none
 cp "$TESTDATA/pips2_camel.mp4" "$WORK/camel_truncated.mp4"
 size=$(stat -c %s "$WORK/camel_truncated.mp4")
 truncate -s $((size / 2)) "$WORK/camel_truncated.mp4"
@@ -92,12 +95,22 @@ PYEOF
 CORRUPT=$WORK/jobs_corrupt.jsonl
 {
   head -n 4 "$JOBS"
+  echo "{\"id\": \"camel-header\", \"video\": \"$WORK/camel_header.mp4\", \"queries\": \"grid:$GRID@frame0\", \"precision\": \"$PRECISION\"$END}"
   echo "{\"id\": \"camel-truncated\", \"video\": \"$WORK/camel_truncated.mp4\", \"queries\": \"grid:$GRID@frame0\", \"precision\": \"$PRECISION\"$END}"
   echo "{\"id\": \"camel-flipped\", \"video\": \"$WORK/camel_flipped.mp4\", \"queries\": \"grid:$GRID@frame0\", \"precision\": \"$PRECISION\"$END}"
   sed -n '5,8p' "$JOBS"
 } > "$CORRUPT"
 run corrupt "$GPU,cpu" "$CORRUPT"
-grep -E "camel-(truncated|flipped)" "$WORK/corrupt.log" | sed 's/^/    log: /' | tee -a "$REPORT"
+python3 - "$WORK/corrupt/summary.json" <<'PYEOF' | tee -a "$REPORT"
+import json, sys
+s = json.load(open(sys.argv[1]))
+m = {x["id"]: x for x in s["measurements"]}
+for c in s["clips"]:
+    if c["id"].startswith("camel-"):
+        where = f" on {m[c['id']]['device']}" if c["id"] in m else ""
+        print(f"    {c['id']:<16} {c['status']:<7} frames {c['frames']:>4}{where}  {c['error'] or ''}")
+print(f"    the others: {sum(1 for c in s['clips'] if not c['id'].startswith('camel-') and c['status'] == 'ok')} ok")
+PYEOF
 if [ -f "$WORK/corrupt/camel-flipped/camel-flipped.csv" ]; then
   python3 - "$WORK/corrupt/camel-flipped/camel-flipped.csv" "$WORK/gpu/pips2_camel-1/pips2_camel-1.csv" <<'PYEOF' | tee -a "$REPORT"
 # The flipped copy decoded (H.264 conceals damaged slices): how far its tracks are from the intact clip's.
