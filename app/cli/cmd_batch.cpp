@@ -42,7 +42,7 @@ struct BatchArguments {
   int max_models = 2;
   bool no_resume = false;
   bool no_backup = false;
-  std::string shard;
+  std::vector<int> shard;  // K, N
   bool collect = false;
   bool quiet = false;
   // Slurm
@@ -62,6 +62,8 @@ int fail(const core::Status& status) {
   std::fprintf(stderr, "trackscope-cli batch: %s\n", status.message().c_str());
   return status.code() == core::StatusCode::invalid_argument ? 2 : 1;
 }
+
+constexpr int kCpuChunkBesideGpu = 32;
 
 int available_cpus() {
   cpu_set_t set;
@@ -83,7 +85,7 @@ class BatchPrinter final : public core::BatchObserver {
       line = fmt::format("{}: done before, outputs kept", r.id);
     } else if (r.status == "ok") {
       const core::ClipMeasurements& m = *r.measurements;
-      line = fmt::format("{}: ok on {} (worker {}), {} points x {} frames in {:.1f} s, {:.1f} points/s{}", r.id,
+      line = fmt::format("{}: ok on {} (worker {}), {} points x {} frames in {:.1f} s, {:.3g} points/s{}", r.id,
                          m.device, m.worker, r.points, r.frames, m.track_seconds, m.points_per_second,
                          m.attempts > 1 ? fmt::format(", {} attempts", m.attempts) : "");
     } else {
@@ -103,21 +105,6 @@ class BatchPrinter final : public core::BatchObserver {
   core::ProgressBar bar_;
   bool terminal_;
 };
-
-// "K/N" of --shard.
-core::Status parse_shard(const std::string& text, core::BatchOptions& options) {
-  const size_t slash = text.find('/');
-  try {
-    if (slash == std::string::npos) throw std::invalid_argument(text);
-    size_t used_index = 0, used_count = 0;
-    options.shard_index = std::stoi(text.substr(0, slash), &used_index);
-    options.shard_count = std::stoi(text.substr(slash + 1), &used_count);
-    if (used_index != slash || used_count != text.size() - slash - 1) throw std::invalid_argument(text);
-  } catch (const std::exception&) {
-    return core::invalid_argument(fmt::format("--shard '{}': give K/N, e.g. 0/4", text));
-  }
-  return {};
-}
 
 // The workers of --devices with their threads and memory budgets.
 core::Expected<std::vector<core::BatchWorkerSpec>> make_workers(const BatchArguments& args) {
@@ -146,6 +133,9 @@ core::Expected<std::vector<core::BatchWorkerSpec>> make_workers(const BatchArgum
     core::BatchWorkerSpec spec;
     spec.device = device.id;
     spec.cpu_threads = device.is_cuda() ? 0 : threads_per_cpu_worker;
+    // Beside a GPU, a CPU worker's clip may be taken over by the GPU (a backup attempt); small query chunks let
+    // the CPU notice sooner that it lost (the tracker checks per chunk).
+    if (!device.is_cuda() && gpu_workers > 0) spec.query_chunk = kCpuChunkBesideGpu;
     spec.memory_budget_mb = args.memory_budget_mb > 0
                                 ? args.memory_budget_mb
                                 : gpu::default_memory_budget_bytes(device) / workers_on[device.id] / (1 << 20);
@@ -265,7 +255,8 @@ int run_batch_command(const BatchArguments& args) {
   options.resume = !args.no_resume;
   options.backup_attempts = !args.no_backup;
   if (!args.shard.empty()) {
-    if (core::Status s = parse_shard(args.shard, options); !s) return fail(s);
+    options.shard_index = args.shard[0];
+    options.shard_count = args.shard[1];
   }
   gpu::keep_freed_host_memory();
   core::Expected<std::vector<core::BatchWorkerSpec>> workers = make_workers(args);
@@ -327,7 +318,11 @@ void add_batch_command(CLI::App& app, CliContext& context) {
       ->capture_default_str();
   command->add_flag("--no-resume", args->no_resume, "track every clip again, even those finished before");
   command->add_flag("--no-backup", args->no_backup, "never run a slow clip on an idle worker too");
-  command->add_option("--shard", args->shard, "run only shard K of N (K/N; Slurm array tasks use it)");
+  command->add_option("--shard", args->shard, "run only shard K of N (K/N; Slurm array tasks use it)")
+      ->delimiter('/')
+      ->expected(2)
+      ->type_name("K/N")
+      ->check(CLI::Range(0, 100000));
   command->add_flag("--collect", args->collect, "gather the records in --out DIR into summary.json and summary.csv");
   command->add_flag("-q,--quiet", args->quiet, "no progress bar (the per-clip lines stay)");
   command->add_flag("--slurm", args->slurm, "submit a Slurm job array (one task per shard) instead of running here");

@@ -131,10 +131,15 @@ class Scheduler {
   }
 
   /// Whether this attempt's outcome is the clip's (a failure is not while another attempt may still succeed).
+  /// A lost attempt counts for its worker's speed with its elapsed time over its progress.
   bool finish(size_t worker, size_t slot, size_t attempt, Outcome outcome, std::optional<double> seconds_per_clip) {
     std::lock_guard lock(mutex_);
     Clip& clip = clips_[slot];
     clip.attempts[attempt].running = false;
+    if (outcome == Outcome::lost && !seconds_per_clip) {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - clip.attempts[attempt].started).count();
+      seconds_per_clip = elapsed / std::max(0.05, clip.attempts[attempt].fraction);
+    }
     if (seconds_per_clip) {
       stats_[worker].seconds += *seconds_per_clip;
       ++stats_[worker].clips;
@@ -183,6 +188,7 @@ class Scheduler {
     std::stop_source stop;
     double fraction = 0.0;
     bool running = true;
+    Clock::time_point started = Clock::now();
   };
   struct Clip {
     State state = State::queued;
@@ -199,7 +205,7 @@ class Scheduler {
 
   Assignment start_attempt(size_t slot, size_t worker, bool backup) {
     Clip& clip = clips_[slot];
-    clip.attempts.push_back(Attempt{worker, {}, 0.0, true});
+    clip.attempts.push_back(Attempt{worker, {}, 0.0, true, Clock::now()});
     return {slot, clip.attempts.size() - 1, backup, clip.attempts.back().stop.get_token()};
   }
 
@@ -283,6 +289,7 @@ class TrackerCache {
     options.precision = job.precision;
     options.resize = job.resize;
     options.memory_budget_mb = worker.memory_budget_mb;
+    options.query_chunk = worker.query_chunk;
     const auto start = Clock::now();
     Expected<std::unique_ptr<PointTracker>> tracker = [&] {
       std::lock_guard lock(factory_mutex);

@@ -15,7 +15,8 @@
 // speeds, for every clip still queued, stops taking clips (a CPU next to a GPU does not hold the batch's end
 // with one slow clip). With nothing left to take, an idle worker runs a clip that another worker is still on
 // when it expects to finish it in less than half of that clip's estimated remaining time (a backup attempt):
-// the first attempt to finish writes the outputs, the other is cancelled at its next chunk.
+// the first attempt to finish writes the outputs, the other is cancelled at its next chunk. An attempt that lost
+// counts for its worker's speed as its elapsed time over its progress, so a slow worker learns to step aside.
 //
 // Memory. Each worker's trackers plan their memory within the worker's budget (core/perf/memory_model.h), and a
 // worker keeps at most `max_cached_trackers` trackers loaded (least recently used first out).
@@ -49,6 +50,8 @@ struct BatchWorkerSpec {
   std::string device = "cpu";    // "cpu", "cuda:N"
   int64_t memory_budget_mb = 0;  // the tracker's working-memory budget (0: the tracker's default for the device)
   int cpu_threads = 0;           // LibTorch threads of this worker (0: leave as is)
+  int query_chunk = 0;           // queries per chunk (0: from the memory budget); smaller chunks let a backup
+                                 // attempt's loser stop sooner (the tracker checks its stop token per chunk)
 };
 
 struct BatchOptions {

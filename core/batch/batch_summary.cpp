@@ -258,7 +258,7 @@ std::string batch_summary_csv(const BatchSummary& summary) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_cell(r.id), r.line, r.status,
                        csv_cell(m.device), measured ? std::to_string(m.worker) : "", csv_cell(m.host), r.frames,
                        r.points, measured ? fmt::format("{:.3f}", m.track_seconds) : "",
-                       measured ? fmt::format("{:.2f}", m.points_per_second) : "",
+                       measured ? fmt::format("{:.4g}", m.points_per_second) : "",
                        measured ? fmt::format("{:.3f}", m.load_seconds) : "",
                        measured ? fmt::format("{:.3f}", m.clip_seconds) : "",
                        m.peak_device_mib ? fmt::format("{:.1f}", *m.peak_device_mib) : "",
@@ -282,7 +282,7 @@ std::string format_batch_summary(const BatchSummary& summary) {
     out += fmt::format("{:<24.24} {:<8} {:<8} {:>6} {:>6} {:>9} {:>9} {:>10} {:>9}\n", r.id, r.status,
                        measured ? m.device : "-", r.frames, r.points,
                        measured ? fmt::format("{:.2f}", m.track_seconds) : "-",
-                       measured ? fmt::format("{:.1f}", m.points_per_second) : "-",
+                       measured ? fmt::format("{:.3g}", m.points_per_second) : "-",
                        !measured           ? "-"
                        : m.peak_device_mib ? fmt::format("{:.0f} dev", *m.peak_device_mib)
                                            : fmt::format("{:.0f} rss", m.peak_host_rss_mib),
