@@ -5,7 +5,7 @@
 # one with bytes flipped in the middle; made here with dd and python: the GPU machine has no ffmpeg CLI).
 # The corrupt copies: the first 4 KiB zeroed (the container header is gone), the second half cut off, 64 KiB
 # inverted at 40% of the file. Writes OUT/batch.txt (the report) and OUT/batch.tar.gz (every summary.json/.csv and the job lists).
-#   bash tools/gpu/batch_throughput.sh OUT [CLI]       REPEATS (4), PRECISION (fp16), GRID (16x16) may be set;
+#   bash tools/gpu/batch_throughput.sh OUT [CLI]       REPEATS (4), PRECISION (bf16: fast on the GPU and on a CPU with AVX-512 BF16), GRID (16x16) may be set;
 #   GPU (cuda:0) and END_FRAME (frames per clip, default all) let it run elsewhere (GPU=cpu END_FRAME=4 as a smoke test).
 # Meant for tools/gpu/check.sh --run "bash tools/gpu/batch_throughput.sh \$OUT"; needs the clips carried by
 # tools/gpu/prepare.sh --batch-clips (../shared/testdata/*.mp4 and the horsejump frames).
@@ -13,7 +13,7 @@ set -uo pipefail
 OUT=${1:?usage: batch_throughput.sh OUT [trackscope-cli]}
 CLI=${2:-${BUILD_DIR:-build-gpu}/app/trackscope-cli}
 REPEATS=${REPEATS:-4}
-PRECISION=${PRECISION:-fp16}
+PRECISION=${PRECISION:-bf16}
 GRID=${GRID:-16x16}
 GPU=${GPU:-cuda:0}
 END=""
