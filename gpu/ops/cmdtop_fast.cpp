@@ -236,13 +236,13 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
   const auto float_options = at::TensorOptions().device(device).dtype(at::kFloat);
   const bool wants_fused = options.convolution == Convolution::fused || options.convolution == Convolution::automatic;
   if (wants_fused && device.is_cuda() && is_official_stack(weights)) {
+    // float32: automatic takes the 3xTF32 tensor-core kernel, fused the FMA kernel (plain fp32 arithmetic);
+    // bf16/fp16: the tensor-core kernel either way.
     const bool base = weights.layers.size() == 3;
-    if (options.compute_dtype == at::kFloat) {
-      fused_ = fused_eligible(device, base);
-    } else {
+    if (options.compute_dtype != at::kFloat || options.convolution == Convolution::automatic) {
       fused_tile_ = fused_mma_tile(device, base, options.compute_dtype);
-      fused_ = fused_tile_ > 0;
     }
+    fused_ = fused_tile_ > 0 || (options.compute_dtype == at::kFloat && fused_eligible(device, base));
   }
   int64_t height = kSide, width = kSide, channels = 49;
   for (size_t i = 0; i < weights.layers.size(); ++i) {
@@ -260,9 +260,9 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
     layer.positions = rows.output * columns.output;
     if (fused_) {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
-      layer.fused_weight = options.compute_dtype == at::kFloat
-                               ? detail::cmdtop_fused_weight_cuda(w.conv_weight, device)
-                               : detail::cmdtop_mma_weight_cuda(w.conv_weight, options.compute_dtype, device);
+      layer.fused_weight = fused_tile_ > 0
+                               ? detail::cmdtop_mma_weight_cuda(w.conv_weight, options.compute_dtype, device)
+                               : detail::cmdtop_fused_weight_cuda(w.conv_weight, device);
 #endif
     } else {
       // Patch columns ordered (ci, ky, kx): the conv weight reshaped [C_out, C_in*k*k] without a copy.
@@ -356,15 +356,15 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
 
   const at::Tensor input = padded ? corr.contiguous() : corr.reshape({samples, kCorrPerSample}).contiguous();
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
-  if (fused_ && options_.compute_dtype == at::kFloat) {
-    detail::cmdtop_fused_cuda(input.scalar_type() == at::kFloat ? input : input.to(at::kFloat), layers_, kGroupNormEps,
-                              out);
-    return;
-  }
-  if (fused_) {
+  if (fused_tile_ > 0) {
     const at::ScalarType dtype = options_.compute_dtype;
     detail::cmdtop_mma_cuda(input.scalar_type() == dtype ? input : input.to(dtype), layers_, fused_tile_, kGroupNormEps,
                             out);
+    return;
+  }
+  if (fused_) {
+    detail::cmdtop_fused_cuda(input.scalar_type() == at::kFloat ? input : input.to(at::kFloat), layers_, kGroupNormEps,
+                              out);
     return;
   }
 #endif

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,12 +76,20 @@ std::vector<Layer> random_layers(bool base, std::mt19937_64& rng) {
       l.gamma.push_back(1.0f + 0.2f * normal(rng));
       l.beta.push_back(0.2f * normal(rng));
     }
-    const int k_padded = cuda::cmdtop_mma_k_padded(spec.in_channels, spec.kernel);
-    std::vector<float> packed(static_cast<size_t>(k_padded * spec.out_channels));
-    cuda::pack_cmdtop_mma_weight(l.weight.data(), spec.out_channels, spec.in_channels, spec.kernel, packed.data());
-    l.packed.resize(packed.size() / 8);
-    auto* halves = reinterpret_cast<uint16_t*>(l.packed.data());
-    for (size_t i = 0; i < packed.size(); ++i) halves[i] = emu::float_to_element<Element>(packed[i]);
+    if constexpr (std::is_same_v<Element, cuda::Tf32x3Tag>) {
+      const int k_padded = cuda::cmdtop_tf32_k_padded(spec.in_channels, spec.kernel);
+      std::vector<float> packed(static_cast<size_t>(2 * k_padded * spec.out_channels));  // parts and remainders
+      cuda::pack_cmdtop_tf32_weight(l.weight.data(), spec.out_channels, spec.in_channels, spec.kernel, packed.data());
+      l.packed.resize(packed.size() / 4);
+      std::memcpy(static_cast<void*>(l.packed.data()), packed.data(), packed.size() * sizeof(float));
+    } else {
+      const int k_padded = cuda::cmdtop_mma_k_padded(spec.in_channels, spec.kernel);
+      std::vector<float> packed(static_cast<size_t>(k_padded * spec.out_channels));
+      cuda::pack_cmdtop_mma_weight(l.weight.data(), spec.out_channels, spec.in_channels, spec.kernel, packed.data());
+      l.packed.resize(packed.size() / 8);
+      auto* halves = reinterpret_cast<uint16_t*>(l.packed.data());
+      for (size_t i = 0; i < packed.size(); ++i) halves[i] = emu::float_to_element<Element>(packed[i]);
+    }
     layers.push_back(std::move(l));
   }
   return layers;
@@ -180,34 +189,36 @@ RunFigures run_case(bool padded_rows, int64_t first_block, int64_t block_count, 
   const int64_t row_stride = padded_rows ? 2408 : kCorrValues;
   // Correlation rows (rounded to the element type); the padding columns hold large values that must not be read.
   std::normal_distribution<float> normal(0.0f, 1.0f);
+  using Raw = emu::RawOf<Element>;
   std::vector<float> corr(static_cast<size_t>(samples * kCorrValues));
-  std::vector<cuda::Words4> corr_storage(static_cast<size_t>((samples * row_stride + 7) / 8 + 1));
-  auto* corr_halves = reinterpret_cast<uint16_t*>(corr_storage.data());
+  std::vector<cuda::Words4> corr_storage(
+      static_cast<size_t>((samples * row_stride * static_cast<int64_t>(sizeof(Raw)) + 15) / 16 + 1));
+  auto* corr_raw = reinterpret_cast<Raw*>(corr_storage.data());
   for (int64_t s = 0; s < samples; ++s) {
     for (int64_t e = 0; e < row_stride; ++e) {
       if (e < kCorrValues) {
-        const uint16_t v = emu::float_to_element<Element>(normal(rng));
-        corr_halves[s * row_stride + e] = v;
+        const Raw v = emu::float_to_element<Element>(normal(rng));
+        corr_raw[s * row_stride + e] = v;
         corr[static_cast<size_t>(s * kCorrValues + e)] = emu::element_to_float<Element>(v);
       } else {
-        corr_halves[s * row_stride + e] = emu::float_to_element<Element>(30000.0f);
+        corr_raw[s * row_stride + e] = emu::float_to_element<Element>(30000.0f);
       }
     }
   }
-  const uint16_t poison = std::is_same_v<Element, cuda::Bf16Tag> ? 0x7fc1 : 0x7e01;  // NaN
-  std::vector<uint16_t> out(static_cast<size_t>((samples + 1) * 256), poison);
+  const Raw poison = std::is_same_v<Element, cuda::Bf16Tag>   ? Raw{0x7fc1}
+                     : std::is_same_v<Element, cuda::Fp16Tag> ? Raw{0x7e01}
+                                                              : static_cast<Raw>(0x7fc00001u);  // NaN
+  std::vector<Raw> out(static_cast<size_t>((samples + 1) * 256), poison);
 
   mma::Params params;
   for (size_t i = 0; i < layers.size(); ++i) {
     params.layer[i] = {layers[i].packed.data(), layers[i].bias.data(), layers[i].gamma.data(), layers[i].beta.data()};
   }
-  const bool vector_rows = row_stride % 8 == 0 && row_stride >= 2408;
+  const bool vector_rows = row_stride % (16 / static_cast<int64_t>(sizeof(Raw))) == 0 && row_stride >= 2408;
   const auto start = std::chrono::steady_clock::now();
-  errors = emu::run_blocks(first_block, block_count, mma::kThreads,
-                           static_cast<size_t>(mma::Layout<Config>::shared_bytes), [&] {
-                             mma::cmdtop_mma_kernel<Config, Element>(corr_halves, samples, row_stride, vector_rows,
-                                                                     params, kEps, out.data());
-                           });
+  errors = emu::run_blocks(
+      first_block, block_count, mma::kThreads, static_cast<size_t>(mma::Layout<Config>::shared_bytes),
+      [&] { mma::cmdtop_mma_kernel<Config>(corr_raw, samples, row_stride, vector_rows, params, kEps, out.data()); });
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   RunFigures f;
@@ -220,7 +231,7 @@ RunFigures run_case(bool padded_rows, int64_t first_block, int64_t block_count, 
     }
     const std::vector<double> expected = reference_sample<Element>(&corr[static_cast<size_t>(s * kCorrValues)], layers);
     for (int c = 0; c < 256; ++c) {
-      const uint16_t bits = out[static_cast<size_t>(s * 256 + c)];
+      const Raw bits = out[static_cast<size_t>(s * 256 + c)];
       if (bits == poison) {
         ++f.unwritten;
         continue;
@@ -243,15 +254,21 @@ void check(const char* label, bool padded_rows, int64_t first_block, int64_t blo
   const RunFigures f = run_case<Config, Element>(padded_rows, first_block, block_count, samples, errors, seconds);
   // One ulp of the element type at the outputs' magnitude (O(1-5) after GroupNorm) bounds the difference, except
   // where an intermediate rounding flipped; the mean stays far below it.
+  // 3xTF32: float32-level accuracy (the emulated products are exact; the split leaves ~2^-22 of each operand).
   const bool bf16 = std::is_same_v<Element, cuda::Bf16Tag>;
-  const double max_tolerance = bf16 ? 0.1 : 0.015;
-  const double mean_tolerance = bf16 ? 2e-3 : 3e-4;
+  const bool tf32 = std::is_same_v<Element, cuda::Tf32x3Tag>;
+  const double max_tolerance = tf32 ? 2e-5 : bf16 ? 0.1 : 0.015;
+  const double mean_tolerance = tf32 ? 2e-6 : bf16 ? 2e-3 : 3e-4;
   std::printf(
       "[emulation] %s %s, %s rows, samples %lld, blocks %lld..%lld: max|diff| %.3g mean|diff| %.3g "
       "max|ref| %.3g (tolerance max %.3g mean %.3g), %.1f s\n",
-      label, bf16 ? "bf16" : "fp16", padded_rows ? "padded 2408" : "plain 2401", static_cast<long long>(samples),
-      static_cast<long long>(first_block), static_cast<long long>(first_block + block_count - 1), f.max_abs_diff,
-      f.mean_abs_diff, f.max_abs_expected, max_tolerance, mean_tolerance, seconds);
+      label,
+      tf32   ? "3xtf32"
+      : bf16 ? "bf16"
+             : "fp16",
+      padded_rows ? "padded 2408" : "plain 2401", static_cast<long long>(samples), static_cast<long long>(first_block),
+      static_cast<long long>(first_block + block_count - 1), f.max_abs_diff, f.mean_abs_diff, f.max_abs_expected,
+      max_tolerance, mean_tolerance, seconds);
   for (const std::string& e : errors) ADD_FAILURE() << label << ": " << e;
   EXPECT_TRUE(errors.empty());
   EXPECT_EQ(f.unwritten, 0) << label;
@@ -264,18 +281,24 @@ void check(const char* label, bool padded_rows, int64_t first_block, int64_t blo
 // The 16-sample tile (compute capability 8.0 and 9.x): a full block (16 of 21 samples) in fp16 and the partial
 // one (5 samples) in bf16, padded rows (the engine's layout, 16-byte loads).
 TEST(CmdTopMmaEmulation, SmallTile16MatchesTheReference) {
-  check<mma::SmallConfig<16>, cuda::Fp16Tag>("small tile 16", true, 0, 1, 21);
-  check<mma::SmallConfig<16>, cuda::Bf16Tag>("small tile 16", true, 1, 1, 21);
+  check<mma::SmallConfig<mma::HalfArithmetic<cuda::Fp16Tag>, 16>, cuda::Fp16Tag>("small tile 16", true, 0, 1, 21);
+  check<mma::SmallConfig<mma::HalfArithmetic<cuda::Bf16Tag>, 16>, cuda::Bf16Tag>("small tile 16", true, 1, 1, 21);
 }
 TEST(CmdTopMmaEmulation, BaseTile16MatchesTheReference) {
-  check<mma::BaseConfig<16>, cuda::Fp16Tag>("base tile 16", true, 0, 1, 21);
-  check<mma::BaseConfig<16>, cuda::Bf16Tag>("base tile 16", true, 1, 1, 21);
+  check<mma::BaseConfig<mma::HalfArithmetic<cuda::Fp16Tag>, 16>, cuda::Fp16Tag>("base tile 16", true, 0, 1, 21);
+  check<mma::BaseConfig<mma::HalfArithmetic<cuda::Bf16Tag>, 16>, cuda::Bf16Tag>("base tile 16", true, 1, 1, 21);
 }
 // The 8-sample tile (GPUs with less shared memory) and plain 2401-element rows (the scalar load path).
 TEST(CmdTopMmaEmulation, Tile8AndPlainRowsMatchTheReference) {
-  check<mma::SmallConfig<8>, cuda::Fp16Tag>("small tile 8", false, 1, 1, 13);
-  check<mma::BaseConfig<8>, cuda::Bf16Tag>("base tile 8", false, 1, 1, 13);
-  check<mma::SmallConfig<16>, cuda::Bf16Tag>("small tile 16", false, 0, 1, 11);
+  check<mma::SmallConfig<mma::HalfArithmetic<cuda::Fp16Tag>, 8>, cuda::Fp16Tag>("small tile 8", false, 1, 1, 13);
+  check<mma::BaseConfig<mma::HalfArithmetic<cuda::Bf16Tag>, 8>, cuda::Bf16Tag>("base tile 8", false, 1, 1, 13);
+  check<mma::SmallConfig<mma::HalfArithmetic<cuda::Bf16Tag>, 16>, cuda::Bf16Tag>("small tile 16", false, 0, 1, 11);
+}
+
+// float32 as 3xTF32 (exact mode): a full block with padded rows, a partial one with plain rows.
+TEST(CmdTopMmaEmulation, Tf32x3MatchesTheReference) {
+  check<mma::SmallTf32Config, cuda::Tf32x3Tag>("small", true, 0, 1, 13);
+  check<mma::BaseTf32Config, cuda::Tf32x3Tag>("base", false, 1, 1, 13);
 }
 
 }  // namespace

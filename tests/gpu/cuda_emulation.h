@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "gpu/ops/cuda/cmdtop_mma_layout.h"
@@ -81,29 +82,39 @@ inline uint16_t float_to_fp16(float f) {
   if (biased >= 31u) return static_cast<uint16_t>(sign | 0x7c00u);
   return static_cast<uint16_t>(sign | (biased << 10) | (mantissa & 0x3ffu));
 }
+/// The storage of an arithmetic tag's elements: 16-bit patterns, or float bit patterns for 3xTF32.
 template <class Element>
-float element_to_float(uint16_t v) {
+using RawOf = std::conditional_t<std::is_same_v<Element, gpu::ops::cuda::Tf32x3Tag>, uint32_t, uint16_t>;
+template <class Element>
+float element_to_float(RawOf<Element> v) {
   if constexpr (std::is_same_v<Element, gpu::ops::cuda::Bf16Tag>) {
     return bf16_to_float(v);
-  } else {
+  } else if constexpr (std::is_same_v<Element, gpu::ops::cuda::Fp16Tag>) {
     return fp16_to_float(v);
+  } else {
+    return bits_float(v);
   }
 }
 template <class Element>
-uint16_t float_to_element(float f) {
+RawOf<Element> float_to_element(float f) {
   if constexpr (std::is_same_v<Element, gpu::ops::cuda::Bf16Tag>) {
     return float_to_bf16(f);
-  } else {
+  } else if constexpr (std::is_same_v<Element, gpu::ops::cuda::Fp16Tag>) {
     return float_to_fp16(f);
+  } else {
+    return float_bits(f);
   }
 }
 
 // -- one emulated thread block -----------------------------------------------------------------------------
+// A warp's exchange slots, two sets used alternately, so that one barrier per warp-synchronous operation suffices:
+// a lane writes operation k's set before the barrier of k and reads it after; it can write set k % 2 again only at
+// operation k + 2, after the barrier of k + 1, which every lane reaches only after its reads of operation k.
 struct Warp {
   std::barrier<> barrier{32};
-  float values[32] = {};
-  uint32_t a[32][4] = {};
-  uint32_t b[32][2] = {};
+  float values[2][32] = {};
+  uint32_t a[2][32][4] = {};
+  uint32_t b[2][32][2] = {};
 };
 
 class Block {
@@ -187,6 +198,7 @@ struct ThreadContext {
   int thread = 0;
   int64_t block_index = 0;
   int epoch = 0;
+  int warp_operations = 0;  // warp-synchronous operations so far: selects the slot set
 };
 inline thread_local ThreadContext context;
 
@@ -228,11 +240,10 @@ inline emu::Warp& current_warp() { return *emu::context.block->warps[static_cast
 inline float warp_xor(float v, int offset) {
   emu::Warp& warp = current_warp();
   const int lane = emu::context.thread % 32;
-  warp.values[lane] = v;
+  const int set = emu::context.warp_operations++ & 1;
+  warp.values[set][lane] = v;
   warp.barrier.arrive_and_wait();
-  const float other = warp.values[lane ^ offset];
-  warp.barrier.arrive_and_wait();
-  return other;
+  return warp.values[set][lane ^ offset];
 }
 inline float reciprocal_sqrt(float x) { return 1.0f / std::sqrt(x); }
 inline void* dynamic_shared() { return emu::context.block->shared(); }
@@ -264,6 +275,7 @@ inline Words4 global_load16(const void* p) {
   return w;
 }
 inline uint16_t global_load_u16(const uint16_t* p) { return *p; }
+inline uint32_t global_load_u32(const uint32_t* p) { return *p; }
 inline float global_load_f32(const float* p) { return *p; }
 inline void global_store_u32(uint32_t* p, uint32_t v) {
   if (reinterpret_cast<uintptr_t>(p) % 4 != 0) emu::context.block->fail("misaligned 4-byte global store");
@@ -272,6 +284,7 @@ inline void global_store_u32(uint32_t* p, uint32_t v) {
 
 template <class Element>
 uint32_t pack2(float low, float high) {
+  static_assert(!std::is_same_v<Element, Tf32x3Tag>, "pack2 packs 16-bit elements");
   return static_cast<uint32_t>(emu::float_to_element<Element>(low)) |
          (static_cast<uint32_t>(emu::float_to_element<Element>(high)) << 16);
 }
@@ -282,19 +295,20 @@ template <class Element>
 void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   emu::Warp& warp = current_warp();
   const int lane = emu::context.thread % 32;
-  for (int r = 0; r < 4; ++r) warp.a[lane][r] = a[r];
-  warp.b[lane][0] = b0;
-  warp.b[lane][1] = b1;
+  const int set = emu::context.warp_operations++ & 1;
+  for (int r = 0; r < 4; ++r) warp.a[set][lane][r] = a[r];
+  warp.b[set][lane][0] = b0;
+  warp.b[set][lane][1] = b1;
   warp.barrier.arrive_and_wait();
   auto half = [](uint32_t word, int which) { return static_cast<uint16_t>(which == 0 ? word & 0xffffu : word >> 16); };
   // A (row, col): lane (row % 8) * 4 + (col % 8) / 2, register (row >= 8) + 2 (col >= 8), half col % 2.
   auto a_element = [&](int row, int col) {
-    const uint32_t word = warp.a[(row % 8) * 4 + (col % 8) / 2][(row >= 8 ? 1 : 0) + (col >= 8 ? 2 : 0)];
+    const uint32_t word = warp.a[set][(row % 8) * 4 + (col % 8) / 2][(row >= 8 ? 1 : 0) + (col >= 8 ? 2 : 0)];
     return static_cast<double>(emu::element_to_float<Element>(half(word, col % 2)));
   };
   // B (k, n): lane n * 4 + (k % 8) / 2, register k >= 8, half k % 2.
   auto b_element = [&](int k, int n) {
-    const uint32_t word = warp.b[n * 4 + (k % 8) / 2][k >= 8 ? 1 : 0];
+    const uint32_t word = warp.b[set][n * 4 + (k % 8) / 2][k >= 8 ? 1 : 0];
     return static_cast<double>(emu::element_to_float<Element>(half(word, k % 2)));
   };
   const int g = lane / 4, t = lane % 4;
@@ -305,7 +319,42 @@ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) 
     for (int k = 0; k < 16; ++k) sum += a_element(row, k) * b_element(k, col);
     d[i] = static_cast<float>(sum);
   }
+}
+
+inline uint32_t to_tf32(float x) { return emu::float_bits(round_to_tf32(x)); }
+inline float bits_to_float(uint32_t bits) { return emu::bits_float(bits); }
+inline uint32_t float_to_bits(float x) { return emu::float_bits(x); }
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32. The operands must be TF32 values (lower 13 bits zero: the
+// kernel rounds with cvt.rna.tf32.f32 and the host packer with round_to_tf32); anything else is reported.
+inline void mma_1688_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  emu::Warp& warp = current_warp();
+  const int lane = emu::context.thread % 32;
+  const int set = emu::context.warp_operations++ & 1;
+  for (int r = 0; r < 4; ++r) warp.a[set][lane][r] = a[r];
+  warp.b[set][lane][0] = b0;
+  warp.b[set][lane][1] = b1;
+  for (uint32_t v : {a[0], a[1], a[2], a[3], b0, b1}) {
+    if ((v & 0x1fffu) != 0u) emu::context.block->fail("mma.tf32 operand that is not a TF32 value");
+  }
   warp.barrier.arrive_and_wait();
+  // A (row, col): lane (row % 8) * 4 + col % 4, register (row >= 8) + 2 (col >= 4). B (k, n): lane n * 4 + k % 4,
+  // register k >= 4.
+  auto a_element = [&](int row, int col) {
+    return static_cast<double>(
+        emu::bits_float(warp.a[set][(row % 8) * 4 + col % 4][(row >= 8 ? 1 : 0) + (col >= 4 ? 2 : 0)]));
+  };
+  auto b_element = [&](int k, int n) {
+    return static_cast<double>(emu::bits_float(warp.b[set][n * 4 + k % 4][k >= 4]));
+  };
+  const int g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + (i >= 2 ? 8 : 0);
+    const int col = 2 * t + (i % 2);
+    double sum = d[i];
+    for (int k = 0; k < 8; ++k) sum += a_element(row, k) * b_element(k, col);
+    d[i] = static_cast<float>(sum);
+  }
 }
 
 }  // namespace trackscope::gpu::ops::cuda::primitives

@@ -53,6 +53,7 @@ TRACKSCOPE_DEVICE_FN Words4 global_load16(const void* p) {
   return w;
 }
 TRACKSCOPE_DEVICE_FN uint16_t global_load_u16(const uint16_t* p) { return __ldg(p); }
+TRACKSCOPE_DEVICE_FN uint32_t global_load_u32(const uint32_t* p) { return __ldg(p); }
 TRACKSCOPE_DEVICE_FN float global_load_f32(const float* p) { return __ldg(p); }
 TRACKSCOPE_DEVICE_FN void global_store_u32(uint32_t* p, uint32_t v) { *p = v; }
 
@@ -90,6 +91,31 @@ template <>
 TRACKSCOPE_DEVICE_FN void mma_16816<Bf16Tag>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();
+#endif
+}
+
+/// cvt.rna.tf32.f32: x rounded to TF32 (nearest, ties away from zero), as a 32-bit pattern whose lower 13 bits are 0.
+TRACKSCOPE_DEVICE_FN uint32_t to_tf32(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+#else
+  return __float_as_uint(x) & ~0x1fffu;
+#endif
+}
+TRACKSCOPE_DEVICE_FN float bits_to_float(uint32_t bits) { return __uint_as_float(bits); }
+TRACKSCOPE_DEVICE_FN uint32_t float_to_bits(float x) { return __float_as_uint(x); }
+
+/// d += A * B for one m16n8k8 tile with TF32 operands (a: 4 registers, b0/b1; PTX ISA layouts), fp32 accumulators.
+TRACKSCOPE_DEVICE_FN void mma_1688_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
