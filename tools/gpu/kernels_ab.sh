@@ -86,9 +86,9 @@ bench() {
 }
 bench fast-new --precision fp16 --cmdtop auto
 bench fast-old --precision fp16 --cmdtop dense
-bench fast-graphs --precision fp16 --cmdtop auto --cuda-graphs on
 bench exact-new --precision fp32 --cmdtop auto
 bench exact-old --precision fp32 --cmdtop fused
+bench fast-graphs --precision fp16 --cmdtop auto --cuda-graphs on
 say "total: $((SECONDS - T0)) s"
 
 python3 - "$OUT" <<'EOF' | tee -a "$LOG"
