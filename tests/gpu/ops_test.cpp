@@ -637,7 +637,7 @@ TEST(CmdTopCuda, TensorCoreKernelTilesAndRowLayouts) {
         at::Tensor from_padded = at::full({203, 256}, kPoison, at::device(device).dtype(dtype));
         at::Tensor from_plain = at::full({203, 256}, kPoison, at::device(device).dtype(dtype));
         encoder.forward_out(padded.to(device), from_padded);
-        encoder.forward_out(corr.to(device), from_plain);
+        encoder.forward_out(corr.to(device).view({203, 7, 7, 7, 7}), from_plain);
         const std::string label = std::string("cmdtop tensor-core ") + (base ? "base " : "small ") +
                                   c10::toString(dtype) + " tile " + std::to_string(tile);
         const Difference layouts = difference(from_padded, from_plain);
