@@ -45,6 +45,7 @@ struct TrackArguments {
   int threads = 0;
   int64_t view_frame = 0;
   bool quiet = false;
+  std::string bad_images = "stop";
 };
 
 bool ends_with(const std::string& path, std::string_view suffix) {
@@ -114,7 +115,11 @@ int run_track(const TrackArguments& args) {
   if (args.view_frame < 0) return fail(core::invalid_argument("--view-frame must be >= 0"));
   core::Expected<std::vector<core::Query>> queries = core::read_queries_csv(args.queries);
   if (!queries) return fail(queries.status());
-  core::Expected<std::unique_ptr<core::VideoSource>> video = core::VideoSource::open(args.video);
+  core::VideoOpenOptions video_options;
+  core::Expected<core::ImagePolicy> image_policy = core::parse_image_policy(args.bad_images);
+  if (!image_policy) return fail(image_policy.status());
+  video_options.image_policy = *image_policy;
+  core::Expected<std::unique_ptr<core::VideoSource>> video = core::VideoSource::open(args.video, video_options);
   if (!video) return fail(video.status());
 
   core::TrackerOptions options;
@@ -147,6 +152,15 @@ int run_track(const TrackArguments& args) {
   core::Expected<core::TrackSet> tracks = (*tracker)->track(**video, request, progress, {});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!tracks) return fail(tracks.status());
+  // The tracker decoded every frame it tracked over: warn about those the decoder found damaged.
+  core::IntegrityReport integrity = (*video)->integrity();
+  std::erase_if(integrity.damaged_frames, [&](const auto& frame) {
+    return frame.index < args.first_frame || (args.end_frame >= 0 && frame.index >= args.end_frame);
+  });
+  if (!integrity.clean()) {
+    std::fprintf(stderr, "trackscope-cli track: warning: tracked over a damaged video: %s; tracks there may be wrong\n",
+                 integrity.summary().c_str());
+  }
 
   const core::VideoInfo& info = (*video)->info();
   core::io::TrackTable table;
@@ -204,6 +218,12 @@ void add_track_command(CLI::App& app, CliContext& context) {
   command->add_option("--threads", args->threads, "CPU threads for LibTorch (0 = leave the default)")
       ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bar");
+  command
+      ->add_option("--bad-images", args->bad_images,
+                   "image folders: images that cannot be read or differ in size from the first: stop (fail, naming "
+                   "the file), skip (leave them out) or resize (scale other sizes, leave unreadable ones out)")
+      ->check(CLI::IsMember({"stop", "skip", "resize"}))
+      ->capture_default_str();
   command->callback([&context, args] { context.exit_code = run_track(*args); });
 }
 

@@ -88,16 +88,23 @@ RgbConverter::~RgbConverter() = default;
 
 namespace {
 
-// The YCbCr matrix as the ffmpeg command line's scale filter picks it: sws_getCoefficients of the frame's tag,
-// which gives BT.601 for unspecified (2), reserved (3) and the tags it has no table for; YCgCo (8) is not a
-// matrix swscale knows either (vf_scale warns and uses BT.601 too).
+// The YCbCr matrix as the ffmpeg command line's scale filter picks it (vf_scale in_color_matrix=auto):
+// sws_getCoefficients of the frame's tag. Its table gives BT.601 for unspecified (2), reserved (3), RGB (0) and
+// every tag it has no table for (YCgCo, 8, and those above 10: vf_scale only warns).
 int matrix_for(int colorspace) {
-  if (colorspace < 1 || colorspace > 10 || colorspace == AVCOL_SPC_YCGCO) return SWS_CS_DEFAULT;
-  return colorspace;
+  switch (colorspace) {
+    case AVCOL_SPC_BT709:
+    case AVCOL_SPC_FCC:
+    case AVCOL_SPC_BT470BG:
+    case AVCOL_SPC_SMPTE170M:
+    case AVCOL_SPC_SMPTE240M:
+    case AVCOL_SPC_BT2020_NCL:
+    case AVCOL_SPC_BT2020_CL: return colorspace;
+    default: return SWS_CS_DEFAULT;
+  }
 }
 const int* coefficients_for(int colorspace) { return sws_getCoefficients(matrix_for(colorspace)); }
 
-// sws_getCoefficients' tables by matrix: which standard each index really uses.
 const char* matrix_name(int colorspace) {
   switch (matrix_for(colorspace)) {
     case AVCOL_SPC_BT709: return "BT.709";
@@ -138,12 +145,15 @@ ConversionDescription describe_conversion(const AVFrame& frame) {
     return description;
   }
   const bool matrix_tagged = matrix_for(frame.colorspace) == frame.colorspace;
+  const bool matrix_unknown = frame.colorspace == AVCOL_SPC_UNSPECIFIED || frame.colorspace == AVCOL_SPC_RESERVED;
   const bool range_tagged = frame.color_range != AVCOL_RANGE_UNSPECIFIED;
   const bool full = range_tagged ? frame.color_range == AVCOL_RANGE_JPEG : default_full_range(format);
   description.conversion =
       fmt::format("{} matrix ({}), {} range ({}), bicubic: as ffmpeg -pix_fmt rgb24", matrix_name(frame.colorspace),
-                  matrix_tagged ? "tagged" : "untagged: the BT.601 default", full ? "full" : "limited",
-                  range_tagged ? "tagged" : "untagged: the format's default");
+                  matrix_tagged    ? "tagged"
+                  : matrix_unknown ? "untagged: the BT.601 default"
+                                   : "a tag swscale has no matrix for: the BT.601 default",
+                  full ? "full" : "limited", range_tagged ? "tagged" : "untagged: the format's default");
   return description;
 }
 

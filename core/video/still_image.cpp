@@ -165,9 +165,10 @@ std::string jpeg_description(const jpeg_decompress_struct& info) {
 
 Status check_jpeg_header(const jpeg_decompress_struct& info, std::string_view name) {
   if (info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK) {
-    return unsupported(fmt::format("{} is a {} JPEG; only greyscale, YCbCr and RGB JPEGs are read (PIL and OpenCV "
-                                   "disagree on CMYK): convert the images to RGB first",
-                                   name, jpeg_colour_name(info.jpeg_color_space)));
+    return unsupported(
+        fmt::format("{} is a {} JPEG; only greyscale, YCbCr and RGB JPEGs are read (PIL and OpenCV "
+                    "disagree on CMYK): convert the images to RGB first",
+                    name, jpeg_colour_name(info.jpeg_color_space)));
   }
   if (info.image_width < 1 || info.image_height < 1 || info.image_width > kMaxImageSide ||
       info.image_height > kMaxImageSide) {
@@ -188,7 +189,9 @@ int exif_orientation(const uint8_t* data, size_t size) {
     return little ? static_cast<uint32_t>(tiff[at] | (tiff[at + 1] << 8))
                   : static_cast<uint32_t>((tiff[at] << 8) | tiff[at + 1]);
   };
-  auto u32 = [&](size_t at) -> uint32_t { return little ? u16(at) | (u16(at + 2) << 16) : (u16(at) << 16) | u16(at + 2); };
+  auto u32 = [&](size_t at) -> uint32_t {
+    return little ? u16(at) | (u16(at + 2) << 16) : (u16(at) << 16) | u16(at + 2);
+  };
   const uint32_t ifd = u32(4);
   if (ifd + 2 > tiff_size) return 0;
   const uint32_t entries = u16(ifd);
@@ -211,7 +214,8 @@ Status jpeg_failure(const JpegErrors& errors, std::string_view name) {
   if (code == JERR_BAD_PRECISION || code == JERR_CONVERSION_NOTIMPL || code == JERR_SOF_UNSUPPORTED) {
     return unsupported(fmt::format("{} cannot be read: {}", name, errors.error));
   }
-  return corrupt_data(fmt::format("{} is not a readable JPEG ({}): the file is damaged or truncated", name, errors.error));
+  return corrupt_data(
+      fmt::format("{} is not a readable JPEG ({}): the file is damaged or truncated", name, errors.error));
 }
 
 Expected<StillImage> decode_jpeg(std::span<const uint8_t> bytes, std::string_view name) {
@@ -374,8 +378,8 @@ Expected<StillImage> decode_png(std::span<const uint8_t> bytes, std::string_view
   std::vector<png_bytep> rows(static_cast<size_t>(image.height));
   for (size_t y = 0; y < rows.size(); ++y) rows[y] = image.rgb.data() + y * static_cast<size_t>(image.width) * 3;
   if (!png_read_pixels(decoder.get(), rows.data())) {
-    return corrupt_data(fmt::format("{} cannot be decoded ({}): the file is damaged or truncated", name,
-                                    decoder->source.error));
+    return corrupt_data(
+        fmt::format("{} cannot be decoded ({}): the file is damaged or truncated", name, decoder->source.error));
   }
   return image;
 }

@@ -271,6 +271,14 @@ Status ContainerVideoSource::build_index() {
         packets_.size(), ffmpeg::error_text(result));
     log::warn("{}: {}", path_.string(), stream_error_);
   }
+  // An mp4/mov index lists every sample: fewer packets than listed means the file was cut short (the demuxer
+  // ends at the cut as if the file ended there).
+  const int64_t listed = format_->streams[stream_index_]->nb_frames;
+  if (stream_error_.empty() && listed > 0 && static_cast<int64_t>(packets_.size()) < listed) {
+    stream_error_ = fmt::format("the file is truncated: its index lists {} video frames, {} could be read", listed,
+                                packets_.size());
+    log::warn("{}: {}", path_.string(), stream_error_);
+  }
   std::vector<const PacketRecord*> frames;
   for (const PacketRecord& packet : packets_) {
     if (!packet.discard) frames.push_back(&packet);
