@@ -47,9 +47,9 @@ TEST(ReferencePixels, ImagesDecodeAsPilDecodesThem) {
   if (!python) GTEST_SKIP() << "python3 with PIL (Debian python3-pil) is not installed";
   const fs::path folder = testing::test_folder("pil_variants");
   const fs::path script = fs::path(TRACKSCOPE_SOURCE_DIR) / "tests/core/video_reference_images.py";
-  const std::optional<std::string> output = run_capture(*python + " " + shell_quote(script.string()) + " " +
-                                                        shell_quote(horsejump_frame().string()) + " " +
-                                                        shell_quote(folder.string()));
+  const std::optional<std::string> output =
+      run_capture(*python + " " + shell_quote(script.string()) + " " + shell_quote(horsejump_frame().string()) + " " +
+                  shell_quote(folder.string()));
   ASSERT_TRUE(output) << "the reference script failed";
   const nlohmann::json expected = nlohmann::json::parse(*output);
   ASSERT_GE(expected.size(), 15U);
@@ -84,24 +84,25 @@ struct TaggedClip {
 // three frames each: the rules do not depend on the size.
 const std::vector<TaggedClip>& tagged_clips() {
   static const std::vector<TaggedClip> clips = {
-      {"untagged", "-vf crop=480:272:16:16,setparams=range=unknown:colorspace=unknown -pix_fmt yuv420p -c:v ffv1", "untagged.mkv",
-       "unknown", "unknown", "BT.601 matrix (untagged: the BT.601 default), limited range (untagged"},
-      {"bt709_full", "-vf crop=480:272:16:16,setparams=range=pc:colorspace=bt709 -pix_fmt yuv420p -c:v ffv1", "bt709_full.mkv", "bt709",
-       "pc", "BT.709 matrix (tagged), full range (tagged)"},
-      {"untagged_matrix_full", "-vf crop=480:272:16:16,setparams=range=pc:colorspace=unknown -pix_fmt yuv420p -c:v ffv1",
-       "untagged_full.mkv", "unknown", "pc", "BT.601 matrix (untagged: the BT.601 default), full range (tagged)"},
-      {"bt470bg_422", "-vf crop=480:272:16:16,setparams=range=tv:colorspace=bt470bg -pix_fmt yuv422p -c:v ffv1", "bt470bg_422.mkv",
-       "bt470bg", "tv", "BT.601 matrix (tagged), limited range (tagged)"},
-      {"smpte240m_444", "-vf crop=480:272:16:16,setparams=range=tv:colorspace=smpte240m -pix_fmt yuv444p -c:v ffv1", "smpte240m.mkv",
-       "smpte240m", "tv", "SMPTE 240M matrix (tagged)"},
-      {"bt2020_10bit", "-vf crop=480:272:16:16,setparams=range=tv:colorspace=bt2020nc -pix_fmt yuv420p10le -c:v ffv1", "bt2020.mkv",
-       "bt2020nc", "tv", "BT.2020 matrix (tagged)"},
-      {"fcc", "-vf crop=480:272:16:16,setparams=range=tv:colorspace=fcc -pix_fmt yuv420p -c:v ffv1", "fcc.mkv", "fcc", "tv",
-       "FCC matrix (tagged)"},
+      {"untagged", "-vf crop=480:272:16:16,setparams=range=unknown:colorspace=unknown -pix_fmt yuv420p -c:v ffv1",
+       "untagged.mkv", "unknown", "unknown", "BT.601 matrix (untagged: the BT.601 default), limited range (untagged"},
+      {"bt709_full", "-vf crop=480:272:16:16,setparams=range=pc:colorspace=bt709 -pix_fmt yuv420p -c:v ffv1",
+       "bt709_full.mkv", "bt709", "pc", "BT.709 matrix (tagged), full range (tagged)"},
+      {"untagged_matrix_full",
+       "-vf crop=480:272:16:16,setparams=range=pc:colorspace=unknown -pix_fmt yuv420p -c:v ffv1", "untagged_full.mkv",
+       "unknown", "pc", "BT.601 matrix (untagged: the BT.601 default), full range (tagged)"},
+      {"bt470bg_422", "-vf crop=480:272:16:16,setparams=range=tv:colorspace=bt470bg -pix_fmt yuv422p -c:v ffv1",
+       "bt470bg_422.mkv", "bt470bg", "tv", "BT.601 matrix (tagged), limited range (tagged)"},
+      {"smpte240m_444", "-vf crop=480:272:16:16,setparams=range=tv:colorspace=smpte240m -pix_fmt yuv444p -c:v ffv1",
+       "smpte240m.mkv", "smpte240m", "tv", "SMPTE 240M matrix (tagged)"},
+      {"bt2020_10bit", "-vf crop=480:272:16:16,setparams=range=tv:colorspace=bt2020nc -pix_fmt yuv420p10le -c:v ffv1",
+       "bt2020.mkv", "bt2020nc", "tv", "BT.2020 matrix (tagged)"},
+      {"fcc", "-vf crop=480:272:16:16,setparams=range=tv:colorspace=fcc -pix_fmt yuv420p -c:v ffv1", "fcc.mkv", "fcc",
+       "tv", "FCC matrix (tagged)"},
       {"bt709_odd_size", "-vf crop=479:271:1:1,setparams=range=tv:colorspace=bt709 -pix_fmt yuv444p -c:v ffv1",
        "odd.mkv", "bt709", "tv", "BT.709 matrix (tagged)"},
-      {"yuvj420p_mjpeg", "-vf crop=480:272:16:16,setparams=range=pc -pix_fmt yuvj420p -c:v mjpeg -q:v 3", "mjpeg.avi", "bt470bg", "pc",
-       "BT.601 matrix (tagged), full range (tagged)"},
+      {"yuvj420p_mjpeg", "-vf crop=480:272:16:16,setparams=range=pc -pix_fmt yuvj420p -c:v mjpeg -q:v 3", "mjpeg.avi",
+       "bt470bg", "pc", "BT.601 matrix (tagged), full range (tagged)"},
       {"rgb_planar", "-vf crop=480:272:16:16 -pix_fmt gbrp -c:v ffv1", "gbrp.mkv", "gbr", "", "no YCbCr matrix"},
   };
   return clips;
@@ -150,8 +151,9 @@ TEST(ReferencePixels, ScaledFramesMatchTheFfmpegScaleFilter) {
   const fs::path camel = testing::shared_testdata("pips2_camel.mp4");
   if (!fs::exists(camel)) GTEST_SKIP() << "test data not found: " << camel;
   if (!have_ffmpeg_cli()) GTEST_SKIP() << "the ffmpeg command line is not installed";
-  const std::optional<std::string> reference = run_capture(
-      "ffmpeg -v error -i " + shell_quote(camel.string()) + " -frames:v 3 -vf scale=320:184 -pix_fmt rgb24 -f rawvideo -");
+  const std::optional<std::string> reference =
+      run_capture("ffmpeg -v error -i " + shell_quote(camel.string()) +
+                  " -frames:v 3 -vf scale=320:184 -pix_fmt rgb24 -f rawvideo -");
   ASSERT_TRUE(reference);
   auto source = VideoSource::open(camel);
   ASSERT_TRUE(source);
@@ -160,7 +162,8 @@ TEST(ReferencePixels, ScaledFramesMatchTheFfmpegScaleFilter) {
   for (int64_t i = 0; i < 3; ++i) {
     auto frame = (*source)->read_frame(i, {320, 184});
     ASSERT_TRUE(frame);
-    EXPECT_EQ(0, std::memcmp((*frame)->rgb.data(), reference->data() + frame_bytes * static_cast<size_t>(i), frame_bytes))
+    EXPECT_EQ(0,
+              std::memcmp((*frame)->rgb.data(), reference->data() + frame_bytes * static_cast<size_t>(i), frame_bytes))
         << "frame " << i;
   }
 }
@@ -201,9 +204,8 @@ void write_png_with_libpng(const fs::path& path, const Frame& frame, bool interl
 
 TEST(ReferencePixels, InterlacedAndSixteenBitPngs) {
   const Frame original = testing::make_index_frame(5, 97, 61);
-  for (const auto& [name, interlaced, sixteen_bit] : {std::tuple{"adam7", true, false},
-                                                     std::tuple{"rgb16", false, true},
-                                                     std::tuple{"adam7_rgb16", true, true}}) {
+  for (const auto& [name, interlaced, sixteen_bit] :
+       {std::tuple{"adam7", true, false}, std::tuple{"rgb16", false, true}, std::tuple{"adam7_rgb16", true, true}}) {
     const fs::path folder = testing::test_folder(std::string("libpng_") + name);
     write_png_with_libpng(folder / "0.png", original, interlaced, sixteen_bit);
     auto source = VideoSource::open(folder);

@@ -29,8 +29,8 @@ class DamagedVideoTest : public ::testing::Test {
   void SetUp() override {
     camel_ = testing::shared_testdata("pips2_camel.mp4");
     if (!fs::exists(camel_)) GTEST_SKIP() << "test data not found: " << camel_;
-    folder_ = testing::test_folder(std::string("damaged_") +
-                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    folder_ =
+        testing::test_folder(std::string("damaged_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   fs::path camel_;
   fs::path folder_;
