@@ -420,17 +420,23 @@ StillFormat sniff_format(std::span<const uint8_t> head) {
   return StillFormat::other;
 }
 
-Expected<std::vector<uint8_t>> read_file_bytes(const fs::path& file) {
+Status read_file_bytes(const fs::path& file, std::vector<uint8_t>& bytes) {
   std::ifstream stream(file, std::ios::binary | std::ios::ate);
   if (!stream) return open_error(file);
   const std::streamoff size = stream.tellg();
   if (size < 0) return io_error(fmt::format("cannot read {}", file.string()));
   if (size == 0) return corrupt_data(fmt::format("{} is empty (0 bytes)", file.string()));
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  bytes.resize(static_cast<size_t>(size));
   stream.seekg(0);
   if (!stream.read(reinterpret_cast<char*>(bytes.data()), size)) {
     return io_error(fmt::format("cannot read {}", file.string()));
   }
+  return {};
+}
+
+Expected<std::vector<uint8_t>> read_file_bytes(const fs::path& file) {
+  std::vector<uint8_t> bytes;
+  TRACKSCOPE_RETURN_IF_ERROR(read_file_bytes(file, bytes));
   return bytes;
 }
 

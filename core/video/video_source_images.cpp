@@ -79,7 +79,8 @@ class ImageSequenceSource final : public VideoSource {
   double last_decode_ms_ = 0.0;
   DecodeCounters counters_;
   bool orientation_reported_ = false;
-  std::string first_description_;  // the first image's format, from its header
+  std::string first_description_;    // the first image's format, from its header
+  std::vector<uint8_t> file_bytes_;  // the current image file, one buffer for all (see read_file_bytes)
 
   std::vector<bool> checked_;  // per frame: decoded at least once
   std::map<int64_t, IntegrityReport::DamagedFrame> damaged_;
@@ -223,9 +224,8 @@ void ImageSequenceSource::record(int64_t index, const FrameIntegrity& integrity,
 Expected<DecodedImage> ImageSequenceSource::decode(int64_t index) {
   const fs::path& file = files_[static_cast<size_t>(index)];
   DecodedImage image;
-  Expected<std::vector<uint8_t>> bytes = still_image::read_file_bytes(file);
-  if (!bytes) return bytes.status();
-  image.format = still_image::sniff_format(*bytes);
+  TRACKSCOPE_RETURN_IF_ERROR(still_image::read_file_bytes(file, file_bytes_));
+  image.format = still_image::sniff_format(file_bytes_);
   if (image.format == still_image::StillFormat::other) {
     TRACKSCOPE_RETURN_IF_ERROR(decode_with_ffmpeg(file));
     image.width = decoded_->width;
@@ -238,7 +238,7 @@ Expected<DecodedImage> ImageSequenceSource::decode(int64_t index) {
                                  decoded_->decode_error_flags);
     }
   } else {
-    Expected<still_image::StillImage> still = still_image::decode_still(*bytes, file.string());
+    Expected<still_image::StillImage> still = still_image::decode_still(file_bytes_, file.string());
     if (!still) return still.status();
     ++counters_.decoded_frames;
     image.still = std::move(*still);
