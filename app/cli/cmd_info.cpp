@@ -67,6 +67,7 @@ void add_info_command(CLI::App& app, CliContext& context) {
   auto video = std::make_shared<std::string>();
   auto quick = std::make_shared<bool>(false);
   auto policy = std::make_shared<std::string>("stop");
+  auto threads = std::make_shared<int>(0);
   command->add_option("video", *video, "video file, image folder or image pattern (dir/%05d.jpg)")->required();
   command->add_flag("--quick", *quick,
                     "metadata only: do not decode every frame (the integrity section then covers frame 0 and the "
@@ -77,12 +78,21 @@ void add_info_command(CLI::App& app, CliContext& context) {
                    "the file), skip (leave them out) or resize (scale other sizes, leave unreadable ones out)")
       ->check(CLI::IsMember({"stop", "skip", "resize"}))
       ->capture_default_str();
-  command->callback([&context, video, quick, policy] {
+  command
+      ->add_option("--threads", *threads,
+                   "decoder threads for the scan (0 = FFmpeg's choice, as tracking decodes; 1 flags the most frames: "
+                   "with frame threads the decoder loses some of its error flags)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  command->callback([&context, video, quick, policy, threads] {
     auto fail = [&context](const core::Status& status) {
-      std::cerr << "trackscope-cli info: " << status.message() << "\n";
+      std::cerr << "trackscope-cli info: " << status.message();
+      if (status.message().find("image policy") != std::string::npos) std::cerr << " (--bad-images skip|resize)";
+      std::cerr << "\n";
       context.exit_code = 1;
     };
     core::VideoOpenOptions options;
+    options.decoder_threads = *threads;
     core::Expected<core::ImagePolicy> image_policy = core::parse_image_policy(*policy);
     if (!image_policy) return fail(image_policy.status());
     options.image_policy = *image_policy;

@@ -102,7 +102,9 @@ core::Status write_project(const std::string& path, const std::string& video_pat
 
 int run_track(const TrackArguments& args) {
   auto fail = [](const core::Status& status) {
-    std::fprintf(stderr, "trackscope-cli track: %s\n", status.message().c_str());
+    const bool policy_hint = status.message().find("image policy") != std::string::npos;
+    std::fprintf(stderr, "trackscope-cli track: %s%s\n", status.message().c_str(),
+                 policy_hint ? " (--bad-images skip|resize)" : "");
     return status.code() == core::StatusCode::invalid_argument ? 2 : 1;
   };
   const bool project = ends_with(args.out, core::io::kProjectExtension);
