@@ -447,9 +447,7 @@ Expected<StillHeader> read_still_header(const fs::path& file) {
   const size_t got = std::fread(head.data(), 1, head.size(), stream.get());
   if (got == 0) return corrupt_data(fmt::format("{} is empty (0 bytes)", file.string()));
   const StillFormat format = sniff_format(std::span<const uint8_t>(head.data(), got));
-  if (format == StillFormat::other) {
-    return unsupported(fmt::format("{} is neither a JPEG nor a PNG file", file.string()));
-  }
+  if (format == StillFormat::other) return StillHeader{};
   std::rewind(stream.get());
   const std::string name = file.string();
   StillHeader header;

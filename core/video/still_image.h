@@ -56,8 +56,9 @@ struct StillHeader {
 /// Reads the header of a JPEG or PNG file (the bytes up to the image data) and checks that the file is
 /// complete: it ends with the end-of-image marker (JPEG FF D9, PNG IEND) within its last 4 KiB; a JPEG
 /// without one there (data appended after the image, or truncation) is decoded in full to decide.
-/// Errors: not_found, io_error, corrupt_data (damaged header, truncated), unsupported (CMYK JPEG, other
-/// formats, larger than kMaxImageSide).
+/// A file in another format gives format `other` and size 0 (not an error: the caller decodes it otherwise).
+/// Errors: not_found, io_error, corrupt_data (damaged header, truncated, empty), unsupported (CMYK JPEG, larger
+/// than kMaxImageSide).
 Expected<StillHeader> read_still_header(const std::filesystem::path& file);
 
 struct StillImage {

@@ -145,8 +145,10 @@ class VideoSource {
   /// image2 pattern ("dir/%05d.jpg": consecutive numbers from the first existing of 0..4, as ffmpeg does).
   /// Only the best video stream is used; other streams (audio, subtitles) need no decoder. Opening demuxes the
   /// whole file once (packets only, no decoding) to count frames and index keyframes, and decodes frame 0.
-  /// Fails with not_found, unsupported (not a video, no video stream, no decoder), corrupt_data (damaged,
-  /// truncated before any frame, empty) or invalid_argument (bad options).
+  /// Image sequences read every file's header and end and apply options.image_policy (unreadable, truncated
+  /// and other-size images). Fails with not_found, unsupported (not a video, no video stream, no decoder, a CMYK
+  /// JPEG), corrupt_data (damaged, truncated before any frame, empty; an image the policy stops on, named) or
+  /// invalid_argument (bad options).
   static Expected<std::unique_ptr<VideoSource>> open(const std::filesystem::path& path,
                                                      const VideoOpenOptions& options = {});
 
@@ -156,7 +158,9 @@ class VideoSource {
   /// also after arbitrary seeks and for variable-frame-rate files (frames are indexed by presentation time).
   /// Sequential reads are fast (no seek); a jump seeks to the nearest keyframe at or before and decodes forward.
   /// `size` both 0 = native, else both in [1, 16384]. Errors: invalid_argument (index or size), corrupt_data
-  /// (the frame cannot be decoded: damaged or truncated file); the source stays usable after an error.
+  /// (the frame cannot be decoded: damaged or truncated file; an image found damaged only when decoded, under
+  /// ImagePolicy::stop); the source stays usable after an error. Frames the decoder concealed errors in are
+  /// returned, with Frame::integrity saying so.
   virtual Expected<FramePtr> read_frame(int64_t index, FrameSize size = {}) = 0;
 
   /// Wall time of the last read_frame call in milliseconds (demux + decode + convert).

@@ -135,10 +135,9 @@ Status ImageSequenceSource::decode_with_ffmpeg(const fs::path& file) {
 
 Expected<ImageHeader> ImageSequenceSource::read_header(const fs::path& file) {
   Expected<still_image::StillHeader> still = still_image::read_still_header(file);
-  if (still) return ImageHeader{still->width, still->height, still->description};
-  if (still.status().code() != StatusCode::unsupported ||
-      still.status().message().find("neither a JPEG nor a PNG") == std::string::npos) {
-    return still.status();
+  if (!still) return still.status();
+  if (still->format != still_image::StillFormat::other) {
+    return ImageHeader{still->width, still->height, still->description};
   }
   // Other formats: FFmpeg's image2 demuxer reads the size from the header.
   AVFormatContext* raw = nullptr;
