@@ -211,6 +211,12 @@ int exif_orientation(const uint8_t* data, size_t size) {
 Status jpeg_failure(const JpegErrors& errors, std::string_view name) {
   if (errors.error[0] == '\0') return internal_error(fmt::format("{}: libjpeg did not give RGB", name));
   const int code = errors.error_code;
+  if (code == JERR_BAD_LIB_VERSION || code == JERR_BAD_STRUCT_SIZE) {
+    return internal_error(
+        fmt::format("{} cannot be read: {} (Trackscope was built against another libjpeg than "
+                    "the one it runs with: cmake/TrackscopeStillImage.cmake)",
+                    name, errors.error));
+  }
   if (code == JERR_BAD_PRECISION || code == JERR_CONVERSION_NOTIMPL || code == JERR_SOF_UNSUPPORTED) {
     return unsupported(fmt::format("{} cannot be read: {}", name, errors.error));
   }
