@@ -166,6 +166,7 @@ void MainWindow::connect_session() {
   connect(session_, &VideoSession::open_failed, this, &MainWindow::on_open_failed);
   connect(session_, &VideoSession::frame_ready, this, [this](const core::FramePtr& frame) {
     canvas_->set_frame(frame);
+    if (frame && frame->integrity.damaged()) timeline_->add_damaged_frames({frame->index});
     on_frame_ready();
   });
   connect(session_, &VideoSession::frame_failed, this, &MainWindow::on_frame_failed);

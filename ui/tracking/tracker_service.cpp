@@ -420,6 +420,18 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
         this, [this, generation, partial, first_query] { on_job_partial(generation, partial, first_query); },
         Qt::QueuedConnection);
   };
+  callbacks.on_video_integrity = [this, generation, path = video_path_](const core::IntegrityReport& report) {
+    QList<qint64> indices;
+    for (const auto& frame : report.damaged_frames) indices.push_back(frame.index);
+    if (indices.isEmpty()) return;
+    core::log::warn("{}: {}", path.string(), report.summary());
+    QMetaObject::invokeMethod(
+        this,
+        [this, generation, indices] {
+          if (generation == generation_) Q_EMIT damaged_frames_found(indices);  // still the same video's job
+        },
+        Qt::QueuedConnection);
+  };
   callbacks.on_finished = [this, generation](core::Expected<core::TrackSet> result) {
     auto shared = std::make_shared<core::Expected<core::TrackSet>>(std::move(result));
     QMetaObject::invokeMethod(
