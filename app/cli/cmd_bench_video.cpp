@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "core/io/atomic_file.h"
+#include "core/limits.h"
 #include "core/video/video_source.h"
 
 namespace trackscope::app {
@@ -58,8 +60,20 @@ void add_bench_video_command(CLI::App& app, CliContext& context) {
   command->add_option("--json", arguments->json, "also write the results to this JSON file");
   command->callback([&context, arguments] {
     context.exit_code = 1;
+    core::Expected<core::ThreadCount> threads = core::cap_thread_count(arguments->threads, "--threads");
+    if (!threads) {
+      std::cerr << "trackscope-cli: error: " << threads.status().message() << "\n";
+      return;
+    }
+    if (!threads->notice.empty()) std::cerr << "trackscope-cli bench-video: " << threads->notice << "\n";
+    if (!arguments->json.empty()) {
+      if (const core::Status writable = core::io::check_writable(arguments->json); !writable) {
+        std::cerr << "trackscope-cli: error: " << writable.message() << "\n";
+        return;
+      }
+    }
     core::VideoOpenOptions options;
-    options.decoder_threads = arguments->threads;
+    options.decoder_threads = threads->threads;
     const auto open_start = Clock::now();
     auto opened = core::VideoSource::open(arguments->video, options);
     if (!opened) {
@@ -129,10 +143,8 @@ void add_bench_video_command(CLI::App& app, CliContext& context) {
                              *std::max_element(seek_ms.begin(), seek_ms.end()));
     std::cout << out.dump(2) << "\n";
     if (!arguments->json.empty()) {
-      std::ofstream file(arguments->json);
-      file << out.dump(2) << "\n";
-      if (!file) {
-        std::cerr << "trackscope-cli: error: cannot write " << arguments->json << "\n";
+      if (const core::Status written = core::io::write_file_atomically(arguments->json, out.dump(2) + "\n"); !written) {
+        std::cerr << "trackscope-cli: error: " << written.message() << "\n";
         return;
       }
     }

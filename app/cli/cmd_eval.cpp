@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/io/atomic_file.h"
+#include "core/limits.h"
 #include "core/tracking/evaluation.h"
 #include "core/tracking/point_tracker.h"
 #include "gpu/cpu_runtime.h"
@@ -109,8 +111,14 @@ core::Expected<EvalPlan> make_plan(const EvalArguments& args, const std::vector<
   plan.tracker.resize = *resize;
   TRACKSCOPE_RETURN_IF_ERROR(plan.tracker.check());
   TRACKSCOPE_RETURN_IF_ERROR(parse_integer<int>(args.threads, "--threads", 0, 1024, plan.threads));
+  core::Expected<core::ThreadCount> threads = core::cap_thread_count(plan.threads, "--threads");
+  if (!threads) return threads.status();
+  if (!threads->notice.empty()) std::fprintf(stderr, "trackscope-cli eval: %s\n", threads->notice.c_str());
+  plan.threads = threads->threads;
   plan.baseline_weights = args.baseline_weights;
   plan.json = args.json;
+  // Checked before the evaluation runs (minutes), not after it.
+  if (!plan.json.empty()) TRACKSCOPE_RETURN_IF_ERROR(core::io::check_writable(plan.json));
   plan.quiet = args.quiet;
   return plan;
 }
@@ -269,11 +277,7 @@ void print_synthetic(const EvalPlan& plan, const RunResult& model, const std::op
 }
 
 core::Status write_report(const std::string& path, const Json& doc) {
-  std::ofstream out(path);
-  if (!out) return core::io_error(fmt::format("cannot write '{}'", path));
-  out << doc.dump(2) << "\n";
-  out.flush();
-  return out ? core::Status() : core::io_error(fmt::format("writing '{}' failed", path));
+  return core::io::write_file_atomically(path, doc.dump(2) + "\n");
 }
 
 // ---- running -----------------------------------------------------------------------------------------------------
