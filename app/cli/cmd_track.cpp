@@ -16,10 +16,12 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "core/io/atomic_file.h"
 #include "core/io/project.h"
 #include "core/io/queries_csv.h"
 #include "core/io/video_fingerprint.h"
 #include "core/io/track_formats.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/tracking/annotation.h"
 #include "core/tracking/point_tracker.h"
@@ -112,6 +114,18 @@ int run_track(const TrackArguments& args) {
         args.out)));
   }
   if (args.view_frame < 0) return fail(core::invalid_argument("--view-frame must be >= 0"));
+  if (args.first_frame < 0)
+    return fail(core::invalid_argument(fmt::format("--first {} is negative", args.first_frame)));
+  if (args.end_frame < -1 || (args.end_frame != -1 && args.end_frame <= args.first_frame)) {
+    return fail(core::invalid_argument(fmt::format(
+        "--end {}: give one past the last frame to track (greater than --first {}), or -1 for the end of the video",
+        args.end_frame, args.first_frame)));
+  }
+  core::Expected<core::ThreadCount> threads = core::cap_thread_count(args.threads, "--threads");
+  if (!threads) return fail(threads.status());
+  if (!threads->notice.empty()) std::fprintf(stderr, "trackscope-cli track: %s\n", threads->notice.c_str());
+  // The output is checked before the work: an unwritable --out fails now, not after the whole tracking run.
+  if (core::Status writable = core::io::check_writable(args.out); !writable) return fail(writable);
   core::Expected<std::vector<core::Query>> queries = core::read_queries_csv(args.queries);
   if (!queries) return fail(queries.status());
   core::Expected<std::unique_ptr<core::VideoSource>> video = core::VideoSource::open(args.video);
@@ -131,7 +145,7 @@ int run_track(const TrackArguments& args) {
   if (core::Status s = options.check(); !s) return fail(s);
 
   gpu::keep_freed_host_memory();
-  if (args.threads > 0) gpu::set_cpu_threads(args.threads);
+  if (threads->threads > 0) gpu::set_cpu_threads(threads->threads);
   std::unique_ptr<core::TrackerFactory> factory = gpu::make_tracker_factory({});
   core::Expected<std::unique_ptr<core::PointTracker>> tracker = factory->create(options);
   if (!tracker) return fail(tracker.status());
@@ -201,7 +215,9 @@ void add_track_command(CLI::App& app, CliContext& context) {
       ->capture_default_str();
   command->add_option("--first", args->first_frame, "first frame to track")->capture_default_str();
   command->add_option("--end", args->end_frame, "one past the last frame (-1 = to the end)")->capture_default_str();
-  command->add_option("--threads", args->threads, "CPU threads for LibTorch (0 = leave the default)")
+  command
+      ->add_option("--threads", args->threads,
+                   "CPU threads for LibTorch (0 = leave the default; at most the machine's)")
       ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bar");
   command->callback([&context, args] { context.exit_code = run_track(*args); });

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string_view>
 
+#include "core/limits.h"
+
 namespace trackscope::core {
 namespace {
 
@@ -64,6 +66,12 @@ Expected<std::vector<Query>> read_queries_csv(const std::filesystem::path& path)
           fmt::format("{}:{}: expected 'frame,x,y' with a frame index >= 0 and finite pixel "
                       "coordinates, got '{}'",
                       path.string(), line_number, text));
+    }
+    // Stop at the first row past the limit: a huge file is refused without reading (or allocating) the rest.
+    if (queries.size() == static_cast<size_t>(kMaxTrackedPoints)) {
+      return invalid_argument(fmt::format("{}:{}: more than {} queries; {}", path.string(), line_number,
+                                          kMaxTrackedPoints,
+                                          check_tracked_point_count(kMaxTrackedPoints + 1).message()));
     }
     queries.push_back(q);
   }
