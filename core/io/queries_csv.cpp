@@ -69,9 +69,10 @@ Expected<std::vector<Query>> read_queries_csv(const std::filesystem::path& path)
     }
     // Stop at the first row past the limit: a huge file is refused without reading (or allocating) the rest.
     if (queries.size() == static_cast<size_t>(kMaxTrackedPoints)) {
-      return invalid_argument(fmt::format("{}:{}: more than {} queries; {}", path.string(), line_number,
-                                          kMaxTrackedPoints,
-                                          check_tracked_point_count(kMaxTrackedPoints + 1).message()));
+      return invalid_argument(fmt::format(
+          "{}:{}: more than {} queries: one tracking run accepts at most {} points (docs/limits.md); split the "
+          "file into several runs",
+          path.string(), line_number, kMaxTrackedPoints, kMaxTrackedPoints));
     }
     queries.push_back(q);
   }

@@ -27,11 +27,11 @@ expect_error() {
   shift 2
   if "$@" >"$out/$name.out" 2>"$out/$name.err"; then
     fail "$name: succeeded"
-  elif ! grep -Eq "$regex" "$out/$name.err"; then
+  elif ! grep -Eq -e "$regex" "$out/$name.err"; then
     fail "$name: stderr does not match '$regex':"
     cat "$out/$name.err"
   else
-    echo "ok: $name: $(grep -E "$regex" "$out/$name.err" | head -1)"
+    echo "ok: $name: $(grep -E -e "$regex" "$out/$name.err" | head -1)"
   fi
 }
 
