@@ -111,6 +111,13 @@ class LargeProjectTest : public QObject {
       // minutes. CPU time, not wall time: a machine loaded by other jobs stretches wall time tenfold.
       QVERIFY2(longest_cpu_gap_ms < 2000, qPrintable(QString::number(longest_cpu_gap_ms)));
     }
+    // Tracking all 100,000 is refused at once (core/limits.h), before a model is loaded.
+    bench.bench.errors.clear();
+    bench.bench.window->actions().track->trigger();
+    QCOMPARE(bench.bench.errors.size(), 1);
+    QVERIFY2(bench.bench.errors[0].contains(QStringLiteral("100000 points are more than the 10000")),
+             qPrintable(bench.bench.errors[0]));
+    QCOMPARE(bench.bench.log->chunks(), 0);  // nothing tracked
   }
 
   void a_second_open_while_reading_is_refused() {
