@@ -3,7 +3,8 @@
 // moments, then checks that the previous file survived whole.
 //
 //   writer_fault_helper write WRITER PATH VERSION    exit 0: written; 1: the writer reported an error (stderr)
-//   writer_fault_helper loop WRITER PATH VERSION     writes VERSION, VERSION+1, ... until killed
+//   writer_fault_helper loop WRITER PATH VERSION     writes VERSION, VERSION+1, ... until killed; prints
+//                                                    "wrote N in US" (microseconds) after each write
 //   writer_fault_helper check WRITER PATH            prints "version N" and exits 0 when PATH is a whole file of
 //                                                    that writer; exit 1 (with the reason) otherwise
 //   writer_fault_helper list                         prints the writers, one a line
@@ -12,6 +13,8 @@
 // check reads the file back completely through the project's own reader (or Qt's, for settings and images).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -215,6 +218,10 @@ Checked check_safetensors(const fs::path& path) {
 }
 
 constexpr int kVideoFrames = 30;
+constexpr int kVideoVersions = 50;  // versions a video tells apart (the kill test writes versions 3 to ~40)
+
+// The grey level of a video's first frame, which carries its version (a flat frame survives MJPEG within +-2).
+int video_grey_of(int64_t version) { return 16 + 4 * static_cast<int>(version % kVideoVersions); }
 
 core::Status write_video(const fs::path& path, int64_t version) {
   core::VideoWriterOptions options;
@@ -224,11 +231,12 @@ core::Status write_video(const fs::path& path, int64_t version) {
   options.quality = 2;
   core::Expected<std::unique_ptr<core::VideoWriter>> writer = core::VideoWriter::create(path, options);
   if (!writer) return writer.status();
-  for (int i = 0; i < kVideoFrames + static_cast<int>(version % 3); ++i) {
+  for (int i = 0; i < kVideoFrames + static_cast<int>(version % kVideoVersions % 3); ++i) {
     core::Frame frame = make_image(version + i);
     frame.width = 320;
     frame.height = 240;
     frame.rgb.resize(320 * 240 * 3);
+    if (i == 0) std::fill(frame.rgb.begin(), frame.rgb.end(), static_cast<uint8_t>(video_grey_of(version)));
     TRACKSCOPE_RETURN_IF_ERROR((*writer)->write(frame));
   }
   return (*writer)->finish();
@@ -239,9 +247,19 @@ Checked check_video(const fs::path& path) {
   if (!video) return video.status();
   const int64_t frames = (*video)->info().frame_count;
   if (frames < kVideoFrames || frames >= kVideoFrames + 3) return mismatch(fmt::format("{} frames", frames));
+  core::Expected<core::FramePtr> first = (*video)->read_frame(0);
+  if (!first) return first.status();
+  double sum = 0.0;
+  for (const uint8_t byte : (*first)->rgb) sum += byte;
+  const double grey = sum / static_cast<double>(std::max<size_t>(1, (*first)->rgb.size()));
+  const int64_t version = std::lround((grey - 16.0) / 4.0);
+  if (version < 0 || version >= kVideoVersions || std::abs(grey - video_grey_of(version)) > 2.0 ||
+      version % 3 != frames - kVideoFrames) {
+    return mismatch(fmt::format("first frame grey {:.1f} and {} frames match no version", grey, frames));
+  }
   core::Expected<core::FramePtr> last = (*video)->read_frame(frames - 1);
   if (!last) return last.status();
-  return frames - kVideoFrames;  // the version modulo 3: enough to tell a whole file from a broken one
+  return version;  // the version modulo kVideoVersions
 }
 
 // ---- ui writers ---------------------------------------------------------------------------------------------
@@ -377,10 +395,15 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "loop") {
     for (;; ++version) {
+      const auto start = std::chrono::steady_clock::now();
       if (const core::Status written = writer.write(path, version); !written) {
         std::fprintf(stderr, "%s\n", written.message().c_str());
         return 1;
       }
+      const auto took = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+      // Tells the test how long one write takes in this process, so that its kill lands inside the next one.
+      std::printf("wrote %lld in %lld\n", static_cast<long long>(version), static_cast<long long>(took.count()));
+      std::fflush(stdout);
     }
   }
   return 2;
