@@ -8,7 +8,8 @@
 #
 #   tools/soak/run_soak.sh [BUILD_DIR]            the full soak (~15-40 min on 2 cores, most of it tracking)
 #   tools/soak/run_soak.sh BUILD_DIR --quick      a sampled version (~2 min): 20 s of scrubbing a 1-minute 720p
-#                                                 clip, 12 rounds, 200 points over 30 frames
+#                                                 clip (128 MiB cache, so that it fills), 12 rounds, 200 points
+#                                                 over 30 frames
 # Each step prints a JSON line with its figures and a verdict; the script exits 1 if any step failed.
 # Needs: the ffmpeg command-line tool, and the build's trackscope-soak and trackscope-cli.
 set -eu
@@ -24,9 +25,10 @@ command -v ffmpeg >/dev/null || { echo "the ffmpeg command-line tool is needed t
 mkdir -p "$dir"
 
 if [ "$quick" = --quick ]; then
-  long_size=1280x720 long_seconds=60 scrub_seconds=20 rounds=12 points=200 track_frames=30 budget_mb=2048
+  long_size=1280x720 long_seconds=60 scrub_seconds=20 cache_mb=128 rounds=12 points=200 track_frames=30
+  budget_mb=2048
 else
-  long_size=1920x1080 long_seconds=600 scrub_seconds=${SOAK_SCRUB_SECONDS:-300} rounds=50 points=2000
+  long_size=1920x1080 long_seconds=600 scrub_seconds=${SOAK_SCRUB_SECONDS:-300} cache_mb=512 rounds=50 points=2000
   track_frames=300 budget_mb=${SOAK_TRACK_BUDGET_MB:-6144}
 fi
 
@@ -54,8 +56,8 @@ awk -v n="$points" 'BEGIN { srand(18); print "frame,x,y";
   >"$dir/queries_$points.csv"
 
 failed=0
-echo "== 1. scrub $long for $scrub_seconds s (cache 512 MiB)"
-"$soak" scrub "$long" --seconds "$scrub_seconds" --cache-mb 512 || failed=1
+echo "== 1. scrub $long for $scrub_seconds s (cache $cache_mb MiB)"
+"$soak" scrub "$long" --seconds "$scrub_seconds" --cache-mb "$cache_mb" || failed=1
 
 echo "== 2. open and close $rounds videos and projects in one process"
 "$soak" open-close --count "$rounds" \
