@@ -11,6 +11,8 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/io/atomic_file.h"
+#include "core/limits.h"
 #include "core/tracking/point_tracker.h"
 #include "core/tracking/progress_bar.h"
 #include "core/tracking/query_spec.h"
@@ -49,6 +51,18 @@ int run_track(const TrackArguments& args) {
   };
   core::Expected<core::ClipOutput> output = core::ClipOutput::from_path(args.out);
   if (!output) return fail(output.status().with_context("--out"));
+  if (args.first_frame < 0)
+    return fail(core::invalid_argument(fmt::format("--first {} is negative", args.first_frame)));
+  if (args.end_frame < -1 || (args.end_frame != -1 && args.end_frame <= args.first_frame)) {
+    return fail(core::invalid_argument(fmt::format(
+        "--end {}: give one past the last frame to track (greater than --first {}), or -1 for the end of the video",
+        args.end_frame, args.first_frame)));
+  }
+  core::Expected<core::ThreadCount> threads = core::cap_thread_count(args.threads, "--threads");
+  if (!threads) return fail(threads.status());
+  if (!threads->notice.empty()) std::fprintf(stderr, "trackscope-cli track: %s\n", threads->notice.c_str());
+  // The output is checked before the work: an unwritable --out fails now, not after the whole tracking run.
+  if (core::Status writable = core::io::check_writable(args.out); !writable) return fail(writable);
   core::Expected<core::QuerySpec> query_spec = core::parse_query_spec(args.queries);
   if (!query_spec) return fail(query_spec.status());
   core::VideoOpenOptions video_options;
@@ -74,7 +88,7 @@ int run_track(const TrackArguments& args) {
   if (!queries) return fail(queries.status());
 
   gpu::keep_freed_host_memory();
-  if (args.threads > 0) gpu::set_cpu_threads(args.threads);
+  if (threads->threads > 0) gpu::set_cpu_threads(threads->threads);
   std::unique_ptr<core::TrackerFactory> factory = gpu::make_tracker_factory({});
   core::Expected<std::unique_ptr<core::PointTracker>> tracker = factory->create(options);
   if (!tracker) return fail(tracker.status());
@@ -145,14 +159,11 @@ void add_track_command(CLI::App& app, CliContext& context) {
   command->add_option("--memory-budget-mb", args->memory_budget_mb, "working-memory budget (0 = automatic)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
-  command->add_option("--first", args->first_frame, "first frame to track")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
-      ->capture_default_str();
-  command->add_option("--end", args->end_frame, "one past the last frame (-1 = to the end)")
-      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
-      ->capture_default_str();
-  command->add_option("--threads", args->threads, "CPU threads for LibTorch (0 = leave the default)")
-      ->check(CLI::Range(0, 1024))
+  command->add_option("--first", args->first_frame, "first frame to track")->capture_default_str();
+  command->add_option("--end", args->end_frame, "one past the last frame (-1 = to the end)")->capture_default_str();
+  command
+      ->add_option("--threads", args->threads,
+                   "CPU threads for LibTorch (0 = leave the default; at most the machine's)")
       ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bar");
   command

@@ -11,6 +11,7 @@ extern "C" {
 #include <iterator>
 #include <system_error>
 
+#include "core/io/atomic_file.h"
 #include "core/video/ffmpeg_support.h"
 #include "core/video/still_image.h"
 
@@ -75,11 +76,7 @@ Expected<std::vector<uint8_t>> encode_image(const Frame& frame, AVCodecID codec_
 }
 
 Status write_file(const fs::path& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) return io_error(fmt::format("cannot create {}", path.string()));
-  file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!file) return io_error(fmt::format("cannot write {}", path.string()));
-  return {};
+  return io::write_file_atomically(path, {reinterpret_cast<const char*>(bytes.data()), bytes.size()});
 }
 
 }  // namespace
