@@ -45,6 +45,11 @@ struct TrackArguments {
   int threads = 0;
   int64_t view_frame = 0;
   bool quiet = false;
+  std::string long_video = "auto";  // docs/long-videos.md
+  std::string cache_dir;
+  int window_frames = 0;
+  int window_overlap = 0;
+  int64_t host_memory_budget_mb = 0;
 };
 
 bool ends_with(const std::string& path, std::string_view suffix) {
@@ -62,6 +67,9 @@ class ProgressBar final : public core::TrackObserver {
                  std::string(static_cast<size_t>(kWidth - filled), '.').c_str(),
                  static_cast<int>(p.fraction * 100 + 0.5), p.phase.c_str());
     if (p.fraction >= 1.0) std::fputc('\n', stderr);
+  }
+  void on_plan(const core::RunPlan& plan) override {
+    if (enabled_) std::fprintf(stderr, "memory plan: %s\n", plan.summary().c_str());
   }
 
  private:
@@ -128,6 +136,13 @@ int run_track(const TrackArguments& args) {
   options.resize = *resize;
   options.query_chunk = args.chunk;
   options.memory_budget_mb = args.memory_budget_mb;
+  core::Expected<core::LongVideoMode> long_video = core::parse_long_video_mode(args.long_video);
+  if (!long_video) return fail(long_video.status());
+  options.long_video = *long_video;
+  options.cache_dir = args.cache_dir;
+  options.window_frames = args.window_frames;
+  options.window_overlap = args.window_overlap;
+  options.host_memory_budget_mb = args.host_memory_budget_mb;
   if (core::Status s = options.check(); !s) return fail(s);
 
   gpu::keep_freed_host_memory();
@@ -198,6 +213,20 @@ void add_track_command(CLI::App& app, CliContext& context) {
       ->capture_default_str();
   command->add_option("--chunk", args->chunk, "queries per chunk (0 = from the memory budget)")->capture_default_str();
   command->add_option("--memory-budget-mb", args->memory_budget_mb, "working-memory budget (0 = automatic)")
+      ->capture_default_str();
+  command
+      ->add_option("--long-video", args->long_video,
+                   "auto (the memory plan decides), whole, exact (streamed, equal to whole) or windowed")
+      ->capture_default_str();
+  command->add_option("--cache-dir", args->cache_dir,
+                      "exact streaming's cache file folder (default $TMPDIR, /var/tmp)");
+  command->add_option("--window", args->window_frames, "windowed: frames per window (0 = the longest that fits)")
+      ->capture_default_str();
+  command->add_option("--overlap", args->window_overlap, "windowed: frames shared by neighbouring windows (0 = auto)")
+      ->capture_default_str();
+  command
+      ->add_option("--host-memory-budget-mb", args->host_memory_budget_mb,
+                   "CUDA runs: host memory for caches and stores (0 = automatic)")
       ->capture_default_str();
   command->add_option("--first", args->first_frame, "first frame to track")->capture_default_str();
   command->add_option("--end", args->end_frame, "one past the last frame (-1 = to the end)")->capture_default_str();
