@@ -90,7 +90,8 @@ ScratchFile::~ScratchFile() {
 
 Status ScratchFile::write(int64_t offset, const void* data, int64_t bytes) {
   if (offset < 0 || bytes < 0 || offset + bytes > bytes_) {
-    return invalid_argument(fmt::format("cache write of {} bytes at {} outside the {}-byte file", bytes, offset, bytes_));
+    return invalid_argument(
+        fmt::format("cache write of {} bytes at {} outside the {}-byte file", bytes, offset, bytes_));
   }
   const char* from = static_cast<const char*>(data);
   while (bytes > 0) {
@@ -98,7 +99,8 @@ Status ScratchFile::write(int64_t offset, const void* data, int64_t bytes) {
     if (written < 0) {
       if (errno == EINTR) continue;
       const int error = errno;
-      return io_error(fmt::format("writing the cache file in {} failed: {}", directory_.string(), system_reason(error)));
+      return io_error(
+          fmt::format("writing the cache file in {} failed: {}", directory_.string(), system_reason(error)));
     }
     from += written;
     offset += written;
@@ -109,7 +111,8 @@ Status ScratchFile::write(int64_t offset, const void* data, int64_t bytes) {
 
 Status ScratchFile::read(int64_t offset, void* data, int64_t bytes) const {
   if (offset < 0 || bytes < 0 || offset + bytes > bytes_) {
-    return invalid_argument(fmt::format("cache read of {} bytes at {} outside the {}-byte file", bytes, offset, bytes_));
+    return invalid_argument(
+        fmt::format("cache read of {} bytes at {} outside the {}-byte file", bytes, offset, bytes_));
   }
   char* to = static_cast<char*>(data);
   while (bytes > 0) {
@@ -117,7 +120,8 @@ Status ScratchFile::read(int64_t offset, void* data, int64_t bytes) const {
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       const int error = got < 0 ? errno : EIO;
-      return io_error(fmt::format("reading the cache file in {} failed: {}", directory_.string(), system_reason(error)));
+      return io_error(
+          fmt::format("reading the cache file in {} failed: {}", directory_.string(), system_reason(error)));
     }
     to += got;
     offset += got;

@@ -300,8 +300,12 @@ std::string RunPlan::summary() const {
       break;
     case LongVideoMode::automatic: break;
   }
-  return fmt::format("{} ({}): {}{}; {}", mode_name(mode), forced ? "asked for" : "chosen by the memory plan", reason,
-                     low_memory_prepare ? "; large frames are resized one at a time" : "", figures);
+  return fmt::format("{}{}; {}", headline(), low_memory_prepare ? "; large frames are resized one at a time" : "",
+                     figures);
+}
+
+std::string RunPlan::headline() const {
+  return fmt::format("{} ({}): {}", mode_name(mode), forced ? "asked for" : "chosen by the memory plan", reason);
 }
 
 Expected<RunPlan> plan_run(const RunPlanInput& in) {
@@ -335,7 +339,7 @@ Expected<RunPlan> plan_run(const RunPlanInput& in) {
   }
   // Automatically, a whole-clip run must also track a useful number of queries at a time (a long clip's chunk
   // memory grows with its frames); asked for, any chunk will do.
-  const int useful_chunk = std::min(base.points, 8);
+  const int useful_chunk = std::min({base.points, 8, base.requested_chunk > 0 ? base.requested_chunk : 8});
   const int64_t whole_grids = int64_t{base.frames} * kGridElementsPerFrame * e;
   std::string whole_why = fmt::format("the whole clip does not fit the {:.2f} GiB budget (feature grids {:.2f} GiB)",
                                       gib(base.budget_bytes), gib(whole_grids));
@@ -414,15 +418,19 @@ Expected<RunPlan> plan_run(const RunPlanInput& in) {
       s.cache_bytes = cache_bytes;
       s.frame_block = z.frame_block;
       s.backbone_frames = z.backbone_frames;
+      s.mixer_block = in.mixer_block;
       s.block_query_chunk = z.block_chunk;
       s.mixer_query_chunk = z.mixer_chunk;
       s.queries_per_pass = z.per_pass;
       s.passes = base.points > 0 ? (base.points + z.per_pass - 1) / z.per_pass : 0;
       s.encoded_bytes = b.encoded;
       const int64_t host_needs = streaming_host_bytes(in, b);
-      if (host_needs + cache_bytes <= host_room) {
+      const bool disk_fits = in.disk_free_bytes >= cache_bytes + kDiskMargin;
+      if (in.prefer_cache_file && disk_fits) {
+        s.cache = CacheLocation::file;
+      } else if (host_needs + cache_bytes <= host_room) {
         s.cache = CacheLocation::host;
-      } else if (in.disk_free_bytes >= cache_bytes + kDiskMargin) {
+      } else if (disk_fits) {
         s.cache = CacheLocation::file;
       } else {
         exact_failure = fmt::format(

@@ -122,12 +122,13 @@ enum class CacheLocation { none, host, file };
 const char* to_string(CacheLocation location);
 
 struct RunPlanInput {
-  TrackerMemoryInput tracker;     // the run's shape and the device's budget (tracker.budget_bytes)
-  bool device_is_host = true;     // a CPU run: one budget for everything
-  int64_t host_budget_bytes = 0;  // a CUDA run: host RAM for the cache, stores and decoding (> 0)
-  int64_t disk_free_bytes = -1;   // free bytes where a cache file would go; < 0 = no cache file possible
-  std::string cache_dir;          // where a cache file would go (for the messages)
-  int decoder_threads = 1;        // the decoder's threads (its in-flight pictures)
+  TrackerMemoryInput tracker;      // the run's shape and the device's budget (tracker.budget_bytes)
+  bool device_is_host = true;      // a CPU run: one budget for everything
+  int64_t host_budget_bytes = 0;   // a CUDA run: host RAM for the cache, stores and decoding (> 0)
+  int64_t disk_free_bytes = -1;    // free bytes where a cache file would go; < 0 = no cache file possible
+  std::string cache_dir;           // where a cache file would go (for the messages)
+  bool prefer_cache_file = false;  // a cache folder was named: a cache file even where host memory has room
+  int decoder_threads = 1;         // the decoder's threads (its in-flight pictures)
   LongVideoMode requested = LongVideoMode::automatic;
   int window_frames = 0;      // windowed: frames per window (0 = the largest that fits, at most 1024)
   int window_overlap = 0;     // windowed: frames shared by neighbouring windows (0 = window / 16, 8..64)
@@ -142,6 +143,7 @@ struct StreamingPlan {
   int64_t cache_bytes = 0;        // the feature grids of every frame, in the compute dtype
   int frame_block = 0;            // frames per streamed block
   int backbone_frames = 0;        // frames per backbone call of the feature pass
+  int mixer_block = 0;            // frames per block of the long-sequence transformer
   int block_query_chunk = 0;      // queries per initialisation / correlation call on a block
   int mixer_query_chunk = 0;      // queries per long-sequence transformer call
   int queries_per_pass = 0;       // queries whose encoded correlations the host holds at once
@@ -170,8 +172,10 @@ struct RunPlan {
   WindowPlan windows;       // mode windowed
   int64_t budget_bytes = 0;
   int64_t host_budget_bytes = 0;
-  /// "exact streaming (auto): <reason>; <the chosen mode's figures>"
+  /// "exact streaming (chosen by the memory plan): <reason>; <the chosen mode's figures>"
   std::string summary() const;
+  /// The summary without the figures (for a status bar).
+  std::string headline() const;
 };
 
 /// Bytes of the device side of exact streaming, for the plan's choices (exposed for tests).

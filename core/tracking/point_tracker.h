@@ -54,7 +54,8 @@ struct TrackerOptions {
   // Long clips (docs/long-videos.md): the memory plan picks whole clip, exact streaming or windowed tracking;
   // these override it.
   LongVideoMode long_video = LongVideoMode::automatic;
-  std::string cache_dir;              // exact streaming's cache file goes here ("" = the system's temp folder)
+  std::string cache_dir;              // exact streaming's cache: a file here; "" = host memory if it fits, else
+                                      // a file in the system's temporary folder
   int window_frames = 0;              // windowed: frames per window (0 = the longest that fits)
   int window_overlap = 0;             // windowed: frames shared by neighbouring windows (0 = automatic)
   int64_t host_memory_budget_mb = 0;  // CUDA runs: host memory for caches and stores (0 = automatic)

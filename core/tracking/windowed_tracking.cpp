@@ -11,8 +11,8 @@ namespace trackscope::core {
 Status WindowOptions::check() const {
   if (frames < 16) return invalid_argument(fmt::format("windows of {} frames are too short: use at least 16", frames));
   if (overlap < 1 || overlap >= frames / 2) {
-    return invalid_argument(fmt::format("an overlap of {} frames needs 1 <= overlap < {} (half a window)", overlap,
-                                        frames / 2));
+    return invalid_argument(
+        fmt::format("an overlap of {} frames needs 1 <= overlap < {} (half a window)", overlap, frames / 2));
   }
   if (!(handoff_confidence > 0.0f && handoff_confidence < 1.0f)) {
     return invalid_argument(fmt::format("hand-off confidence {} is outside (0, 1)", handoff_confidence));
@@ -83,13 +83,8 @@ TrackPoint blend(const TrackPoint& earlier, const TrackPoint& later, float later
 // Maps a window run's progress and stages to the whole run.
 class WindowObserver final : public TrackObserver {
  public:
-  WindowObserver(TrackObserver& outer, double done_frames, double window_frames, double total_frames,
-                 std::string label)
-      : outer_(outer),
-        done_(done_frames),
-        window_(window_frames),
-        total_(total_frames),
-        label_(std::move(label)) {}
+  WindowObserver(TrackObserver& outer, double done_frames, double window_frames, double total_frames, std::string label)
+      : outer_(outer), done_(done_frames), window_(window_frames), total_(total_frames), label_(std::move(label)) {}
   void on_progress(const TrackProgress& progress) override {
     TrackProgress p = progress;
     p.fraction = std::clamp((done_ + progress.fraction * window_) / total_, 0.0, 1.0);
@@ -194,7 +189,8 @@ Expected<TrackSet> track_windowed(const TrackRequest& request, int64_t end_frame
           track.at(frame) = fresh;
         }
       }
-      have = have.size() == 0 ? window : FrameWindow{std::min(have.first, window.first), std::max(have.end, window.end)};
+      have =
+          have.size() == 0 ? window : FrameWindow{std::min(have.first, window.first), std::max(have.end, window.end)};
     }
     done_frames += static_cast<double>(window.size());
     return {};
@@ -257,7 +253,7 @@ Expected<FramePtr> RecentFramesVideo::read_frame(int64_t index, FrameSize size) 
   }
   Expected<FramePtr> frame = inner_.read_frame(index, size);
   last_decode_ms_ = inner_.last_decode_ms();
-  if (!frame || !size.native() || max_bytes_ <= 0) return frame;
+  if (!frame || !size.native() || max_bytes_ <= 0 || index < keep_from_) return frame;
   recent_.push_back(*frame);
   bytes_ += static_cast<int64_t>((*frame)->bytes());
   while (!recent_.empty() && bytes_ > max_bytes_) {

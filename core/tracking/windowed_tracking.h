@@ -73,8 +73,8 @@ Query backward_handoff(const Track& track, FrameWindow overlap, float confident)
 float later_window_weight(FrameWindow overlap, int64_t frame);
 
 /// Tracks one window: `window.queries` lie inside [window.first_frame, window.end_frame).
-using WindowTracker = std::function<Expected<TrackSet>(const TrackRequest& window, TrackObserver& observer,
-                                                       std::stop_token stop)>;
+using WindowTracker =
+    std::function<Expected<TrackSet>(const TrackRequest& window, TrackObserver& observer, std::stop_token stop)>;
 
 /// Tracks `request` over [request.first_frame, end_frame) window by window (see above). Errors of a window run
 /// are returned as they are (cancelled when `stop` is requested).
@@ -82,11 +82,15 @@ Expected<TrackSet> track_windowed(const TrackRequest& request, int64_t end_frame
                                   const WindowTracker& track_window, TrackObserver& observer, std::stop_token stop);
 
 /// A VideoSource that keeps the most recently read native frames (up to `max_bytes`) so that the next window's
-/// overlap is not decoded again (a backward jump would seek and decode from a keyframe). Forwards everything
-/// else to `inner`, which must outlive it. Threads: one thread at a time, like every VideoSource.
+/// overlap is not decoded again (a backward jump would seek and decode from a keyframe). Only frames from
+/// keep_from() on are kept (the next window's first frame: frames kept all along would sit between every batch's
+/// temporaries in the heap). Forwards everything else to `inner`, which must outlive it. Threads: one thread at a
+/// time, like every VideoSource.
 class RecentFramesVideo final : public VideoSource {
  public:
   RecentFramesVideo(VideoSource& inner, int64_t max_bytes) : inner_(inner), max_bytes_(max_bytes) {}
+  /// Keep only frames with index >= `frame` from now on (default 0: every frame).
+  void keep_from(int64_t frame) { keep_from_ = frame; }
   const VideoInfo& info() const override { return inner_.info(); }
   Expected<FramePtr> read_frame(int64_t index, FrameSize size = {}) override;
   double last_decode_ms() const override { return last_decode_ms_; }
@@ -96,6 +100,7 @@ class RecentFramesVideo final : public VideoSource {
  private:
   VideoSource& inner_;
   int64_t max_bytes_;
+  int64_t keep_from_ = 0;
   std::deque<FramePtr> recent_;
   int64_t bytes_ = 0;
   int64_t hits_ = 0;

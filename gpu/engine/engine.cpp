@@ -6,7 +6,11 @@
 #include <torch/nn/module.h>
 #include <torch/version.h>
 
+#include <sys/mman.h>
+
 #include <cmath>
+#include <new>
+#include <vector>
 
 #include "gpu/torch_compat.h"
 
@@ -166,13 +170,26 @@ at::Tensor Engine::prepare_normalised_frames(const at::Tensor& frames) const {
   return frames.to(device_).to(storage).contiguous();
 }
 
+at::Tensor allocate_host_buffer(at::IntArrayRef sizes, at::ScalarType dtype) {
+  int64_t elements = 1;
+  for (const int64_t size : sizes) elements *= size;
+  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(elements) * c10::elementSize(dtype));
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (data == MAP_FAILED) throw std::bad_alloc();
+  return at::from_blob(
+      data, sizes, [bytes](void* p) { ::munmap(p, bytes); }, at::TensorOptions().dtype(dtype));
+}
+
 model::FeatureGrids Engine::allocate_grids(int64_t frames) const {
   if (uses_cuda_graphs() && graph_grids_.lowres.defined() && graph_grids_.frames() == frames) return graph_grids_;
   const auto options = at::TensorOptions().device(device_).dtype(compute_dtype_);
+  auto allocate = [&](std::vector<int64_t> sizes) {
+    return device_.is_cpu() ? allocate_host_buffer(sizes, compute_dtype_) : at::empty(sizes, options);
+  };
   model::FeatureGrids grids;
-  grids.lowres = at::empty({1, frames, 32, 32, 256}, options);
-  grids.hires = at::empty({1, frames, 64, 64, 128}, options);
-  grids.highest = at::empty({1, frames, 128, 128, 64}, options);
+  grids.lowres = allocate({1, frames, 32, 32, 256});
+  grids.hires = allocate({1, frames, 64, 64, 128});
+  grids.highest = allocate({1, frames, 128, 128, 64});
   if (uses_cuda_graphs()) {
     graphs_.clear();  // they read the previous grids
     graph_grids_ = grids;

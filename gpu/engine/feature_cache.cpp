@@ -5,13 +5,17 @@
 
 #include <fmt/format.h>
 
+#include "gpu/engine/engine.h"
+
 namespace trackscope::gpu::engine {
 namespace {
 
 // Per-frame shapes of the three levels, in the cache's order (lowres, hires, highest).
 const std::array<std::array<int64_t, 3>, 3> kLevelShapes = {{{32, 32, 256}, {64, 64, 128}, {128, 128, 64}}};
 
-int64_t level_elements(size_t level) { return kLevelShapes[level][0] * kLevelShapes[level][1] * kLevelShapes[level][2]; }
+int64_t level_elements(size_t level) {
+  return kLevelShapes[level][0] * kLevelShapes[level][1] * kLevelShapes[level][2];
+}
 
 std::vector<int64_t> level_shape(size_t level, int64_t frames) {
   return {frames, kLevelShapes[level][0], kLevelShapes[level][1], kLevelShapes[level][2]};
@@ -51,8 +55,11 @@ core::Expected<FeatureCache> FeatureCache::create(int64_t frames, at::ScalarType
   cache.location_ = location;
   try {
     if (location == core::CacheLocation::host) {
-      const auto options = at::TensorOptions().dtype(dtype).pinned_memory(device.is_cuda());
-      for (size_t level = 0; level < 3; ++level) cache.host_[level] = at::empty(level_shape(level, frames), options);
+      const auto options = at::TensorOptions().dtype(dtype).pinned_memory(true);
+      for (size_t level = 0; level < 3; ++level) {
+        cache.host_[level] = device.is_cuda() ? at::empty(level_shape(level, frames), options)
+                                              : allocate_host_buffer(level_shape(level, frames), dtype);
+      }
     } else if (location == core::CacheLocation::file) {
       core::Expected<core::io::ScratchFile> file = core::io::ScratchFile::create(directory, cache.bytes());
       if (!file) return file.status();
@@ -87,7 +94,8 @@ int64_t FeatureCache::bytes() const { return frames_ * bytes_per_frame(); }
 core::Status FeatureCache::write(int64_t first, const model::FeatureGrids& grids) {
   const int64_t count = grids.frames();
   if (first < 0 || first + count > frames_) {
-    return core::invalid_argument(fmt::format("cache write of frames [{}, {}) outside {}", first, first + count, frames_));
+    return core::invalid_argument(
+        fmt::format("cache write of frames [{}, {}) outside {}", first, first + count, frames_));
   }
   const int64_t element = static_cast<int64_t>(c10::elementSize(dtype_));
   int64_t level_offset = 0;
@@ -110,7 +118,8 @@ core::Status FeatureCache::write(int64_t first, const model::FeatureGrids& grids
 
 core::Expected<model::FeatureGrids> FeatureCache::read(int64_t first, int64_t count) {
   if (first < 0 || count <= 0 || first + count > frames_) {
-    return core::invalid_argument(fmt::format("cache read of frames [{}, {}) outside {}", first, first + count, frames_));
+    return core::invalid_argument(
+        fmt::format("cache read of frames [{}, {}) outside {}", first, first + count, frames_));
   }
   const int64_t element = static_cast<int64_t>(c10::elementSize(dtype_));
   std::array<at::Tensor, 3> out;

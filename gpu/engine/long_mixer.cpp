@@ -66,7 +66,8 @@ at::Tensor long_sequence_mixer(const model::TemporalMixer& mixer, int64_t sequen
   for (const auto& layer : mixer.layers) {
     const model::AlibiAttention& attn = *layer->attn;
     // Keys and values of every frame, from the layer's input (the residual stream is updated in place below).
-    at::Tensor keys = at::empty({sequences, frames, dim}, options), values = at::empty({sequences, frames, dim}, options);
+    at::Tensor keys = at::empty({sequences, frames, dim}, options),
+               values = at::empty({sequences, frames, dim}, options);
     blocks([&](int64_t begin, int64_t count) {
       const at::Tensor normed = layer_norm(h.narrow(1, begin, count), *layer->layer_norm1);
       keys.narrow(1, begin, count).copy_(attn.key_proj->forward(normed));
@@ -98,8 +99,8 @@ at::Tensor long_sequence_mixer(const model::TemporalMixer& mixer, int64_t sequen
         const int64_t key_end = forward ? begin + count : std::min(frames, begin + count + reach);
         const at::Tensor k_block = keys.narrow(1, key_first, key_end - key_first).narrow(2, k * head_dim, head_dim);
         const at::Tensor v_block = values.narrow(1, key_first, key_end - key_first).narrow(2, k * head_dim, head_dim);
-        const at::Tensor bias = block_bias(slopes[static_cast<size_t>(k)], forward, begin, count, key_first,
-                                           key_end - key_first, options);
+        const at::Tensor bias =
+            block_bias(slopes[static_cast<size_t>(k)], forward, begin, count, key_first, key_end - key_first, options);
         const at::Tensor scores = at::matmul(q, k_block.transpose(-2, -1)) * scale + bias;
         attended.select(1, k).copy_(at::matmul(at::softmax(scores, -1), v_block));
         if (stats != nullptr) {
@@ -121,7 +122,8 @@ at::Tensor long_sequence_mixer(const model::TemporalMixer& mixer, int64_t sequen
   }
 
   at::Tensor out = at::empty({sequences, frames, 4}, options.dtype(at::kFloat));
-  const at::Tensor out_weight = mixer.output_proj->weight.narrow(0, 0, 4), out_bias = mixer.output_proj->bias.narrow(0, 0, 4);
+  const at::Tensor out_weight = mixer.output_proj->weight.narrow(0, 0, 4),
+                   out_bias = mixer.output_proj->bias.narrow(0, 0, 4);
   blocks([&](int64_t begin, int64_t count) {
     out.narrow(1, begin, count)
         .copy_(at::linear(layer_norm(h.narrow(1, begin, count), *mixer.ln_out), out_weight, out_bias));

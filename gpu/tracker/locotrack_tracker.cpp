@@ -172,14 +172,15 @@ core::Expected<core::RunPlan> LocoTrackTracker::plan(const core::VideoInfo& info
   const std::filesystem::path cache_dir =
       options_.cache_dir.empty() ? core::io::default_scratch_directory() : std::filesystem::path(options_.cache_dir);
   input.cache_dir = cache_dir.string();
+  input.prefer_cache_file = !options_.cache_dir.empty();
   input.disk_free_bytes = core::io::free_disk_bytes(cache_dir);
   // FFmpeg's automatic frame threading uses one thread per core (its pictures in flight are in the plan).
   input.decoder_threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
   input.requested = options_.long_video;
   input.window_frames = options_.window_frames;
   input.window_overlap = options_.window_overlap;
-  input.max_stream_block = on_cuda ? 128 : 32;
-  input.mixer_block = on_cuda ? 256 : 64;
+  input.max_stream_block = options_.stream_block_frames > 0 ? options_.stream_block_frames : on_cuda ? 128 : 32;
+  input.mixer_block = options_.mixer_block_frames > 0 ? options_.mixer_block_frames : on_cuda ? 256 : 64;
   return core::plan_run(input);
 }
 
@@ -295,7 +296,8 @@ core::Status LocoTrackTracker::feed_frames(core::VideoSource& video, int64_t fir
 
 core::Expected<core::TrackSet> LocoTrackTracker::run_whole(core::VideoSource& video, const Run& run,
                                                            const core::TrackerMemoryPlan& plan, bool low_memory_prepare,
-                                                           core::TrackObserver& observer, const std::stop_token& stop) {
+                                                           core::TrackObserver& observer, const std::stop_token& stop,
+                                                           const model::FeatureGrids* reuse) {
   const core::VideoInfo& info = video.info();
   const core::TrackRequest& request = *run.request;
   const int64_t first_frame = run.first_frame;
@@ -318,7 +320,13 @@ core::Expected<core::TrackSet> LocoTrackTracker::run_whole(core::VideoSource& vi
     for (const core::StageSample& sample : recorder.collect()) observer.on_stage(sample);
   };
 
-  model::FeatureGrids grids = engine_.allocate_grids(frames);
+  model::FeatureGrids grids;
+  if (reuse != nullptr && reuse->frames() >= frames) {
+    grids = {reuse->lowres.narrow(1, 0, frames), reuse->hires.narrow(1, 0, frames),
+             reuse->highest.narrow(1, 0, frames)};
+  } else {
+    grids = engine_.allocate_grids(frames);
+  }
   TRACKSCOPE_RETURN_IF_ERROR(feed_frames(
       video, first_frame, frames, plan.backbone_frames, low_memory_prepare, recorder, stop,
       [&](const at::Tensor& prepared, int64_t begin) {
@@ -414,10 +422,12 @@ core::Expected<core::TrackSet> LocoTrackTracker::run_windowed(core::VideoSource&
   options.overlap = windows.overlap;
   // The overlap's frames are read again by the next window: keep them rather than seek back and decode again.
   core::RecentFramesVideo recent(video, windows.frame_cache_bytes);
+  const model::FeatureGrids grids = engine_.allocate_grids(windows.frames);  // one set for every window
   const core::WindowTracker track_window = [&](const core::TrackRequest& window, core::TrackObserver& window_observer,
                                                std::stop_token window_stop) {
     const Run window_run{&window, window.first_frame, window.end_frame};
-    return run_whole(recent, window_run, windows.window, plan.low_memory_prepare, window_observer, window_stop);
+    recent.keep_from(window.end_frame - windows.overlap);  // the next window's first frames
+    return run_whole(recent, window_run, windows.window, plan.low_memory_prepare, window_observer, window_stop, &grids);
   };
   core::TrackRequest request = *run.request;
   return core::track_windowed(request, run.end_frame, options, track_window, observer, stop);

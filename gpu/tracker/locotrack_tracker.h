@@ -36,6 +36,8 @@ struct LocoTrackTrackerOptions {
   std::string cache_dir;  // exact streaming's cache file ("" = core::io::default_scratch_directory())
   int window_frames = 0;  // windowed: 0 = from the plan
   int window_overlap = 0;
+  int stream_block_frames = 0;  // exact streaming: the most frames per streamed block (0 = 128 on CUDA, 32 on the CPU)
+  int mixer_block_frames = 0;   // exact streaming: frames per transformer block (0 = 256 on CUDA, 64 on the CPU)
   engine::EngineOptions engine;
 };
 
@@ -67,9 +69,12 @@ class LocoTrackTracker final : public core::PointTracker {
                                      core::TrackObserver& observer, const std::stop_token& stop);
   core::Expected<core::RunPlan> plan(const core::VideoInfo& info, int64_t frames, int points) const;
   core::TrackerMemoryInput memory_input(const core::VideoInfo& info, int64_t frames, int points) const;
+  /// `reuse`, if given, holds grids of at least run.frames() frames to use instead of allocating (windowed runs
+  /// keep one set for every window: a 5 GB block freed and allocated again per window fragments the host heap).
   core::Expected<core::TrackSet> run_whole(core::VideoSource& video, const Run& run,
                                            const core::TrackerMemoryPlan& plan, bool low_memory_prepare,
-                                           core::TrackObserver& observer, const std::stop_token& stop);
+                                           core::TrackObserver& observer, const std::stop_token& stop,
+                                           const model::FeatureGrids* reuse = nullptr);
   core::Expected<core::TrackSet> run_windowed(core::VideoSource& video, const Run& run, const core::RunPlan& plan,
                                               core::TrackObserver& observer, const std::stop_token& stop);
   core::Expected<core::TrackSet> run_streaming(core::VideoSource& video, const Run& run, const core::RunPlan& plan,

@@ -25,8 +25,7 @@
 namespace trackscope::gpu {
 
 core::Expected<core::TrackSet> LocoTrackTracker::run_streaming(core::VideoSource& video, const Run& run,
-                                                               const core::RunPlan& plan,
-                                                               core::TrackObserver& observer,
+                                                               const core::RunPlan& plan, core::TrackObserver& observer,
                                                                const std::stop_token& stop) {
   using core::Stage;
   const core::VideoInfo& info = video.info();
@@ -76,8 +75,9 @@ core::Expected<core::TrackSet> LocoTrackTracker::run_streaming(core::VideoSource
   auto scatter_features = [&](const model::QueryFeatures& some, const at::Tensor& index) {
     const std::array<const at::Tensor*, 6> from = {&some.lowres,         &some.hires,         &some.highest,
                                                    &some.lowres_support, &some.hires_support, &some.highest_support};
-    const std::array<at::Tensor*, 6> into = {&features.lowres,         &features.hires,         &features.highest,
-                                             &features.lowres_support, &features.hires_support, &features.highest_support};
+    const std::array<at::Tensor*, 6> into = {&features.lowres,        &features.hires,
+                                             &features.highest,       &features.lowres_support,
+                                             &features.hires_support, &features.highest_support};
     for (size_t i = 0; i < from.size(); ++i) {
       if (!into[i]->defined()) {
         std::vector<int64_t> shape(from[i]->sizes().begin(), from[i]->sizes().end());
@@ -123,7 +123,8 @@ core::Expected<core::TrackSet> LocoTrackTracker::run_streaming(core::VideoSource
   // --- the passes over the cache.
   const auto float_options = at::TensorOptions().device(device).dtype(at::kFloat);
   at::Tensor tracks = at::empty({points, frames, 2}, float_options);
-  at::Tensor occlusion = at::empty({points, frames}, float_options), expected = at::empty({points, frames}, float_options);
+  at::Tensor occlusion = at::empty({points, frames}, float_options),
+             expected = at::empty({points, frames}, float_options);
   const at::ScalarType encoded_dtype = engine_.fused() ? engine_.compute_dtype() : at::kFloat;
   const int groups = (points + per_pass - 1) / per_pass;
   const double total_passes = static_cast<double>(groups) * (iterations + 1);
@@ -137,9 +138,11 @@ core::Expected<core::TrackSet> LocoTrackTracker::run_streaming(core::VideoSource
   int pass = 0;
   for (int group_begin = 0; group_begin < points; group_begin += per_pass) {
     const int group_end = std::min(points, group_begin + per_pass);
+    // Host: the group's encodings (pinned for the copies of a CUDA run; a mapping of its own on the CPU).
+    const std::vector<int64_t> encoded_shape = {group_end - group_begin, frames, 3 * 256};
     const at::Tensor encoded =
-        at::empty({group_end - group_begin, frames, 3 * 256},
-                  at::TensorOptions().dtype(encoded_dtype).pinned_memory(on_cuda));  // host: the group's encodings
+        on_cuda ? at::empty(encoded_shape, at::TensorOptions().dtype(encoded_dtype).pinned_memory(true))
+                : engine::allocate_host_buffer(encoded_shape, encoded_dtype);
     for (int iteration = 0; iteration <= iterations; ++iteration, ++pass) {
       // Blocks of frames: the initialisation, or a refinement's correlations and CMDTop.
       cost.frames = block_frames;
@@ -201,7 +204,7 @@ core::Expected<core::TrackSet> LocoTrackTracker::run_streaming(core::VideoSource
           const auto scope = recorder.time(Stage::refine_transformer, mix_begin / mixer_chunk, iteration,
                                            core::chunk_stage_cost(Stage::refine_transformer, cost, count));
           update = engine::long_sequence_mixer(
-              engine_.mixer(), count, frames, on_cuda ? 256 : 64,
+              engine_.mixer(), count, frames, std::max(1, streaming.mixer_block),
               [&](int64_t begin, int64_t length) {
                 // One frame on each side for the relative motion; dropped after.
                 const int64_t low = std::max<int64_t>(0, begin - 1), high = std::min(frames, begin + length + 1);

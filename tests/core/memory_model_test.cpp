@@ -152,6 +152,13 @@ TEST(RunPlan, AShortClipRunsWhole) {
   // The decoder's pictures are inside the plan.
   EXPECT_EQ(plan->whole.extra_bytes, decoder_memory_bytes(1920, 1080, 2));
   EXPECT_NE(plan->summary().find("whole clip (chosen by the memory plan)"), std::string::npos) << plan->summary();
+  // A chunk the user asked for is never "too small" to be useful.
+  RunPlanInput asked = long_clip_cpu(372, 8);
+  asked.tracker.requested_chunk = 3;
+  Expected<RunPlan> small_chunks = plan_run(asked);
+  ASSERT_TRUE(small_chunks) << small_chunks.status().message();
+  EXPECT_EQ(small_chunks->mode, LongVideoMode::whole_clip);
+  EXPECT_EQ(small_chunks->whole.query_chunk, 3);
 }
 
 TEST(RunPlan, GridsBeyondTheBudgetGoToACacheFileOrTheClipIsWindowed) {

@@ -109,12 +109,8 @@ WindowOptions options(int frames, int overlap) {
 }
 
 TEST(WindowLayout, EqualWindowsShareExactlyTheOverlapAndCoverTheRange) {
-  for (const auto& [first, end, frames, overlap] :
-       std::vector<std::tuple<int64_t, int64_t, int, int>>{{0, 300, 64, 8},
-                                                           {10, 18'010, 669, 41},
-                                                           {0, 65, 64, 8},
-                                                           {0, 1000, 512, 32},
-                                                           {5, 200, 16, 7}}) {
+  for (const auto& [first, end, frames, overlap] : std::vector<std::tuple<int64_t, int64_t, int, int>>{
+           {0, 300, 64, 8}, {10, 18'010, 669, 41}, {0, 65, 64, 8}, {0, 1000, 512, 32}, {5, 200, 16, 7}}) {
     const std::vector<FrameWindow> windows = layout_windows(first, end, options(frames, overlap));
     ASSERT_FALSE(windows.empty());
     EXPECT_EQ(windows.front().first, first);
@@ -126,7 +122,7 @@ TEST(WindowLayout, EqualWindowsShareExactlyTheOverlapAndCoverTheRange) {
       EXPECT_GT(windows[k].size(), 2 * overlap);
       if (k + 1 < windows.size()) {
         EXPECT_EQ(windows[k].end - windows[k + 1].first, overlap);  // exactly the overlap
-        EXPECT_EQ(windows[k].size(), windows[0].size());             // equal lengths
+        EXPECT_EQ(windows[k].size(), windows[0].size());            // equal lengths
       }
     }
   }
@@ -197,8 +193,8 @@ TEST(WindowedTracking, TracksAreHandedThroughEveryWindowBothWays) {
                      {290, truth(2, 290).x_px, truth(2, 290).y_px}};
   Recorder recorder;
   Expected<TrackSet> result = track_windowed(
-      request, 300, options(64, 8), [&](const TrackRequest& w, TrackObserver& o, std::stop_token s) { return fake(w, o, s); },
-      recorder, {});
+      request, 300, options(64, 8),
+      [&](const TrackRequest& w, TrackObserver& o, std::stop_token s) { return fake(w, o, s); }, recorder, {});
   ASSERT_TRUE(result) << result.status().message();
   ASSERT_EQ(result->tracks.size(), 3u);
   EXPECT_EQ(result->frame_count, 300);
@@ -259,8 +255,8 @@ TEST(WindowedTracking, HandOffsAvoidOccludedFramesAndOverlapsAreBlended) {
   request.queries = {{0, truth(0, 0).x_px, truth(0, 0).y_px}};
   Recorder recorder;
   Expected<TrackSet> result = track_windowed(
-      request, 120, options(64, 8), [&](const TrackRequest& w, TrackObserver& o, std::stop_token s) { return fake(w, o, s); },
-      recorder, {});
+      request, 120, options(64, 8),
+      [&](const TrackRequest& w, TrackObserver& o, std::stop_token s) { return fake(w, o, s); }, recorder, {});
   ASSERT_TRUE(result) << result.status().message();
   ASSERT_EQ(fake.calls.size(), 2u);
   EXPECT_EQ(fake.calls[1].request.queries[0].frame, 59);  // the last confident frame before the occlusion
@@ -348,6 +344,13 @@ TEST(RecentFramesVideo, TheOverlapIsNotDecodedTwice) {
   ASSERT_TRUE(recent.read_frame(0));  // evicted long ago
   EXPECT_EQ(video.decodes, 71);
   EXPECT_EQ(&recent.info(), &video.info());
+  // Only frames from keep_from() on are kept.
+  recent.keep_from(95);
+  for (int64_t f = 80; f < 100; ++f) ASSERT_TRUE(recent.read_frame(f));
+  EXPECT_EQ(video.decodes, 91);
+  for (int64_t f = 94; f < 100; ++f) ASSERT_TRUE(recent.read_frame(f));
+  EXPECT_EQ(video.decodes, 92);  // 94 was not kept
+  EXPECT_EQ(recent.hits(), 13);
 }
 
 }  // namespace
