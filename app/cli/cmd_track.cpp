@@ -68,8 +68,8 @@ class ProgressBar final : public core::TrackObserver {
                  static_cast<int>(p.fraction * 100 + 0.5), p.phase.c_str());
     if (p.fraction >= 1.0) std::fputc('\n', stderr);
   }
-  void on_plan(const core::RunPlan& plan) override {
-    if (enabled_) std::fprintf(stderr, "memory plan: %s\n", plan.summary().c_str());
+  void on_plan(const core::RunPlan& plan) override {  // printed with --quiet too: how the run went is in it
+    std::fprintf(stderr, "memory plan: %s\n", plan.summary().c_str());
   }
 
  private:
@@ -218,8 +218,9 @@ void add_track_command(CLI::App& app, CliContext& context) {
       ->add_option("--long-video", args->long_video,
                    "auto (the memory plan decides), whole, exact (streamed, equal to whole) or windowed")
       ->capture_default_str();
-  command->add_option("--cache-dir", args->cache_dir,
-                      "exact streaming's cache file folder (default $TMPDIR, /var/tmp)");
+  command->add_option(
+      "--cache-dir", args->cache_dir,
+      "exact streaming: put the cache in a file here (default: memory if it fits, else $TMPDIR or /var/tmp)");
   command->add_option("--window", args->window_frames, "windowed: frames per window (0 = the longest that fits)")
       ->capture_default_str();
   command->add_option("--overlap", args->window_overlap, "windowed: frames shared by neighbouring windows (0 = auto)")

@@ -295,8 +295,8 @@ std::string RunPlan::summary() const {
           gib(budget_bytes));
       break;
     case LongVideoMode::windowed:
-      figures = fmt::format("{} windows of {} frames overlapping by {}; per window: {}", windows.count, windows.frames,
-                            windows.overlap, windows.window.summary());
+      figures = fmt::format("{} window{} of {} frames overlapping by {}; per window: {}", windows.count,
+                            windows.count == 1 ? "" : "s", windows.frames, windows.overlap, windows.window.summary());
       break;
     case LongVideoMode::automatic: break;
   }
