@@ -143,7 +143,9 @@ class Progress final : public core::TrackObserver {
                  100.0 * p.fraction, p.phase.c_str(), rss, peak, static_cast<double>(heap.arena) / (1 << 20),
                  static_cast<double>(heap.uordblks) / (1 << 20));
   }
-  void on_stage(const core::StageSample& s) override { stage_ms_[std::string(core::stage_name(s.stage))] += s.elapsed_ms; }
+  void on_stage(const core::StageSample& s) override {
+    stage_ms_[std::string(core::stage_name(s.stage))] += s.elapsed_ms;
+  }
   std::string plan_, mode_;
   std::map<std::string, double> stage_ms_;
 
@@ -261,10 +263,10 @@ int run(const Arguments& args) {
     report["error_px_mean"] = errors.empty() ? 0.0 : sum / static_cast<double>(errors.size());
     report["error_px_median"] = errors.empty() ? 0.0 : errors[errors.size() / 2];
     report["error_px_p99"] = errors.empty() ? 0.0 : errors[errors.size() * 99 / 100];
-    report["within_8px"] = errors.empty() ? 0.0
-                                          : static_cast<double>(std::lower_bound(errors.begin(), errors.end(), 8.0) -
-                                                                errors.begin()) /
-                                                static_cast<double>(errors.size());
+    report["within_8px"] =
+        errors.empty() ? 0.0
+                       : static_cast<double>(std::lower_bound(errors.begin(), errors.end(), 8.0) - errors.begin()) /
+                             static_cast<double>(errors.size());
     report["called_visible"] = errors.empty() ? 0.0 : static_cast<double>(visible) / static_cast<double>(errors.size());
   }
   const std::string text = report.dump(2);

@@ -680,17 +680,23 @@ TEST_F(EngineTest, WindowedRunsHandTracksOverWithEachFrameDecodedOnce) {
   for (const auto& p : observer.progress) saw_window = saw_window || p.phase.find("window 5/5") != std::string::npos;
   EXPECT_TRUE(saw_window);
 
-  // A window as long as the clip is the whole-clip run itself.
+  // A window as long as the clip is the whole-clip run itself (on the 16 fixture frames: fewer to compute).
+  TensorVideo short_clip(inputs().at("inf_video_u8")[0]);
+  core::TrackRequest short_request;
+  short_request.queries = {{0, 100.5, 60.5}, {12, 200.5, 120.5}};
   options.window_frames = 64;
   LocoTrackTracker one_window(load_model(ModelSize::small), describe(ModelSize::small), options);
   LocoTrackTracker whole(load_model(ModelSize::small), describe(ModelSize::small),
                          long_clip_options(core::LongVideoMode::whole_clip));
   RecordingObserver a, b;
-  core::Expected<core::TrackSet> single = one_window.track(video, request, a, {});
-  core::Expected<core::TrackSet> reference = whole.track(video, request, b, {});
+  core::Expected<core::TrackSet> single = one_window.track(short_clip, short_request, a, {});
+  core::Expected<core::TrackSet> reference = whole.track(short_clip, short_request, b, {});
   ASSERT_TRUE(single && reference);
   EXPECT_EQ(one_window.last_plan().windows.count, 1);
-  for (size_t q = 0; q < 2; ++q) EXPECT_EQ(single->tracks[q].points, reference->tracks[q].points);
+  // Equal up to the kernels' choices (on CUDA, two trackers may autotune different convolution algorithms).
+  const std::string what = label("one window vs the whole clip");
+  expect_tracks(what, tracks_tensor(*single), tracks_tensor(*reference));
+  expect_same_visibility(what, *single, *reference);
 }
 
 TEST_F(EngineTest, TheMemoryPlanPicksTheModeAndStreamingStopsWhenCancelled) {

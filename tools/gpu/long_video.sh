@@ -29,7 +29,7 @@ CAMEL_POINTS=${CAMEL_POINTS:-64}
 read -r -a CAMEL_EXTRA <<< "${CAMEL_EXTRA:-}"
 if [ -z "${CAMEL:-}" ]; then  # the shared test data: beside the tree, or in the carry folder (prepare.sh)
   for c in "${TRACKSCOPE_SHARED_DIR:-../shared}/testdata/pips2_camel.mp4" ../shared/testdata/pips2_camel.mp4 \
-           .gpu-carry/shared/testdata/pips2_camel.mp4; do
+           "${GPU_CARRY_SHARED:-.gpu-carry/shared}/testdata/pips2_camel.mp4" .gpu-carry/shared/testdata/pips2_camel.mp4; do
     [ -f "$c" ] && { CAMEL=$c; break; }
   done
 fi
