@@ -75,6 +75,22 @@ at::Tensor sample_supports_border(const at::Tensor& grid, const at::Tensor& quer
   return out.view({1, count, model::kSupportSize, model::kSupportSize, channels});
 }
 
+// The mixer's 854 input channels padded with zeros to a multiple of 32 elements: the input projection's GEMM then
+// reads 16-byte aligned rows (with 854-element rows cuBLAS leaves its fast reduced-precision kernels, as it did with
+// the 2401-element correlation rows: ops::kCorrPaddedRow). The zero columns add nothing to the products.
+constexpr int64_t kMixerPaddedInput = 864;
+
+// TemporalMixer::forward on input rows padded to kMixerPaddedInput, with the input projection's weight padded alike.
+at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const at::Tensor& input_weight,
+                                const at::Tensor& x) {
+  at::Tensor h = at::linear(x, input_weight, mixer.input_proj->bias);
+  const at::Tensor bias = model::alibi_bias(mixer.layers.front()->attn->heads, x.size(1), x.options());
+  for (const auto& layer : mixer.layers) h = layer->forward(h, bias);
+  h = at::layer_norm(h, {h.size(-1)}, mixer.ln_out->weight, mixer.ln_out->bias, 1e-5,
+                     at::globalContext().userEnabledCuDNN());
+  return at::linear(h, mixer.output_proj->weight.narrow(0, 0, 4), mixer.output_proj->bias.narrow(0, 0, 4));
+}
+
 }  // namespace
 
 at::ScalarType compute_dtype_of(core::Precision precision) {
@@ -125,6 +141,9 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
       cmdtop_[level].emplace(ops::CmdTopWeights::from_named(lookup, "cmdtop." + std::to_string(level) + "."), device_,
                              cmdtop_options);
     }
+    const at::Tensor& input_weight = compute_model_->torch_pips_mixer->input_proj->weight;
+    mixer_input_weight_ =
+        at::constant_pad_nd(input_weight, {0, kMixerPaddedInput - input_weight.size(1)}, 0.0).contiguous();
   }
   cost_conv_weight_ = model_->cost_conv->weight.contiguous();
   cost_conv_bias_ = model_->cost_conv->bias.contiguous();
@@ -324,8 +343,18 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
   const auto scope =
       recorder.time(Stage::refine_transformer, chunk_index, iteration, cost_of(Stage::refine_transformer, count));
   if (!fused_) return model::apply_mixer(*model_, encoded.unsqueeze(0), previous);
+  const at::Tensor tracks = previous.tracks.select(0, 0);
+  const int64_t frames = tracks.size(1);
+  const at::Tensor occlusion = previous.occlusion.select(0, 0), expected = previous.expected_dist.select(0, 0);
+  const at::Tensor motion = model::relative_motion_encoding(tracks).to(compute_dtype_);
+  // The same rows as mixer_input(), padded to kMixerPaddedInput for the padded input projection.
+  const at::Tensor input =
+      at::cat({occlusion.unsqueeze(-1).to(compute_dtype_), expected.unsqueeze(-1).to(compute_dtype_),
+               encoded.to(compute_dtype_), motion,
+               at::zeros({count, frames, kMixerPaddedInput - model::kMixerInputChannels}, motion.options())},
+              -1);
   const at::Tensor update =
-      compute_model_->torch_pips_mixer->forward(mixer_input(encoded, previous)).to(at::kFloat);  // [n, T, 4]
+      padded_mixer_forward(*compute_model_->torch_pips_mixer, mixer_input_weight_, input).to(at::kFloat);  // [n, T, 4]
   return apply_update(update, previous);
 }
 

@@ -172,6 +172,8 @@ class TrackerService : public QObject {
   void message(const QString& text);
   /// How the running job covers its frames (whole clip, exact streaming or windowed) and why, for the status bar.
   void plan_chosen(const QString& headline);
+  /// A job's decoder found these frames damaged (errors concealed): for the timeline's marks.
+  void damaged_frames_found(const QList<qint64>& indices);
 
  private:
   struct LiveState;
