@@ -395,7 +395,9 @@ class TrackingServiceTest : public QObject {
     // 18,000 frames (10 minutes at 30 fps), 64 points: like a windowed run, the job delivers all 64 tracks of
     // 18,000 estimates at once, while the user keeps stepping through the clip. Applied in one go they held the
     // GUI thread for 0.8-0.9 s on a loaded 2-core machine; the service applies them a slice per turn of the event
-    // loop (the margin absorbs a loaded CI machine).
+    // loop. The slicing is checked by what the event loop sees (turns with some of the tracks applied, which one
+    // go never shows); the wall-clock gap only against a hang, with a margin for a loaded machine (574 ms seen
+    // while other builds ran; 250-380 ms otherwise).
     constexpr int64_t kFrames = 18'000;
     FakeTrackerConfig config;
     config.query_chunk = 64;
@@ -422,12 +424,15 @@ class TrackingServiceTest : public QObject {
 
     QElapsedTimer clock;
     qint64 last_tick_ms = 0, longest_gap_ms = 0;
+    int partial_turns = 0;  // turns of the event loop that saw some, but not all, of the 64 tracks applied
     QTimer probe;
     probe.setInterval(5);
     connect(&probe, &QTimer::timeout, this, [&] {
       const qint64 now = clock.elapsed();
       longest_gap_ms = std::max(longest_gap_ms, now - last_tick_ms);
       last_tick_ms = now;
+      const int applied = bench.tracked_points();
+      if (applied > 0 && applied < 64) ++partial_turns;
     });
     clock.start();
     probe.start();
@@ -436,9 +441,12 @@ class TrackingServiceTest : public QObject {
     QTRY_COMPARE(bench.canvas()->frame_index(), int64_t{5});
     QVERIFY(bench.wait_idle(60000));
     probe.stop();
-    qInfo("64 points x %lld frames: job %lld ms, the longest gap of the GUI thread %lld ms",
-          static_cast<long long>(kFrames), clock.elapsed(), longest_gap_ms);
-    QVERIFY2(longest_gap_ms < 500, qPrintable(QString::number(longest_gap_ms)));
+    qInfo(
+        "64 points x %lld frames: job %lld ms, the longest gap of the GUI thread %lld ms, %d turns with part of "
+        "the tracks applied",
+        static_cast<long long>(kFrames), clock.elapsed(), longest_gap_ms, partial_turns);
+    QVERIFY2(partial_turns >= 2, qPrintable(QString::number(partial_turns)));
+    QVERIFY2(longest_gap_ms < 1500, qPrintable(QString::number(longest_gap_ms)));
     QCOMPARE(bench.tracked_points(), 64);
     for (const core::QueryPoint& point : bench.annotation()) {
       const core::PointTrack* attached = bench.annotation().track(point.id);
