@@ -182,8 +182,8 @@ void add_track_command(CLI::App& app, CliContext& context) {
   command->add_option("--chunk", args->chunk, "queries per chunk (0 = from the memory budget)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
+  // No range check here: TrackerOptions::check() names what is wrong (negative, or larger than any machine).
   command->add_option("--memory-budget-mb", args->memory_budget_mb, "working-memory budget (0 = automatic)")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
   command
       ->add_option("--long-video", args->long_video,
