@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "core/io/atomic_file.h"
 #include "core/limits.h"
+#include "core/perf/memory_model.h"
 #include "core/tracking/point_tracker.h"
 #include "core/tracking/progress_bar.h"
 #include "core/tracking/query_spec.h"
@@ -40,6 +41,24 @@ struct TrackArguments {
   int64_t view_frame = 0;
   bool quiet = false;
   std::string bad_images = "stop";
+  std::string long_video = "auto";  // docs/long-videos.md
+  std::string cache_dir;
+  int window_frames = 0;
+  int window_overlap = 0;
+  int64_t host_memory_budget_mb = 0;
+};
+
+// The progress bar, and the memory plan printed with --quiet too: how the run covers its frames is in it.
+class PlanAndProgress final : public core::TrackObserver {
+ public:
+  explicit PlanAndProgress(bool enabled) : bar_(enabled) {}
+  void on_progress(const core::TrackProgress& p) override { bar_.on_progress(p); }
+  void on_plan(const core::RunPlan& plan) override {
+    std::fprintf(stderr, "memory plan: %s\n", plan.summary().c_str());
+  }
+
+ private:
+  core::ProgressBar bar_;
 };
 
 int run_track(const TrackArguments& args) {
@@ -80,6 +99,13 @@ int run_track(const TrackArguments& args) {
   options.resize = *resize;
   options.query_chunk = args.chunk;
   options.memory_budget_mb = args.memory_budget_mb;
+  core::Expected<core::LongVideoMode> long_video = core::parse_long_video_mode(args.long_video);
+  if (!long_video) return fail(long_video.status());
+  options.long_video = *long_video;
+  options.cache_dir = args.cache_dir;
+  options.window_frames = args.window_frames;
+  options.window_overlap = args.window_overlap;
+  options.host_memory_budget_mb = args.host_memory_budget_mb;
   if (core::Status s = options.check(); !s) return fail(s);
 
   core::Expected<std::unique_ptr<core::VideoSource>> video = core::VideoSource::open(args.video, video_options);
@@ -102,7 +128,7 @@ int run_track(const TrackArguments& args) {
   request.end_frame = args.end_frame;
   request.outputs = {*output};
   request.view_frame = args.view_frame;
-  core::ProgressBar progress(!args.quiet);
+  PlanAndProgress progress(!args.quiet);
   core::Expected<core::TrackClipResult> result = core::track_clip(**tracker, **video, request, progress);
   if (!result) return fail(result.status());
   // The tracker decoded every frame it tracked over: warn about those the decoder found damaged.
@@ -156,8 +182,24 @@ void add_track_command(CLI::App& app, CliContext& context) {
   command->add_option("--chunk", args->chunk, "queries per chunk (0 = from the memory budget)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
-  // Checked by TrackOptions::validate, whose message says what the limit is.
+  // No range check here: TrackerOptions::check() names what is wrong (negative, or larger than any machine).
   command->add_option("--memory-budget-mb", args->memory_budget_mb, "working-memory budget (0 = automatic)")
+      ->capture_default_str();
+  command
+      ->add_option("--long-video", args->long_video,
+                   "auto (the memory plan decides), whole, exact (streamed, equal to whole) or windowed")
+      ->capture_default_str();
+  command->add_option(
+      "--cache-dir", args->cache_dir,
+      "exact streaming: put the cache in a file here (default: memory if it fits, else $TMPDIR or /var/tmp)");
+  command->add_option("--window", args->window_frames, "windowed: frames per window (0 = the longest that fits)")
+      ->capture_default_str();
+  command->add_option("--overlap", args->window_overlap, "windowed: frames shared by neighbouring windows (0 = auto)")
+      ->capture_default_str();
+  command
+      ->add_option("--host-memory-budget-mb", args->host_memory_budget_mb,
+                   "CUDA runs: host memory for caches and stores (0 = automatic)")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
   command->add_option("--first", args->first_frame, "first frame to track")->capture_default_str();
   command->add_option("--end", args->end_frame, "one past the last frame (-1 = to the end)")->capture_default_str();

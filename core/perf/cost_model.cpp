@@ -203,7 +203,8 @@ WorkCost chunk_stage_cost(Stage stage, const CostModelConfig& c, int chunk_point
   const double n = chunk_points, r = c.resolution;
   switch (stage) {
     case Stage::decode:
-    case Stage::resize_normalize: return {};
+    case Stage::resize_normalize:
+    case Stage::feature_stream: return {};                   // its bytes are the cache traffic, attached by the tracker
     case Stage::upload: return {0.0, c.frames * r * r * 3};  // uint8 frames at model resolution
     case Stage::backbone: return backbone_cost(c);
     case Stage::query_features: return query_features_per_query(c) * c.points;
@@ -251,6 +252,7 @@ StageWork stage_work(Stage stage) {
     case Stage::decode:
     case Stage::resize_normalize: return StageWork::host;
     case Stage::upload:
+    case Stage::feature_stream:
     case Stage::download: return StageWork::transfer;
     case Stage::backbone:
     case Stage::refine_encoder: return StageWork::convolution;

@@ -8,6 +8,7 @@ std::string_view stage_name(Stage stage) {
     case Stage::resize_normalize: return "resize_normalize";
     case Stage::upload: return "upload";
     case Stage::backbone: return "backbone";
+    case Stage::feature_stream: return "feature_stream";
     case Stage::query_features: return "query_features";
     case Stage::init: return "init";
     case Stage::refine_correlation: return "refine_correlation";

@@ -14,6 +14,7 @@ enum class Stage {
   resize_normalize,    // resize to the model resolution and scale to [-1, 1]
   upload,              // host -> device copy of the frames
   backbone,            // ResNet feature grids of every frame
+  feature_stream,      // exact streaming: feature grids to and from their cache (device <-> host <-> disk)
   query_features,      // query features and 7x7 supports
   init,                // global cost volumes, upsample, conv, soft-argmax, occlusion head
   refine_correlation,  // neighbourhood sampling + local 4D correlation (per iteration)
@@ -23,10 +24,10 @@ enum class Stage {
   download,            // device -> host copy of the results
 };
 
-inline constexpr std::array<Stage, 11> kAllStages = {
-    Stage::decode,  Stage::resize_normalize,   Stage::upload,         Stage::backbone,           Stage::query_features,
-    Stage::init,    Stage::refine_correlation, Stage::refine_encoder, Stage::refine_transformer, Stage::assembly,
-    Stage::download};
+inline constexpr std::array<Stage, 12> kAllStages = {
+    Stage::decode,         Stage::resize_normalize,   Stage::upload,   Stage::backbone,
+    Stage::feature_stream, Stage::query_features,     Stage::init,     Stage::refine_correlation,
+    Stage::refine_encoder, Stage::refine_transformer, Stage::assembly, Stage::download};
 
 /// Canonical snake_case name ("refine_encoder").
 std::string_view stage_name(Stage stage);

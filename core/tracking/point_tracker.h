@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/perf/memory_model.h"
 #include "core/perf/stage_timing.h"
 #include "core/status.h"
 #include "core/tracking/tracks.h"
@@ -50,6 +51,14 @@ struct TrackerOptions {
   InputResize resize = InputResize::bilinear;
   int query_chunk = 0;           // queries per chunk; 0 = chosen from the memory budget
   int64_t memory_budget_mb = 0;  // upper bound for the tracker's working memory; 0 = automatic
+  // Long clips (docs/long-videos.md): the memory plan picks whole clip, exact streaming or windowed tracking;
+  // these override it.
+  LongVideoMode long_video = LongVideoMode::automatic;
+  std::string cache_dir;              // exact streaming's cache: a file here; "" = host memory if it fits, else
+                                      // a file in the system's temporary folder
+  int window_frames = 0;              // windowed: frames per window (0 = the longest that fits)
+  int window_overlap = 0;             // windowed: frames shared by neighbouring windows (0 = automatic)
+  int64_t host_memory_budget_mb = 0;  // CUDA runs: host memory for caches and stores (0 = automatic)
 
   Status check() const;
 };
@@ -95,6 +104,8 @@ class TrackObserver {
  public:
   virtual ~TrackObserver() = default;
   virtual void on_progress(const TrackProgress& progress) {}
+  /// How the run covers its frames and why (once, before any work).
+  virtual void on_plan(const RunPlan& plan) {}
   virtual void on_stage(const StageSample& sample) {}
   /// Tracks of the queries [first_query, first_query + partial.tracks.size()) are final.
   virtual void on_partial(const TrackSet& partial, size_t first_query) {}

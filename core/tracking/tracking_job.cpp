@@ -14,6 +14,9 @@ class CallbackObserver final : public TrackObserver {
   void on_progress(const TrackProgress& progress) override {
     if (callbacks_.on_progress) callbacks_.on_progress(progress);
   }
+  void on_plan(const RunPlan& plan) override {
+    if (callbacks_.on_plan) callbacks_.on_plan(plan);
+  }
   void on_stage(const StageSample& sample) override {
     if (callbacks_.on_stage) callbacks_.on_stage(sample);
   }

@@ -4,6 +4,7 @@
 //
 //   TrackingJob::Callbacks callbacks;
 //   callbacks.on_progress = [](const TrackProgress& p) { /* tracking thread: re-post to the GUI */ };
+//   callbacks.on_plan = [](const RunPlan& plan) { /* the mode the memory plan chose, and why */ };
 //   callbacks.on_finished = [](Expected<TrackSet> result) { /* tracking thread, called exactly once */ };
 //   auto job = TrackingJob::start(tracker, open_video_file("clip.mp4"), request, std::move(callbacks));
 //   ...
@@ -37,6 +38,7 @@ class TrackingJob {
  public:
   struct Callbacks {
     std::function<void(const TrackProgress&)> on_progress;
+    std::function<void(const RunPlan&)> on_plan;
     std::function<void(const TrackSet& partial, size_t first_query)> on_partial;
     std::function<void(const StageSample&)> on_stage;
     std::function<void(Expected<TrackSet> result)> on_finished;

@@ -6,7 +6,11 @@
 #include <torch/nn/module.h>
 #include <torch/version.h>
 
+#include <sys/mman.h>
+
 #include <cmath>
+#include <new>
+#include <vector>
 
 #include "gpu/torch_compat.h"
 
@@ -177,13 +181,34 @@ at::Tensor Engine::prepare_frames(const at::Tensor& frames_u8) const {
   return video.squeeze(0).to(storage).contiguous();
 }
 
+at::Tensor Engine::prepare_normalised_frames(const at::Tensor& frames) const {
+  TORCH_CHECK(frames.dim() == 4 && frames.size(1) == model::kModelResolution &&
+                  frames.size(2) == model::kModelResolution && frames.size(3) == 3,
+              "prepare_normalised_frames: expected [F, 256, 256, 3], got ", frames.sizes());
+  const at::ScalarType storage = is_reduced(compute_dtype_) ? compute_dtype_ : at::kFloat;
+  return frames.to(device_).to(storage).contiguous();
+}
+
+at::Tensor allocate_host_buffer(at::IntArrayRef sizes, at::ScalarType dtype) {
+  int64_t elements = 1;
+  for (const int64_t size : sizes) elements *= size;
+  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(elements) * c10::elementSize(dtype));
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (data == MAP_FAILED) throw std::bad_alloc();
+  return at::from_blob(
+      data, sizes, [bytes](void* p) { ::munmap(p, bytes); }, at::TensorOptions().dtype(dtype));
+}
+
 model::FeatureGrids Engine::allocate_grids(int64_t frames) const {
   if (uses_cuda_graphs() && graph_grids_.lowres.defined() && graph_grids_.frames() == frames) return graph_grids_;
   const auto options = at::TensorOptions().device(device_).dtype(compute_dtype_);
+  auto allocate = [&](std::vector<int64_t> sizes) {
+    return device_.is_cpu() ? allocate_host_buffer(sizes, compute_dtype_) : at::empty(sizes, options);
+  };
   model::FeatureGrids grids;
-  grids.lowres = at::empty({1, frames, 32, 32, 256}, options);
-  grids.hires = at::empty({1, frames, 64, 64, 128}, options);
-  grids.highest = at::empty({1, frames, 128, 128, 64}, options);
+  grids.lowres = allocate({1, frames, 32, 32, 256});
+  grids.hires = allocate({1, frames, 64, 64, 128});
+  grids.highest = allocate({1, frames, 128, 128, 64});
   if (uses_cuda_graphs()) {
     graphs_.clear();  // they read the previous grids
     graph_grids_ = grids;
@@ -247,33 +272,28 @@ model::TrackState Engine::initialise(const model::FeatureGrids& grids, const mod
   return {init.points.unsqueeze(0), logits.select(-1, 0).unsqueeze(0), logits.select(-1, 1).unsqueeze(0)};
 }
 
-model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
-                                 const model::TrackState& previous, int chunk_index, int iteration,
-                                 StageRecorder& recorder) const {
-  const int64_t count = previous.tracks.size(1), frames = previous.tracks.size(2);
+at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFeatures& chunk, const at::Tensor& tracks,
+                          int chunk_index, int iteration, StageRecorder& recorder) const {
+  TORCH_CHECK(tracks.dim() == 4 && tracks.size(0) == 1 && tracks.size(3) == 2 && tracks.size(2) == grids.frames(),
+              "encode: expected tracks [1, n, ", grids.frames(), ", 2], got ", tracks.sizes());
+  const int64_t count = tracks.size(1), frames = tracks.size(2);
   if (!fused_) {
     std::array<at::Tensor, 3> correlations;
-    at::Tensor encoded;
     {
       const auto scope =
           recorder.time(Stage::refine_correlation, chunk_index, iteration, cost_of(Stage::refine_correlation, count));
-      correlations = model::local_correlations(grids, chunk, previous.tracks);
-    }
-    {
-      const auto scope =
-          recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
-      encoded = model::encode_correlations(*model_, correlations, 1, count);
+      correlations = model::local_correlations(grids, chunk, tracks);
     }
     const auto scope =
-        recorder.time(Stage::refine_transformer, chunk_index, iteration, cost_of(Stage::refine_transformer, count));
-    return model::apply_mixer(*model_, encoded, previous);
+        recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
+    return model::encode_correlations(*model_, correlations, 1, count).select(0, 0);
   }
 
   // Level order of the reference: hires, lowres, highest (cmdtop.0 .. cmdtop.2).
   const std::array<const at::Tensor*, 3> levels = {&grids.hires, &grids.lowres, &grids.highest};
   const std::array<const at::Tensor*, 3> supports = {&chunk.hires_support, &chunk.lowres_support,
                                                      &chunk.highest_support};
-  const at::Tensor tracks = previous.tracks.select(0, 0);  // [n, T, 2] float32, 256 space
+  const at::Tensor points_256 = tracks.select(0, 0);  // [n, T, 2] float32, 256 space
   const at::ScalarType corr_dtype = is_reduced(compute_dtype_) ? compute_dtype_ : at::kFloat;
   std::array<at::Tensor, 3> correlations;
   {
@@ -283,38 +303,66 @@ model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::
       const at::Tensor grid = levels[level]->select(0, 0);
       // Grid cells from 256 space, multiplying first as the reference does (the grids are square).
       const at::Tensor points =
-          tracks.mul(static_cast<double>(grid.size(2))).div(static_cast<double>(model::kModelResolution));
+          points_256.mul(static_cast<double>(grid.size(2))).div(static_cast<double>(model::kModelResolution));
       // Padded rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow).
-      correlations[level] = at::empty({count, frames, ops::kCorrPaddedRow}, tracks.options().dtype(corr_dtype));
+      correlations[level] = at::empty({count, frames, ops::kCorrPaddedRow}, points_256.options().dtype(corr_dtype));
       ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level], options_.corr_kernel);
     }
   }
-  std::vector<at::Tensor> pieces(7);
-  {
-    const auto scope =
-        recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
-    for (size_t level = 0; level < levels.size(); ++level) {
-      pieces[2 + level] = cmdtop_[level]
-                              ->forward(correlations[level].view({count * frames, ops::kCorrPaddedRow}))
-                              .view({count, frames, -1});
-      correlations[level] = at::Tensor();
-    }
+  std::vector<at::Tensor> pieces(3);
+  const auto scope =
+      recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
+  for (size_t level = 0; level < levels.size(); ++level) {
+    pieces[level] = cmdtop_[level]
+                        ->forward(correlations[level].view({count * frames, ops::kCorrPaddedRow}))
+                        .view({count, frames, -1});
+    correlations[level] = at::Tensor();
   }
+  return at::cat(pieces, -1);
+}
+
+at::Tensor Engine::mixer_input(const at::Tensor& encoded, const model::TrackState& previous) const {
+  const at::ScalarType dtype = fused_ ? compute_dtype_ : at::kFloat;
+  const at::Tensor occlusion = previous.occlusion.select(0, 0), expected = previous.expected_dist.select(0, 0);
+  return at::cat({occlusion.unsqueeze(-1).to(dtype), expected.unsqueeze(-1).to(dtype), encoded.to(dtype),
+                  model::relative_motion_encoding(previous.tracks.select(0, 0)).to(dtype)},
+                 -1);  // [n, T, 854]
+}
+
+model::TrackState Engine::apply_update(const at::Tensor& update, const model::TrackState& previous) {
+  model::TrackState next;
+  next.tracks = (update.narrow(-1, 0, 2) + previous.tracks.select(0, 0)).unsqueeze(0);
+  next.occlusion = (update.select(-1, 2) + previous.occlusion.select(0, 0)).unsqueeze(0);
+  next.expected_dist = (update.select(-1, 3) + previous.expected_dist.select(0, 0)).unsqueeze(0);
+  return next;
+}
+
+model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState& previous, int chunk_index,
+                              int iteration, StageRecorder& recorder) const {
+  const int64_t count = previous.tracks.size(1);
   const auto scope =
       recorder.time(Stage::refine_transformer, chunk_index, iteration, cost_of(Stage::refine_transformer, count));
+  if (!fused_) return model::apply_mixer(*model_, encoded.unsqueeze(0), previous);
+  const at::Tensor tracks = previous.tracks.select(0, 0);
+  const int64_t frames = tracks.size(1);
   const at::Tensor occlusion = previous.occlusion.select(0, 0), expected = previous.expected_dist.select(0, 0);
-  pieces[0] = occlusion.unsqueeze(-1).to(compute_dtype_);
-  pieces[1] = expected.unsqueeze(-1).to(compute_dtype_);
-  pieces[5] = model::relative_motion_encoding(tracks).to(compute_dtype_);
-  pieces[6] = at::zeros({count, frames, kMixerPaddedInput - model::kMixerInputChannels}, pieces[5].options());
+  const at::Tensor motion = model::relative_motion_encoding(tracks).to(compute_dtype_);
+  // The same rows as mixer_input(), padded to kMixerPaddedInput for the padded input projection.
+  const at::Tensor input =
+      at::cat({occlusion.unsqueeze(-1).to(compute_dtype_), expected.unsqueeze(-1).to(compute_dtype_),
+               encoded.to(compute_dtype_), motion,
+               at::zeros({count, frames, kMixerPaddedInput - model::kMixerInputChannels}, motion.options())},
+              -1);
   const at::Tensor update =
-      padded_mixer_forward(*compute_model_->torch_pips_mixer, mixer_input_weight_, at::cat(pieces, -1))
-          .to(at::kFloat);  // [n, T, 4]
-  model::TrackState next;
-  next.tracks = (update.narrow(-1, 0, 2) + tracks).unsqueeze(0);
-  next.occlusion = (update.select(-1, 2) + occlusion).unsqueeze(0);
-  next.expected_dist = (update.select(-1, 3) + expected).unsqueeze(0);
-  return next;
+      padded_mixer_forward(*compute_model_->torch_pips_mixer, mixer_input_weight_, input).to(at::kFloat);  // [n, T, 4]
+  return apply_update(update, previous);
+}
+
+model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
+                                 const model::TrackState& previous, int chunk_index, int iteration,
+                                 StageRecorder& recorder) const {
+  const at::Tensor encoded = encode(grids, chunk, previous.tracks, chunk_index, iteration, recorder);
+  return mix(encoded, previous, chunk_index, iteration, recorder);
 }
 
 model::TrackState Engine::track_chunk(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,

@@ -71,6 +71,12 @@ struct EngineOptions {
 /// Compute dtype of a precision: float32 for fp32/tf32, bfloat16, float16.
 at::ScalarType compute_dtype_of(core::Precision precision);
 
+/// An uninitialised CPU tensor in its own memory mapping (unmapped when the last reference goes), for large
+/// long-lived host buffers: the grids of a CPU run, a feature cache, an encoded store. With keep_freed_host_memory()
+/// (M_MMAP_MAX = 0) every malloc block lives in one heap, where gigabytes of grids between each batch's temporaries
+/// fragment it (measured: 2 GiB more resident memory on a 669-frame window). Throws std::bad_alloc.
+at::Tensor allocate_host_buffer(at::IntArrayRef sizes, at::ScalarType dtype);
+
 class Engine {
  public:
   /// `model` holds float32 weights on `device`. Throws c10::Error when the precision needs what the device
@@ -102,6 +108,9 @@ class Engine {
   /// uint8 [F, H, W, 3] (any size, on any device) -> [F, 256, 256, 3] in [-1, 1] on the device, resized
   /// bilinearly as the official inference() does (align_corners=false, no antialias) when not 256x256.
   at::Tensor prepare_frames(const at::Tensor& frames_u8) const;
+  /// Frames already resized and normalised (float [F, 256, 256, 3] in [-1, 1], on any device; the tracker's
+  /// low-memory preparation of very large frames) in the storage dtype on the device.
+  at::Tensor prepare_normalised_frames(const at::Tensor& frames) const;
 
   /// Uninitialised feature grids for `frames` frames ([1, T, ...], compute dtype, on the device). With
   /// cuda_graphs the same tensors are returned for the same frame count (a caller must be done with the previous
@@ -123,9 +132,29 @@ class Engine {
                                 const at::Tensor& chunk_queries_tyx, int chunk_index, StageRecorder& recorder,
                                 std::vector<model::TrackState>* every_iteration = nullptr) const;
 
- private:
+  // The parts of track_chunk, for runs that stream the grids a block of frames at a time (exact streaming,
+  // gpu/tracker/streaming_run.cpp). Every part except the transformer works frame by frame, so it may be given the
+  // grids of a block of frames and the queries' frames relative to the block (a query frame outside the block
+  // pins nothing there).
+
+  /// Iteration 0 over the grids' frames: [1, n, F, 2] tracks and [1, n, F] logits, float32.
   model::TrackState initialise(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
                                const at::Tensor& chunk_queries_tyx, int chunk_index, StageRecorder& recorder) const;
+  /// A refinement's local correlations and CMDTop for tracks [1, n, F, 2] over the grids' frames: [n, F, 768] in
+  /// the compute dtype (float32 on the eager path).
+  at::Tensor encode(const model::FeatureGrids& grids, const model::QueryFeatures& chunk, const at::Tensor& tracks,
+                    int chunk_index, int iteration, StageRecorder& recorder) const;
+  /// The transformer's input [n, T, 854] (occlusion, distance, encoded, relative motion) in its dtype.
+  at::Tensor mixer_input(const at::Tensor& encoded, const model::TrackState& previous) const;
+  /// A refinement's transformer over the whole time axis and the update of `previous`.
+  model::TrackState mix(const at::Tensor& encoded, const model::TrackState& previous, int chunk_index, int iteration,
+                        StageRecorder& recorder) const;
+  /// previous + update ([n, T, 4] float32: dx, dy, d occlusion, d distance), as the refinement adds them.
+  static model::TrackState apply_update(const at::Tensor& update, const model::TrackState& previous);
+  /// The transformer of the compute dtype (the long-sequence path runs it block by block).
+  const model::TemporalMixer& mixer() const { return *(fused_ ? compute_model_ : model_)->torch_pips_mixer; }
+
+ private:
   model::TrackState refine(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
                            const model::TrackState& previous, int chunk_index, int iteration,
                            StageRecorder& recorder) const;

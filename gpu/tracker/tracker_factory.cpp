@@ -86,6 +86,11 @@ class LocoTrackFactory final : public core::TrackerFactory {
       tracker_options.memory_budget_bytes = options.memory_budget_mb > 0 ? options.memory_budget_mb * (int64_t{1} << 20)
                                                                          : default_memory_budget_bytes(*device);
       tracker_options.engine.precision = options.precision;
+      tracker_options.host_memory_budget_bytes = options.host_memory_budget_mb * (int64_t{1} << 20);
+      tracker_options.long_video = options.long_video;
+      tracker_options.cache_dir = options.cache_dir;
+      tracker_options.window_frames = options.window_frames;
+      tracker_options.window_overlap = options.window_overlap;
       auto tracker = std::make_unique<LocoTrackTracker>(std::move(loaded->model), description, tracker_options);
       core::log::info("tracker ready: {} on {} ({}), {} path, memory budget {:.1f} GiB", description.model_name,
                       device->id, core::to_string(options.precision), tracker->engine().fused() ? "fused" : "eager",

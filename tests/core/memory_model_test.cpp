@@ -127,5 +127,207 @@ TEST(MemoryModel, AbsurdInputsAreRejected) {
   EXPECT_EQ(none->chunk_count, 0);
 }
 
+// --- long videos: the plan's choice of mode ----------------------------------------------------------------
+
+RunPlanInput long_clip_cpu(int frames, int64_t budget_gib) {  // 1080p on the CPU, 64 points
+  RunPlanInput input;
+  input.tracker = camel_cpu();
+  input.tracker.frames = frames;
+  input.tracker.source_width = 1920;
+  input.tracker.source_height = 1080;
+  input.tracker.budget_bytes = budget_gib * kGiB;
+  input.tracker.reserve_bytes = int64_t{128} << 20;
+  input.device_is_host = true;
+  input.decoder_threads = 2;
+  input.cache_dir = "/var/tmp";
+  return input;
+}
+
+TEST(RunPlan, AShortClipRunsWhole) {
+  Expected<RunPlan> plan = plan_run(long_clip_cpu(372, 8));
+  ASSERT_TRUE(plan) << plan.status().message();
+  EXPECT_EQ(plan->mode, LongVideoMode::whole_clip);
+  EXPECT_FALSE(plan->forced);
+  EXPECT_LE(plan->whole.peak_bytes, 8 * kGiB);
+  // The decoder's pictures are inside the plan.
+  EXPECT_EQ(plan->whole.extra_bytes, decoder_memory_bytes(1920, 1080, 2));
+  EXPECT_NE(plan->summary().find("whole clip (chosen by the memory plan)"), std::string::npos) << plan->summary();
+  // A chunk the user asked for is never "too small" to be useful.
+  RunPlanInput asked = long_clip_cpu(372, 8);
+  asked.tracker.requested_chunk = 3;
+  Expected<RunPlan> small_chunks = plan_run(asked);
+  ASSERT_TRUE(small_chunks) << small_chunks.status().message();
+  EXPECT_EQ(small_chunks->mode, LongVideoMode::whole_clip);
+  EXPECT_EQ(small_chunks->whole.query_chunk, 3);
+}
+
+TEST(RunPlan, GridsBeyondTheBudgetGoToACacheFileOrTheClipIsWindowed) {
+  // 1,100 frames: 7.52 GiB of grids; with the rest of the run more than the 8 GiB budget.
+  RunPlanInput input = long_clip_cpu(1100, 8);
+  input.disk_free_bytes = -1;
+  Expected<RunPlan> no_disk = plan_run(input);
+  ASSERT_TRUE(no_disk) << no_disk.status().message();
+  EXPECT_EQ(no_disk->mode, LongVideoMode::windowed);
+  EXPECT_NE(no_disk->reason.find("does not fit the 8.00 GiB budget (feature grids 7.52 GiB)"), std::string::npos)
+      << no_disk->reason;
+  EXPECT_NE(no_disk->reason.find("fit neither in memory"), std::string::npos) << no_disk->reason;
+  EXPECT_NE(no_disk->reason.find("--cache-dir"), std::string::npos) << no_disk->reason;
+  // With a roomy disk the same run is exact, through a cache file.
+  input.disk_free_bytes = 100 * kGiB;
+  Expected<RunPlan> disk = plan_run(input);
+  ASSERT_TRUE(disk) << disk.status().message();
+  EXPECT_EQ(disk->mode, LongVideoMode::exact_streaming);
+  EXPECT_EQ(disk->streaming.cache, CacheLocation::file);
+  EXPECT_EQ(disk->streaming.cache_bytes, int64_t{1100} * 1'835'008 * 4);
+  EXPECT_LE(disk->streaming.device_peak_bytes, 8 * kGiB);
+  EXPECT_EQ(disk->streaming.passes, 1);  // every query's encodings fit: one group
+  EXPECT_EQ(disk->streaming.queries_per_pass, 64);
+  EXPECT_NE(disk->reason.find("cache file in /var/tmp"), std::string::npos) << disk->reason;
+  // A larger budget runs the whole clip again.
+  input.tracker.budget_bytes = 10 * kGiB;
+  Expected<RunPlan> whole = plan_run(input);
+  ASSERT_TRUE(whole) << whole.status().message();
+  EXPECT_EQ(whole->mode, LongVideoMode::whole_clip);
+}
+
+TEST(RunPlan, TheTenMinuteClipIsWindowedWithinEightGibWithoutADisk) {
+  RunPlanInput input = long_clip_cpu(18'000, 6);
+  input.disk_free_bytes = 75 * kGiB;  // less than the 123 GiB of grids
+  Expected<RunPlan> plan = plan_run(input);
+  ASSERT_TRUE(plan) << plan.status().message();
+  EXPECT_EQ(plan->mode, LongVideoMode::windowed);
+  EXPECT_NE(plan->reason.find("123.05 GiB"), std::string::npos) << plan->reason;
+  EXPECT_NE(plan->reason.find("75.00 GiB free in /var/tmp"), std::string::npos) << plan->reason;
+  const WindowPlan& w = plan->windows;
+  EXPECT_GE(w.frames, 256);
+  EXPECT_LE(w.frames, 1024);
+  EXPECT_GE(w.overlap, 8);
+  EXPECT_LT(w.overlap, w.frames / 2);
+  EXPECT_EQ(w.count, 1 + (18'000 - w.frames + (w.frames - w.overlap) - 1) / (w.frames - w.overlap));
+  EXPECT_LE(w.window.peak_bytes, 6 * kGiB);
+  EXPECT_GE(w.window.query_chunk, 8);
+  // A window one longer would not fit (the plan takes the longest), unless it hit the 1024-frame cap.
+  if (w.frames < 1024) {
+    TrackerMemoryInput longer = input.tracker;
+    longer.frames = w.frames + 1;
+    longer.extra_bytes = w.window.extra_bytes;
+    Expected<TrackerMemoryPlan> next = plan_tracker_memory(longer);
+    EXPECT_TRUE(!next || next->query_chunk < 8);
+  }
+  // On a disk with room for the grids, the same run is exact.
+  input.disk_free_bytes = 200 * kGiB;
+  Expected<RunPlan> exact = plan_run(input);
+  ASSERT_TRUE(exact) << exact.status().message();
+  EXPECT_EQ(exact->mode, LongVideoMode::exact_streaming);
+  EXPECT_LE(exact->streaming.device_peak_bytes, 6 * kGiB);
+}
+
+TEST(RunPlan, TheUserOverridesThePlanOrHearsWhyNot) {
+  RunPlanInput input = long_clip_cpu(372, 8);
+  input.disk_free_bytes = 10 * kGiB;
+  input.requested = LongVideoMode::exact_streaming;
+  Expected<RunPlan> exact = plan_run(input);
+  ASSERT_TRUE(exact) << exact.status().message();
+  EXPECT_EQ(exact->mode, LongVideoMode::exact_streaming);
+  EXPECT_TRUE(exact->forced);
+  EXPECT_EQ(exact->streaming.cache, CacheLocation::host);  // 2.5 GiB of grids fit the 8 GiB budget
+  input.requested = LongVideoMode::windowed;
+  input.window_frames = 64;
+  input.window_overlap = 8;
+  Expected<RunPlan> windowed = plan_run(input);
+  ASSERT_TRUE(windowed) << windowed.status().message();
+  EXPECT_EQ(windowed->mode, LongVideoMode::windowed);
+  EXPECT_EQ(windowed->windows.frames, 64);
+  EXPECT_EQ(windowed->windows.overlap, 8);
+  EXPECT_EQ(windowed->windows.count, 7);  // 1 + ceil((372 - 64) / 56)
+  // Whole clip forced on a clip that does not fit: out of memory, pointing at the other modes.
+  RunPlanInput big = long_clip_cpu(18'000, 6);
+  big.requested = LongVideoMode::whole_clip;
+  Expected<RunPlan> whole = plan_run(big);
+  ASSERT_FALSE(whole);
+  EXPECT_EQ(whole.status().code(), StatusCode::out_of_memory);
+  EXPECT_NE(whole.status().message().find("choose auto, exact or windowed"), std::string::npos);
+  // Exact streaming forced without room for its cache: out of memory, naming the cache and the windowed mode.
+  big.requested = LongVideoMode::exact_streaming;
+  big.disk_free_bytes = 75 * kGiB;
+  Expected<RunPlan> no_room = plan_run(big);
+  ASSERT_FALSE(no_room);
+  EXPECT_EQ(no_room.status().code(), StatusCode::out_of_memory);
+  EXPECT_NE(no_room.status().message().find("123.05 GiB"), std::string::npos) << no_room.status().message();
+  EXPECT_NE(no_room.status().message().find("windowed mode"), std::string::npos) << no_room.status().message();
+}
+
+TEST(RunPlan, ACudaRunKeepsTheCacheInHostMemoryWhenItFits) {
+  RunPlanInput input = long_clip_cpu(3'000, 24);  // 3,000 frames: 20.5 GiB of grids on a 24 GiB device
+  input.device_is_host = false;
+  input.tracker.attention_materialised = false;
+  input.tracker.max_chunk = 1024;
+  input.tracker.max_backbone_frames = 32;
+  input.tracker.reserve_bytes = kGiB;
+  input.host_budget_bytes = 64 * kGiB;
+  input.disk_free_bytes = 50 * kGiB;
+  input.max_stream_block = 128;
+  input.mixer_block = 256;
+  Expected<RunPlan> plan = plan_run(input);
+  ASSERT_TRUE(plan) << plan.status().message();
+  // The grids would fit the device, but leave room for one query at a time: not a useful whole-clip run.
+  ASSERT_EQ(plan->mode, LongVideoMode::exact_streaming) << plan->summary();
+  EXPECT_NE(plan->reason.find("would track only 1 query at a time"), std::string::npos) << plan->reason;
+  EXPECT_EQ(plan->streaming.cache, CacheLocation::host);
+  EXPECT_LE(plan->streaming.device_peak_bytes, 24 * kGiB);
+  EXPECT_LE(plan->streaming.host_peak_bytes, 64 * kGiB);
+  EXPECT_EQ(plan->streaming.frame_block, 128);
+  // Without host room the cache goes to the disk.
+  input.host_budget_bytes = 8 * kGiB;
+  Expected<RunPlan> file = plan_run(input);
+  ASSERT_TRUE(file) << file.status().message();
+  ASSERT_EQ(file->mode, LongVideoMode::exact_streaming);
+  EXPECT_EQ(file->streaming.cache, CacheLocation::file);
+}
+
+TEST(RunPlan, DecodedFramesAreInsideThePlan) {
+  // An 8192x8192 clip with a 2 GiB budget: the native float copies of one frame (2.4 GiB) would not fit, so frames
+  // are prepared one at a time at model size, and the decoder's pictures (0.75 GiB) are counted.
+  RunPlanInput input = long_clip_cpu(12, 2);
+  input.tracker.points = 1;
+  input.tracker.source_width = 8192;
+  input.tracker.source_height = 8192;
+  Expected<RunPlan> plan = plan_run(input);
+  ASSERT_TRUE(plan) << plan.status().message();
+  EXPECT_TRUE(plan->low_memory_prepare);
+  EXPECT_EQ(plan->mode, LongVideoMode::whole_clip);
+  EXPECT_EQ(plan->whole.extra_bytes, decoder_memory_bytes(8192, 8192, 2));
+  EXPECT_LE(plan->whole.peak_bytes, 2 * kGiB);
+  EXPECT_NE(plan->summary().find("resized one at a time"), std::string::npos);
+  // The batched preparation would have needed 2.4 GiB per frame.
+  TrackerMemoryInput batched = input.tracker;
+  EXPECT_GT(prepare_memory_bytes_per_frame(batched), 2 * kGiB);
+  // Frames whose decoding alone exceeds the budget are refused before anything is decoded, saying why.
+  input.tracker.source_width = 16384;
+  input.tracker.source_height = 16384;
+  input.tracker.budget_bytes = kGiB;
+  Expected<RunPlan> refused = plan_run(input);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.status().code(), StatusCode::out_of_memory);
+  EXPECT_NE(refused.status().message().find("decoding 16384x16384 frames"), std::string::npos)
+      << refused.status().message();
+}
+
+TEST(RunPlan, ModesParseAndPrint) {
+  for (LongVideoMode mode :
+       {LongVideoMode::automatic, LongVideoMode::whole_clip, LongVideoMode::exact_streaming, LongVideoMode::windowed}) {
+    Expected<LongVideoMode> parsed = parse_long_video_mode(to_string(mode));
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(*parsed, mode);
+  }
+  EXPECT_EQ(parse_long_video_mode("sliding").status().code(), StatusCode::invalid_argument);
+  RunPlanInput input = long_clip_cpu(100, 8);
+  input.window_frames = 8;
+  EXPECT_EQ(plan_run(input).status().code(), StatusCode::invalid_argument);
+  input.window_frames = 64;
+  input.window_overlap = 32;
+  EXPECT_EQ(plan_run(input).status().code(), StatusCode::invalid_argument);
+}
+
 }  // namespace
 }  // namespace trackscope::core

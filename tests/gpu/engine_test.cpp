@@ -24,6 +24,7 @@
 #include "core/tracking/point_tracker.h"
 #include "gpu/cpu_runtime.h"
 #include "gpu/engine/engine.h"
+#include "gpu/engine/long_mixer.h"
 #include "gpu/torch_compat.h"
 #include "gpu/tracker/locotrack_tracker.h"
 #include "gpu/tracker_factory.h"
@@ -98,7 +99,11 @@ class TensorVideo final : public core::VideoSource {
 };
 
 struct RecordingObserver final : core::TrackObserver {
-  void on_progress(const core::TrackProgress& p) override { progress.push_back(p); }
+  void on_progress(const core::TrackProgress& p) override {
+    progress.push_back(p);
+    if (stop_after_progress > 0 && static_cast<int>(progress.size()) >= stop_after_progress) stop.request_stop();
+  }
+  void on_plan(const core::RunPlan& p) override { plans.push_back(p); }
   void on_stage(const core::StageSample& s) override { stages.push_back(s); }
   void on_partial(const core::TrackSet& partial, size_t first) override {
     partials.emplace_back(first, partial.tracks.size());
@@ -107,7 +112,9 @@ struct RecordingObserver final : core::TrackObserver {
   std::vector<core::TrackProgress> progress;
   std::vector<core::StageSample> stages;
   std::vector<std::pair<size_t, size_t>> partials;
+  std::vector<core::RunPlan> plans;
   int stop_after_partials = 0;
+  int stop_after_progress = 0;
   std::stop_source stop;
 };
 
@@ -539,6 +546,188 @@ TEST_F(EngineTest, FactoryLoadsWeightsChecksPrecisionAndExplainsMissingModels) {
   EXPECT_TRUE(check_precision_supported(core::Precision::fp16, t4).ok());
   EXPECT_TRUE(check_precision_supported(core::Precision::bf16, t4).ok());  // a trap, warned about, not refused
   EXPECT_TRUE(check_precision_supported(core::Precision::fp32, cpu).ok());
+}
+
+// --- long clips (docs/long-videos.md) ----------------------------------------------------------------------------
+
+TEST_F(EngineTest, LongSequenceMixerEqualsTheTransformer) {
+  c10::InferenceMode inference;
+  const std::shared_ptr<const model::LocoTrack> model = load_model(ModelSize::small);
+  const model::TemporalMixer& mixer = *model->torch_pips_mixer;
+  // 700 frames: the steep heads' certified reach (~540 frames and more) is shorter than the clip, so blocks read
+  // fewer keys than the whole clip's; the result must not change.
+  at::manual_seed(5);
+  const int64_t sequences = 2, frames = 700, block = 96;
+  const at::Tensor input = at::randn({sequences, frames, model::kMixerInputChannels}, at::Device(device_name()));
+  const at::Tensor whole = mixer.forward(input).to(at::kFloat);
+  engine::LongMixerStats stats;
+  const at::Tensor blocked = engine::long_sequence_mixer(
+      mixer, sequences, frames, block, [&](int64_t begin, int64_t count) { return input.narrow(1, begin, count); },
+      &stats);
+  const Figures f = compare(blocked, whole);
+  std::printf("%s: max |d| = %.3g, rel L2 = %.3g; reach at most %lld frames, %lld key frames read of %lld\n",
+              label("long-sequence mixer vs TemporalMixer, T = 700").c_str(), f.max_abs, f.relative_l2,
+              static_cast<long long>(stats.max_reach_frames), static_cast<long long>(stats.key_frames),
+              static_cast<long long>(stats.blocks * 4 * frames));
+  EXPECT_LE(f.relative_l2, 1e-5);
+  EXPECT_LE(f.max_abs, 1e-4);
+  EXPECT_EQ(stats.blocks, 3 * ((frames + block - 1) / block));
+  // Each head reads one side of the time axis: at most half of all pairs plus the diagonal blocks.
+  EXPECT_LT(stats.key_frames, stats.blocks * 4 * frames);
+}
+
+LocoTrackTrackerOptions long_clip_options(core::LongVideoMode mode, int chunk = 5) {
+  LocoTrackTrackerOptions options;
+  options.memory_budget_bytes = int64_t{4} << 30;
+  options.query_chunk = chunk;
+  options.long_video = mode;
+  return options;
+}
+
+void expect_same_visibility(const std::string& what, const core::TrackSet& a, const core::TrackSet& b) {
+  int differing = 0, unexplained = 0;
+  for (size_t q = 0; q < a.tracks.size(); ++q) {
+    for (int64_t f = 0; f < a.frame_count; ++f) {
+      const core::TrackPoint& p = a.tracks[q].points[static_cast<size_t>(f)];
+      if (p.visible == b.tracks[q].points[static_cast<size_t>(f)].visible) continue;
+      ++differing;
+      const double p_occ = 1.0 - (1.0 - p.p_occluded) * (1.0 - p.p_far);
+      if (std::abs(p_occ - 0.5) >= kVisibilityMargin) ++unexplained;
+    }
+  }
+  std::printf("%s: %d flags differ, %d beyond the margin\n", what.c_str(), differing, unexplained);
+  EXPECT_EQ(unexplained, 0) << what;
+}
+
+TEST_F(EngineTest, ExactStreamingEqualsTheWholeClipRun) {
+  TensorVideo video(inputs().at("inf_video_u8")[0]);
+  const core::TrackRequest request = clip_request();  // 12 queries on frames 0..15
+  RecordingObserver whole_observer;
+  LocoTrackTracker whole_tracker(load_model(ModelSize::small), describe(ModelSize::small),
+                                 long_clip_options(core::LongVideoMode::whole_clip));
+  core::Expected<core::TrackSet> whole = whole_tracker.track(video, request, whole_observer, {});
+  ASSERT_TRUE(whole) << whole.status().message();
+  ASSERT_EQ(whole_observer.plans.size(), 1u);
+  EXPECT_EQ(whole_observer.plans[0].mode, core::LongVideoMode::whole_clip);
+
+  // Host cache, blocks of 5 frames (5, 5, 5, 1: queries pinned in every block), transformer blocks of 6 frames,
+  // chunks of 5 queries; then a cache file with blocks of 7.
+  for (const auto& [location, block, mixer_block] : std::vector<std::tuple<core::CacheLocation, int, int>>{
+           {core::CacheLocation::host, 5, 6}, {core::CacheLocation::file, 7, 16}}) {
+    LocoTrackTrackerOptions options = long_clip_options(core::LongVideoMode::exact_streaming);
+    options.stream_block_frames = block;
+    options.mixer_block_frames = mixer_block;
+    if (location == core::CacheLocation::file) options.cache_dir = TRACKSCOPE_TEST_OUTPUT_DIR;  // a file there
+    LocoTrackTracker tracker(load_model(ModelSize::small), describe(ModelSize::small), options);
+    RecordingObserver observer;
+    const int reads_before = video.reads;
+    core::Expected<core::TrackSet> streamed = tracker.track(video, request, observer, {});
+    ASSERT_TRUE(streamed) << streamed.status().message();
+    const core::RunPlan& plan = tracker.last_plan();
+    EXPECT_EQ(plan.mode, core::LongVideoMode::exact_streaming);
+    EXPECT_TRUE(plan.forced);
+    EXPECT_EQ(plan.streaming.frame_block, block);
+    ASSERT_EQ(observer.plans.size(), 1u);
+    const std::string what = label(
+        fmt::format("exact streaming ({}, blocks of {}) vs whole clip", core::to_string(plan.streaming.cache), block)
+            .c_str());
+    std::printf("%s: plan: %s\n", what.c_str(), plan.summary().c_str());
+    expect_tracks(what, tracks_tensor(*streamed), tracks_tensor(*whole));
+    expect_same_visibility(what, *streamed, *whole);
+    EXPECT_EQ(video.reads - reads_before, 16);  // every frame decoded once
+    std::set<core::Stage> stages;
+    for (const auto& sample : observer.stages) stages.insert(sample.stage);
+    EXPECT_TRUE(stages.count(core::Stage::feature_stream));
+    EXPECT_TRUE(stages.count(core::Stage::refine_transformer));
+    EXPECT_DOUBLE_EQ(observer.progress.back().fraction, 1.0);
+    ASSERT_FALSE(observer.partials.empty());  // the last refinement delivers each transformer chunk
+    EXPECT_EQ(observer.partials.back().first + observer.partials.back().second, request.queries.size());
+    EXPECT_EQ(plan.streaming.cache, location);
+  }
+}
+
+// 40 frames: the 16 fixture frames forward, backward and forward again (continuous motion).
+at::Tensor ping_pong_clip() {
+  const at::Tensor clip = inputs().at("inf_video_u8")[0];
+  const at::Tensor back = clip.flip(0).narrow(0, 1, 14);
+  return at::cat({clip, back, clip.narrow(0, 1, 10)}, 0).contiguous();
+}
+
+TEST_F(EngineTest, WindowedRunsHandTracksOverWithEachFrameDecodedOnce) {
+  TensorVideo video(ping_pong_clip());
+  ASSERT_EQ(video.info().frame_count, 40);
+  core::TrackRequest request;
+  request.queries = {{0, 100.5, 60.5}, {30, 200.5, 120.5}};  // the second starts in the last window
+  LocoTrackTrackerOptions options = long_clip_options(core::LongVideoMode::windowed);
+  options.window_frames = 16;
+  options.window_overlap = 4;  // windows [0, 16), [12, 28), [24, 40)
+  LocoTrackTracker tracker(load_model(ModelSize::small), describe(ModelSize::small), options);
+  RecordingObserver observer;
+  core::Expected<core::TrackSet> result = tracker.track(video, request, observer, {});
+  ASSERT_TRUE(result) << result.status().message();
+  EXPECT_EQ(tracker.last_plan().mode, core::LongVideoMode::windowed);
+  EXPECT_EQ(tracker.last_plan().windows.count, 3);
+  ASSERT_EQ(result->tracks.size(), 2u);
+  EXPECT_EQ(result->frame_count, 40);
+  for (const core::Track& track : result->tracks) {
+    ASSERT_EQ(track.points.size(), 40u);
+    for (const core::TrackPoint& p : track.points) EXPECT_TRUE(std::isfinite(p.x_px) && std::isfinite(p.y_px));
+  }
+  // The queries themselves are where the windows that hold them pinned them (up to the refinement's move).
+  EXPECT_EQ(result->tracks[1].query, request.queries[1]);
+  // Forward: windows 0, 1, 2 (decoding frames 0..39 once: the overlaps come from the recent-frames cache); then
+  // backward for the second point: windows 1 and 0 again (16 frames each: the cache holds later frames).
+  EXPECT_EQ(video.reads, 40 + 32);
+  EXPECT_EQ(observer.partials.size(), 1u);  // one result at the end
+  EXPECT_DOUBLE_EQ(observer.progress.back().fraction, 1.0);
+  bool saw_window = false;
+  for (const auto& p : observer.progress) saw_window = saw_window || p.phase.find("window 5/5") != std::string::npos;
+  EXPECT_TRUE(saw_window);
+
+  // A window as long as the clip is the whole-clip run itself (on the 16 fixture frames: fewer to compute).
+  TensorVideo short_clip(inputs().at("inf_video_u8")[0]);
+  core::TrackRequest short_request;
+  short_request.queries = {{0, 100.5, 60.5}, {12, 200.5, 120.5}};
+  options.window_frames = 64;
+  LocoTrackTracker one_window(load_model(ModelSize::small), describe(ModelSize::small), options);
+  LocoTrackTracker whole(load_model(ModelSize::small), describe(ModelSize::small),
+                         long_clip_options(core::LongVideoMode::whole_clip));
+  RecordingObserver a, b;
+  core::Expected<core::TrackSet> single = one_window.track(short_clip, short_request, a, {});
+  core::Expected<core::TrackSet> reference = whole.track(short_clip, short_request, b, {});
+  ASSERT_TRUE(single && reference);
+  EXPECT_EQ(one_window.last_plan().windows.count, 1);
+  // Equal up to the kernels' choices (on CUDA, two trackers may autotune different convolution algorithms).
+  const std::string what = label("one window vs the whole clip");
+  expect_tracks(what, tracks_tensor(*single), tracks_tensor(*reference));
+  expect_same_visibility(what, *single, *reference);
+}
+
+TEST_F(EngineTest, TheMemoryPlanPicksTheModeAndStreamingStopsWhenCancelled) {
+  TensorVideo video(inputs().at("inf_video_u8")[0]);
+  // Automatic with a roomy budget: the whole clip.
+  LocoTrackTracker roomy(load_model(ModelSize::small), describe(ModelSize::small),
+                         long_clip_options(core::LongVideoMode::automatic));
+  RecordingObserver observer;
+  core::Expected<core::TrackSet> tracked = roomy.track(video, clip_request(), observer, {});
+  ASSERT_TRUE(tracked) << tracked.status().message();
+  EXPECT_EQ(roomy.last_plan().mode, core::LongVideoMode::whole_clip);
+  EXPECT_FALSE(roomy.last_plan().forced);
+  ASSERT_EQ(observer.plans.size(), 1u);
+  EXPECT_NE(observer.plans[0].summary().find("whole clip (chosen by the memory plan)"), std::string::npos);
+
+  // Exact streaming stops at a block boundary when cancelled, after the feature pass.
+  LocoTrackTrackerOptions options = long_clip_options(core::LongVideoMode::exact_streaming);
+  options.stream_block_frames = 4;
+  LocoTrackTracker streaming(load_model(ModelSize::small), describe(ModelSize::small), options);
+  RecordingObserver cancelling;
+  cancelling.stop_after_progress = 6;  // 4 feature batches (8 frames per backbone call: 2), then the passes
+  core::Expected<core::TrackSet> cancelled =
+      streaming.track(video, clip_request(), cancelling, cancelling.stop.get_token());
+  ASSERT_FALSE(cancelled);
+  EXPECT_EQ(cancelled.status().code(), core::StatusCode::cancelled);
+  EXPECT_TRUE(cancelling.partials.empty());
+  EXPECT_LE(cancelling.progress.size(), 7u);
 }
 
 }  // namespace

@@ -79,6 +79,7 @@ struct FakeTrackerConfig {
   std::optional<int> fail_at_chunk;           // track() fails with `failure` on reaching this chunk
   core::Status failure = core::out_of_memory("CUDA out of memory: tried to allocate 2.00 GiB (fake)");
   std::map<std::string, core::Status> model_errors;  // model name -> creation error ("no weights installed")
+  std::optional<core::RunPlan> plan;                 // reported through on_plan before any work
 };
 
 /// What the fakes did. Thread-safe.
@@ -146,6 +147,7 @@ class FakePointTracker : public core::PointTracker {
     const int chunk_size = std::max(1, config_.query_chunk);
     const int chunks =
         static_cast<int>((queries + static_cast<size_t>(chunk_size) - 1) / static_cast<size_t>(chunk_size));
+    if (config_.plan) observer.on_plan(*config_.plan);
     observer.on_progress({0.0, 0, chunks, "decoding"});
     observer.on_stage({core::Stage::decode, 0, 0, fake_stage_ms(core::Stage::decode)});
     observer.on_stage(

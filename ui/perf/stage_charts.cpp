@@ -32,17 +32,13 @@ void sort_stage_names(QStringList& names) {
 }  // namespace
 
 QColor stage_color(const QString& stage_name) {
-  static const std::map<QString, QColor> colors = {{"decode", QColor(0x9e, 0x9e, 0x9e)},
-                                                   {"resize_normalize", QColor(0xbd, 0xbd, 0xbd)},
-                                                   {"upload", QColor(0x78, 0x90, 0x9c)},
-                                                   {"backbone", QColor(0x1f, 0x77, 0xb4)},
-                                                   {"query_features", QColor(0x17, 0xbe, 0xcf)},
-                                                   {"init", QColor(0x2c, 0xa0, 0x2c)},
-                                                   {"refine_correlation", QColor(0xff, 0x7f, 0x0e)},
-                                                   {"refine_encoder", QColor(0xd6, 0x27, 0x28)},
-                                                   {"refine_transformer", QColor(0x94, 0x67, 0xbd)},
-                                                   {"assembly", QColor(0x8c, 0x56, 0x4b)},
-                                                   {"download", QColor(0x54, 0x6e, 0x7a)}};
+  static const std::map<QString, QColor> colors = {
+      {"decode", QColor(0x9e, 0x9e, 0x9e)},         {"resize_normalize", QColor(0xbd, 0xbd, 0xbd)},
+      {"upload", QColor(0x78, 0x90, 0x9c)},         {"backbone", QColor(0x1f, 0x77, 0xb4)},
+      {"feature_stream", QColor(0xe3, 0x77, 0xc2)}, {"query_features", QColor(0x17, 0xbe, 0xcf)},
+      {"init", QColor(0x2c, 0xa0, 0x2c)},           {"refine_correlation", QColor(0xff, 0x7f, 0x0e)},
+      {"refine_encoder", QColor(0xd6, 0x27, 0x28)}, {"refine_transformer", QColor(0x94, 0x67, 0xbd)},
+      {"assembly", QColor(0x8c, 0x56, 0x4b)},       {"download", QColor(0x54, 0x6e, 0x7a)}};
   const auto it = colors.find(stage_name);
   if (it != colors.end()) return it->second;
   return QColor::fromHsv(static_cast<int>(qHash(stage_name) % 360), 120, 200);

@@ -29,6 +29,7 @@ struct CompletedRun {
   int query_chunk = 0;                     // the requested chunk (0 = the tracker's choice)
   std::string video;                       // the video's path
   int run_number = 0;                      // 1 for the first run of the session, ...
+  std::string plan;                        // the memory plan's summary (mode and why), kept in the profile's notes
 };
 
 /// One case named like a bench case ("small-n8-t96-fp32-c0"), origin measured, with the device of the tracker,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <exception>
 #include <mutex>
 
@@ -44,7 +45,12 @@ struct TrackerService::RunContext {
   core::TrackerDescription tracker;
   std::vector<core::PointId> ids;
   std::vector<core::Query> queries;
+  std::string plan;  // the memory plan's summary
   int tracks_done = 0;
+  std::vector<bool> delivered;                        // queries whose final track has arrived (applied or queued)
+  std::deque<std::pair<size_t, core::Track>> queued;  // final tracks not applied yet (query index, track)
+  bool drain_posted = false;
+  bool result_queued = false;  // the job's whole result has been queued
   std::chrono::steady_clock::time_point started;
 };
 
@@ -420,13 +426,24 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
           this, [this, generation] { on_job_progress(generation); }, Qt::QueuedConnection);
     }
   };
+  callbacks.on_plan = [this, generation](const core::RunPlan& plan) {
+    QMetaObject::invokeMethod(
+        this,
+        [this, generation, headline = QString::fromStdString(plan.headline()), summary = plan.summary()] {
+          on_job_plan(generation, headline, summary);
+        },
+        Qt::QueuedConnection);
+  };
   callbacks.on_stage = [live](const core::StageSample& sample) {
     std::lock_guard lock(live->mutex);
     live->samples.push_back(sample);
   };
   callbacks.on_partial = [this, generation](const core::TrackSet& partial, size_t first_query) {
     QMetaObject::invokeMethod(
-        this, [this, generation, partial, first_query] { on_job_partial(generation, partial, first_query); },
+        this,
+        [this, generation, partial, first_query]() mutable {
+          on_job_partial(generation, std::move(partial), first_query);
+        },
         Qt::QueuedConnection);
   };
   callbacks.on_video_integrity = [this, generation, path = video_path_](const core::IntegrityReport& report) {
@@ -478,39 +495,88 @@ void TrackerService::on_job_progress(uint64_t generation) {
   Q_EMIT progress_changed(progress.fraction, qstring(progress.phase));
 }
 
-void TrackerService::on_job_partial(uint64_t generation, const core::TrackSet& partial, size_t first_query) {
+void TrackerService::on_job_partial(uint64_t generation, core::TrackSet partial, size_t first_query) {
   // Re-tracks and checks are applied whole when they finish (one undo step, one comparison).
   if (generation != generation_ || !run_ || run_->kind != JobKind::track) return;
-  apply_tracks(*run_, partial, first_query);
+  queue_tracks(*run_, std::move(partial), first_query);
+  if (!run_->drain_posted) {
+    run_->drain_posted = true;
+    QMetaObject::invokeMethod(
+        this, [this, generation] { drain_tracks(generation); }, Qt::QueuedConnection);
+  }
 }
 
-int TrackerService::apply_tracks(RunContext& run, const core::TrackSet& tracks, size_t first_query) {
-  if (!editor_) return 0;
-  const core::TrackProvenance provenance{run.tracker.model_name, run.tracker.device.id,
-                                         core::to_string(run.tracker.precision)};
-  int applied = 0;
+void TrackerService::queue_tracks(RunContext& run, core::TrackSet tracks, size_t first_query) {
+  run.delivered.resize(run.ids.size(), false);
   for (size_t i = 0; i < tracks.tracks.size(); ++i) {
     const size_t query = first_query + i;
     if (query >= run.ids.size()) break;
+    // Partial results are final (TrackObserver::on_partial): the job's whole result queues only the rest.
+    if (run.delivered[query]) continue;
+    run.delivered[query] = true;
+    run.queued.emplace_back(query, std::move(tracks.tracks[i]));
+  }
+}
+
+void TrackerService::drain_tracks(uint64_t generation) {
+  if (generation != generation_ || !run_) return;
+  run_->drain_posted = false;
+  apply_queued_tracks(*run_);
+  if (!run_->queued.empty()) {
+    run_->drain_posted = true;
+    QMetaObject::invokeMethod(
+        this, [this, generation] { drain_tracks(generation); }, Qt::QueuedConnection);
+  }
+}
+
+bool TrackerService::apply_queued_tracks(RunContext& run) {
+  if (!editor_) {
+    run.queued.clear();
+    return true;
+  }
+  const core::TrackProvenance provenance{run.tracker.model_name, run.tracker.device.id,
+                                         core::to_string(run.tracker.precision)};
+  // A slice of the queue per turn of the event loop: a long clip's tracks (18,000 frames each) take milliseconds
+  // apiece, and all of them at once would stall the GUI.
+  const auto started = std::chrono::steady_clock::now();
+  while (!run.queued.empty() && std::chrono::steady_clock::now() - started < kApplySlice) {
+    auto [query, track] = std::move(run.queued.front());
+    run.queued.pop_front();
     const core::PointId id = run.ids[query];
     const core::QueryPoint* point = editor_->annotation().find(id);
     // A point moved or deleted while the job ran keeps what the user did; its old query's track is stale.
-    if (point == nullptr || !(point->query == run.queries[query])) continue;
-    if (editor_->set_track(id, tracks.tracks[i], provenance,
-                           tr("Track %n point(s)", nullptr, static_cast<int>(run.ids.size())),
-                           QStringLiteral("job-%1").arg(run.generation))) {
-      ++applied;
+    if (point != nullptr && point->query == run.queries[query]) {
+      editor_->set_track(id, std::move(track), provenance,
+                         tr("Track %n point(s)", nullptr, static_cast<int>(run.ids.size())),
+                         QStringLiteral("job-%1").arg(run.generation));
     }
+    run.tracks_done = std::max(run.tracks_done, static_cast<int>(query + 1));
   }
-  run.tracks_done =
-      std::max(run.tracks_done, static_cast<int>(std::min(first_query + tracks.tracks.size(), run.ids.size())));
   Q_EMIT tracks_applied(run.tracks_done, static_cast<int>(run.ids.size()));
-  return applied;
+  return run.queued.empty();
+}
+
+void TrackerService::on_job_plan(uint64_t generation, const QString& headline, const std::string& summary) {
+  if (generation != generation_ || !run_) return;
+  run_->plan = summary;
+  Q_EMIT plan_chosen(headline);
 }
 
 void TrackerService::on_job_finished(uint64_t generation,
                                      const std::shared_ptr<core::Expected<core::TrackSet>>& result) {
   if (generation != generation_ || !run_) return;
+  // The tracks go into the annotation a slice at a time (the job stays "tracking" until they are all in).
+  if (run_->kind == JobKind::track) {
+    if (*result && !run_->result_queued) {
+      run_->result_queued = true;
+      queue_tracks(*run_, std::move(**result), 0);  // keeps frame_count
+    }
+    if (!apply_queued_tracks(*run_)) {  // also the partial results of a cancelled or failed job
+      QMetaObject::invokeMethod(
+          this, [this, generation, result] { on_job_finished(generation, result); }, Qt::QueuedConnection);
+      return;
+    }
+  }
   job_.reset();  // the thread has delivered its result; joining returns at once
   const double wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_->started).count();
@@ -524,11 +590,7 @@ void TrackerService::on_job_finished(uint64_t generation,
   cancelling_ = false;
   std::unique_ptr<RunContext> run = std::move(run_);
   if (*result) {
-    if (run->kind == JobKind::track) {
-      apply_tracks(*run, **result, 0);
-    } else {
-      finish_special_run(*run, **result);
-    }
+    if (run->kind != JobKind::track) finish_special_run(*run, **result);
     CompletedRun completed;
     completed.tracker = run->tracker;
     completed.samples = std::move(samples);
@@ -538,6 +600,7 @@ void TrackerService::on_job_finished(uint64_t generation,
     completed.query_chunk = options_.tracker.query_chunk;
     completed.video = video_path_.string();
     completed.run_number = ++run_count_;
+    completed.plan = run->plan;
     Q_EMIT run_completed(completed);
     const QString seconds = QString::number(wall_ms / 1000.0, 'f', 1);
     switch (run->kind) {

@@ -27,8 +27,9 @@
 //  * The model is created (factory->create) on a loader thread of the service, one creation at a time; a job
 //    runs on the TrackingJob's thread. Their callbacks are re-posted to this object with queued
 //    QMetaObject::invokeMethod calls (never blocking ones). Progress is coalesced (one queued call in flight);
-//    partial results are delivered chunk by chunk; stage samples go into a mutex-protected snapshot only (no
-//    per-sample signal) that live_snapshot() copies.
+//    partial results are delivered chunk by chunk and applied a slice of tracks per turn of the event loop (a
+//    long clip's tracks never stall the GUI; the job stays in state tracking until every track is applied);
+//    stage samples go into a mutex-protected snapshot only (no per-sample signal) that live_snapshot() copies.
 //  * Results are applied only if the point still exists with the query that was tracked (a point moved or
 //    deleted during the job keeps its new state; a re-track is dropped when its keyframe moved). Errors (no
 //    model installed, device missing, out of memory) are reported through error() and change no point.
@@ -42,6 +43,7 @@
 #include <QPointer>
 #include <QString>
 
+#include <chrono>
 #include <compare>
 #include <filesystem>
 #include <functional>
@@ -168,6 +170,8 @@ class TrackerService : public QObject {
   void consistency_checked(int id, const QList<float>& distance_px);
   /// Information for the status bar ("Loading LocoTrack-S on cuda:0 ...").
   void message(const QString& text);
+  /// How the running job covers its frames (whole clip, exact streaming or windowed) and why, for the status bar.
+  void plan_chosen(const QString& headline);
   /// A job's decoder found these frames damaged (errors concealed): for the timeline's marks.
   void damaged_frames_found(const QList<qint64>& indices);
 
@@ -191,9 +195,14 @@ class TrackerService : public QObject {
   bool prepare_run(RunContext& run, const PendingJob& job, core::TrackRequest& request);
   void finish_special_run(RunContext& run, const core::TrackSet& result);
   void on_job_progress(uint64_t generation);
-  void on_job_partial(uint64_t generation, const core::TrackSet& partial, size_t first_query);
+  void on_job_plan(uint64_t generation, const QString& headline, const std::string& summary);
+  void on_job_partial(uint64_t generation, core::TrackSet partial, size_t first_query);
   void on_job_finished(uint64_t generation, const std::shared_ptr<core::Expected<core::TrackSet>>& result);
-  int apply_tracks(RunContext& run, const core::TrackSet& tracks, size_t first_query);
+  // Final tracks are queued as they arrive and applied a slice (kApplySlice) per turn of the event loop.
+  void queue_tracks(RunContext& run, core::TrackSet tracks, size_t first_query);
+  void drain_tracks(uint64_t generation);
+  bool apply_queued_tracks(RunContext& run);  // true when the queue is empty
+  static constexpr std::chrono::milliseconds kApplySlice{15};
   void cancel_job(const QString& reason);
   void update_state();
 

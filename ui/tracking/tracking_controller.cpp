@@ -111,6 +111,11 @@ void TrackingController::connect_service() {
   });
   connect(service_, &TrackerService::message, this,
           [this](const QString& text) { window_->statusBar()->showMessage(text, kMessageMs); });
+  // The mode stays in the tracking status's tooltip while the job runs; the status bar shows it for a while.
+  connect(service_, &TrackerService::plan_chosen, this, [this](const QString& headline) {
+    status_->setToolTip(headline);
+    window_->statusBar()->showMessage(tr("Tracking mode: %1").arg(headline), 4 * kMessageMs);
+  });
   connect(service_, &TrackerService::error, window_, &MainWindow::report_error);
 }
 
