@@ -38,6 +38,8 @@ struct BenchOptions {
   std::string cudnn_benchmark = "auto";  // auto | on | off
   std::string norm = "auto";             // auto | fused | reference: the backbone's InstanceNorm+ReLU
   std::string cuda_graphs = "off";       // on | off: track_chunk replayed as CUDA graphs (EngineOptions)
+  std::string mixer = "auto";            // auto | fused | plain | reference: the temporal mixer (ops::MixerFast;
+                                         // plain = fused without 3xTF32; reference = the module path)
   int repeats = 5;
   int warmup = 2;
   std::string video;                    // frames (looped back and forth if short); empty = the

@@ -281,6 +281,20 @@ inline void global_store_u32(uint32_t* p, uint32_t v) {
   if (reinterpret_cast<uintptr_t>(p) % 4 != 0) emu::context.block->fail("misaligned 4-byte global store");
   *p = v;
 }
+inline void global_store_u16(uint16_t* p, uint16_t v) { *p = v; }
+inline void global_store_f32(float* p, float v) { *p = v; }
+
+inline float exp_f32(float x) { return std::exp(x); }
+inline float erf_f32(float x) { return std::erf(x); }
+
+template <class Element>
+float half_to_float(uint16_t bits) {
+  return emu::element_to_float<Element>(bits);
+}
+template <class Element>
+uint16_t float_to_half(float x) {
+  return emu::float_to_element<Element>(x);
+}
 
 template <class Element>
 uint32_t pack2(float low, float high) {
