@@ -22,7 +22,7 @@ at::Tensor mixer_tensor(const MixerWeights::Lookup& lookup, const std::string& k
   TORCH_CHECK(t.has_value() && t->defined(), "MixerWeights: missing tensor ", key);
   TORCH_CHECK(t->sizes() == at::IntArrayRef(shape), "MixerWeights: ", key, " has shape ", t->sizes(), ", expected ",
               at::IntArrayRef(shape));
-  return t->to(at::kFloat);
+  return t->detach().to(at::kFloat);  // prepared copies: no autograd history, whatever the caller's mode
 }
 
 // One linear layer (or several stacked along the outputs) in the W' form of mixer_layout.h, on device in dtype.
@@ -47,12 +47,12 @@ at::Tensor on_device_float(const at::Tensor& t, c10::Device device) { return t.t
 MixerWeights MixerWeights::from_named(const Lookup& lookup, const std::string& prefix) {
   MixerWeights w;
   const std::optional<at::Tensor> input = lookup(prefix + "input_proj.weight");
-  TORCH_CHECK(input.has_value() && input->dim() == 2 && input->size(1) == kMixerRealInput,
-              "MixerWeights: ", prefix, "input_proj.weight missing or not [D, 854]");
+  TORCH_CHECK(input.has_value() && input->dim() == 2 && input->size(1) == kMixerRealInput, "MixerWeights: ", prefix,
+              "input_proj.weight missing or not [D, 854]");
   const int64_t d = input->size(0);
-  TORCH_CHECK(d % cuda::kMixerHeadDim == 0 && d >= 2 * cuda::kMixerHeadDim,
-              "MixerWeights: transformer width ", d, " is not a multiple of 64 with at least two heads");
-  w.input_weight = input->to(at::kFloat);
+  TORCH_CHECK(d % cuda::kMixerHeadDim == 0 && d >= 2 * cuda::kMixerHeadDim, "MixerWeights: transformer width ", d,
+              " is not a multiple of 64 with at least two heads");
+  w.input_weight = input->detach().to(at::kFloat);
   w.input_bias = mixer_tensor(lookup, prefix + "input_proj.bias", {d});
   for (int l = 0;; ++l) {
     const std::string p = prefix + "transformer.layers." + std::to_string(l) + ".";
@@ -82,7 +82,7 @@ MixerWeights MixerWeights::from_named(const Lookup& lookup, const std::string& p
   const std::optional<at::Tensor> output = lookup(prefix + "output_proj.weight");
   TORCH_CHECK(output.has_value() && output->dim() == 2 && output->size(0) >= 4 && output->size(1) == d,
               "MixerWeights: ", prefix, "output_proj.weight missing or not [>= 4, D]");
-  w.output_weight = output->to(at::kFloat);
+  w.output_weight = output->detach().to(at::kFloat);
   w.output_bias = mixer_tensor(lookup, prefix + "output_proj.bias", {output->size(0)});
   return w;
 }
@@ -98,8 +98,8 @@ bool MixerFast::available(c10::Device device) {
 
 MixerFast::MixerFast(const MixerWeights& weights, c10::Device device, Options options)
     : device_(device), options_(options) {
-  TORCH_CHECK(available(device), "MixerFast: needs a CUDA device and Trackscope's CUDA kernels (", device, "): ",
-              cuda_kernels_status());
+  TORCH_CHECK(available(device), "MixerFast: needs a CUDA device and Trackscope's CUDA kernels (", device,
+              "): ", cuda_kernels_status());
   const at::ScalarType dtype = options_.compute_dtype;
   TORCH_CHECK(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf,
               "MixerFast: compute dtype must be float32, bfloat16 or float16, got ", dtype);
@@ -135,9 +135,9 @@ MixerFast::MixerFast(const MixerWeights& weights, c10::Device device, Options op
     layer.ln1_bias = on_device_float(l.ln1_bias, device_);
     layer.ln2_weight = on_device_float(l.ln2_weight, device_);
     layer.ln2_bias = on_device_float(l.ln2_bias, device_);
-    layer.qkv = pack_mixer_weights(
-        {{l.query_weight, l.query_bias}, {l.key_weight, l.key_bias}, {l.value_weight, l.value_bias}}, tf32x3_, dtype,
-        device_);
+    layer.qkv =
+        pack_mixer_weights({{l.query_weight, l.query_bias}, {l.key_weight, l.key_bias}, {l.value_weight, l.value_bias}},
+                           tf32x3_, dtype, device_);
     layer.final_proj = pack_mixer_weights({{l.final_weight, l.final_bias}}, tf32x3_, dtype, device_);
     layer.dense_in = pack_mixer_weights({{l.dense_in_weight, l.dense_in_bias}}, tf32x3_, dtype, device_);
     layer.dense_out = pack_mixer_weights({{l.dense_out_weight, l.dense_out_bias}}, tf32x3_, dtype, device_);
@@ -151,9 +151,10 @@ MixerFast::MixerFast(const MixerWeights& weights, c10::Device device, Options op
   // first, then the backward heads with the same slopes.
   const int64_t half = heads_ / 2;
   const double base = std::pow(24.0, 1.0 / static_cast<double>(half));
-  const at::Tensor slope = at::pow(base, at::arange(1, half + 1, at::TensorOptions().device(device_).dtype(at::kDouble)))
-                               .reciprocal()
-                               .to(at::kFloat);
+  const at::Tensor slope =
+      at::pow(base, at::arange(1, half + 1, at::TensorOptions().device(device_).dtype(at::kDouble)))
+          .reciprocal()
+          .to(at::kFloat);
   slopes_ = at::cat({slope, slope}, 0).contiguous();
 }
 
@@ -174,9 +175,9 @@ void MixerFast::gemm(const at::Tensor& a, const at::Tensor& w, at::Tensor& c, bo
 at::Tensor MixerFast::forward(const at::Tensor& x) const {
   TORCH_CHECK(x.defined() && x.dim() == 3 && x.size(2) == options_.input_channels &&
                   x.scalar_type() == options_.compute_dtype && x.device() == device_,
-              "MixerFast: input must be [S, T, ", options_.input_channels, "] ", options_.compute_dtype, " on ", device_,
-              ", got ", x.defined() ? x.sizes() : at::IntArrayRef{}, " ", x.defined() ? x.scalar_type() : at::kFloat,
-              " on ", x.defined() ? x.device() : c10::Device(at::kCPU));
+              "MixerFast: input must be [S, T, ", options_.input_channels, "] ", options_.compute_dtype, " on ",
+              device_, ", got ", x.defined() ? x.sizes() : at::IntArrayRef{}, " ",
+              x.defined() ? x.scalar_type() : at::kFloat, " on ", x.defined() ? x.device() : c10::Device(at::kCPU));
   const int64_t sequences = x.size(0), frames = x.size(1);
   at::Tensor out = at::empty({sequences, frames, 4}, x.options().dtype(at::kFloat));
   if (sequences == 0 || frames == 0) return out;

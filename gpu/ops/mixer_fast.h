@@ -34,12 +34,12 @@ namespace trackscope::gpu::ops {
 /// The mixer's float32 parameters under the official names (prefix "torch_pips_mixer.").
 struct MixerWeights {
   struct Layer {
-    at::Tensor ln1_weight, ln1_bias;                          // transformer.layers.L.layer_norm1
-    at::Tensor query_weight, query_bias, key_weight, key_bias;  // attn.{query,key}_proj
+    at::Tensor ln1_weight, ln1_bias;                                // transformer.layers.L.layer_norm1
+    at::Tensor query_weight, query_bias, key_weight, key_bias;      // attn.{query,key}_proj
     at::Tensor value_weight, value_bias, final_weight, final_bias;  // attn.{value,final}_proj
-    at::Tensor ln2_weight, ln2_bias;                          // layer_norm2
-    at::Tensor dense_in_weight, dense_in_bias;                // dense.0 [4D, D]
-    at::Tensor dense_out_weight, dense_out_bias;              // dense.2 [D, 4D]
+    at::Tensor ln2_weight, ln2_bias;                                // layer_norm2
+    at::Tensor dense_in_weight, dense_in_bias;                      // dense.0 [4D, D]
+    at::Tensor dense_out_weight, dense_out_bias;                    // dense.2 [D, 4D]
   };
   at::Tensor input_weight, input_bias;  // input_proj [D, 854]
   std::vector<Layer> layers;            // transformer.layers.0..

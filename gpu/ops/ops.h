@@ -57,11 +57,13 @@ inline constexpr int64_t kCorrPaddedRow = 2408;
 
 /// Which CUDA kernel computes it (the CPU has one implementation). classic: the SIMT kernel (interpolate the
 /// neighbourhood, then fp32 FMAs; any dtype). tensor_cores: dot products of the raw 8x8 window cells with the
-/// supports on tensor cores (WMMA, bf16/fp16 features, C % 64 == 0, compute capability >= 8.0 for bf16 and 7.0
-/// for fp16), interpolation applied to the products; falls back to classic where not eligible. pipelined: the
-/// classic arithmetic for float32 features with the window and support loads double-buffered in shared memory
-/// through cp.async (C % 32 == 0, compute capability >= 8.0); falls back to classic where not eligible.
-/// automatic: tensor_cores where eligible, else pipelined where eligible, else classic.
+/// supports on tensor cores, interpolation applied to the products: bf16/fp16 features on WMMA (C % 64 == 0, compute
+/// capability >= 8.0 for bf16 and 7.0 for fp16), float32 features as 3xTF32 on mma.sync (each operand split into a
+/// TF32 value and its TF32 remainder: float32-level accuracy; C % 16 == 0, float32 output, compute capability >= 8.0);
+/// falls back to classic where not eligible. pipelined: the classic arithmetic for float32 features with the window
+/// and support loads double-buffered in shared memory through cp.async (C % 32 == 0, compute capability >= 8.0); falls
+/// back to classic where not eligible. automatic: tensor_cores where eligible, else pipelined where eligible, else
+/// classic.
 enum class CorrKernel { automatic, classic, tensor_cores, pipelined };
 
 at::Tensor local_corr4d(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,

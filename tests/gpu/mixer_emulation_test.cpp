@@ -180,8 +180,8 @@ void check_rows(int k, int64_t rows) {
   p.y_stride = y_stride;
   p.kp = kp;
   const int64_t grid = (rows + mixer::kRowWarps - 1) / mixer::kRowWarps;
-  const auto errors = emu::run_blocks(0, grid, cuda::kMixerRowThreads, 0,
-                                      [&] { mixer::mixer_rows_kernel<Tag, Tag, Op, Split>(p); });
+  const auto errors =
+      emu::run_blocks(0, grid, cuda::kMixerRowThreads, 0, [&] { mixer::mixer_rows_kernel<Tag, Tag, Op, Split>(p); });
 
   Figures f;
   std::vector<double> in(static_cast<size_t>(k)), expected(static_cast<size_t>(k));
@@ -294,9 +294,9 @@ void check_attention(int64_t sequences, int frames, int heads) {
   p.out_stride = out_stride;
   p.kp = kp;
   const int64_t tiles = (frames + cuda::kMixerAttentionRows - 1) / cuda::kMixerAttentionRows;
-  const auto errors = emu::run_blocks(0, sequences * heads * tiles, cuda::kMixerAttentionRows,
-                                      mixer::kAttentionSharedBytes,
-                                      [&] { mixer::mixer_attention_kernel<Tag, Tag, Split>(p); });
+  const auto errors =
+      emu::run_blocks(0, sequences * heads * tiles, cuda::kMixerAttentionRows, mixer::kAttentionSharedBytes,
+                      [&] { mixer::mixer_attention_kernel<Tag, Tag, Split>(p); });
   Figures f;
   for (int64_t s = 0; s < sequences; ++s) {
     std::vector<double> sequence_qkv(static_cast<size_t>(frames * 3 * dim));
@@ -312,7 +312,8 @@ void check_attention(int64_t sequences, int frames, int heads) {
       check_tail<Tag, Split>(row, dim, kp, f);
     }
   }
-  for (int64_t c = 0; c < out_stride; ++c) f.bad += is_poison<Tag>(out[static_cast<size_t>(rows * out_stride + c)]) ? 0 : 1;
+  for (int64_t c = 0; c < out_stride; ++c)
+    f.bad += is_poison<Tag>(out[static_cast<size_t>(rows * out_stride + c)]) ? 0 : 1;
   const std::string label = std::string("attention ") + tag_name<Tag>() + (Split ? " split3" : " plain") +
                             " sequences=" + std::to_string(sequences) + " T=" + std::to_string(frames) +
                             " heads=" + std::to_string(heads);
@@ -542,21 +543,16 @@ void run_rows(cuda::MixerRowOp op, const std::vector<Raw<Tag>>& x, int64_t x_str
   p.y = y.data();
   p.y_stride = cuda::mixer_blocks(Split) * kp;
   p.kp = kp;
-  std::vector<std::string> e = emu::run_blocks(0, (rows + mixer::kRowWarps - 1) / mixer::kRowWarps,
-                                               cuda::kMixerRowThreads, 0, [&] {
-                                                 switch (op) {
-                                                   case cuda::MixerRowOp::copy:
-                                                     mixer::mixer_rows_kernel<Tag, Tag, cuda::MixerRowOp::copy, Split>(p);
-                                                     break;
-                                                   case cuda::MixerRowOp::layer_norm:
-                                                     mixer::mixer_rows_kernel<Tag, Tag, cuda::MixerRowOp::layer_norm,
-                                                                              Split>(p);
-                                                     break;
-                                                   case cuda::MixerRowOp::gelu:
-                                                     mixer::mixer_rows_kernel<Tag, Tag, cuda::MixerRowOp::gelu, Split>(p);
-                                                     break;
-                                                 }
-                                               });
+  std::vector<std::string> e =
+      emu::run_blocks(0, (rows + mixer::kRowWarps - 1) / mixer::kRowWarps, cuda::kMixerRowThreads, 0, [&] {
+        switch (op) {
+          case cuda::MixerRowOp::copy: mixer::mixer_rows_kernel<Tag, Tag, cuda::MixerRowOp::copy, Split>(p); break;
+          case cuda::MixerRowOp::layer_norm:
+            mixer::mixer_rows_kernel<Tag, Tag, cuda::MixerRowOp::layer_norm, Split>(p);
+            break;
+          case cuda::MixerRowOp::gelu: mixer::mixer_rows_kernel<Tag, Tag, cuda::MixerRowOp::gelu, Split>(p); break;
+        }
+      });
   errors.insert(errors.end(), e.begin(), e.end());
 }
 
@@ -601,9 +597,9 @@ void check_whole_mixer(int dim, int64_t sequences, int frames, double tolerance)
     p.out_stride = blocks * dp;
     p.kp = dp;
     const int64_t tiles = (frames + cuda::kMixerAttentionRows - 1) / cuda::kMixerAttentionRows;
-    const auto e = emu::run_blocks(0, sequences * w.heads * tiles, cuda::kMixerAttentionRows,
-                                   mixer::kAttentionSharedBytes,
-                                   [&] { mixer::mixer_attention_kernel<Tag, Tag, Split>(p); });
+    const auto e =
+        emu::run_blocks(0, sequences * w.heads * tiles, cuda::kMixerAttentionRows, mixer::kAttentionSharedBytes,
+                        [&] { mixer::mixer_attention_kernel<Tag, Tag, Split>(p); });
     errors.insert(errors.end(), e.begin(), e.end());
     gemm<Tag>(a, rows, blocks * dp, packed<Tag, Split>({&layer.f}), dim, h, true);
     run_rows<Tag, Split>(cuda::MixerRowOp::layer_norm, h, dim, rows, dim, &layer.ln2, a, errors);

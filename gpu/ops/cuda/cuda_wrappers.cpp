@@ -82,6 +82,15 @@ void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, con
         "local_corr4d (tensor cores)");
     return;
   }
+  if ((kernel == CorrKernel::automatic || kernel == CorrKernel::tensor_cores) &&
+      out_type == cuda::ElementType::float32 &&
+      cuda::local_corr4d_tf32_eligible(shape, type, features.data_ptr(), supports.data_ptr(), capability)) {
+    check_launch(
+        cuda::launch_local_corr4d_tf32(shape, features.data_ptr<float>(), points.data_ptr<float>(),
+                                       supports.data_ptr<float>(), corr.data_ptr<float>(), current_stream(features)),
+        "local_corr4d (3xTF32 tensor cores)");
+    return;
+  }
   if ((kernel == CorrKernel::automatic || kernel == CorrKernel::pipelined) && out_type == cuda::ElementType::float32 &&
       cuda::local_corr4d_pipelined_eligible(shape, type, features.data_ptr(), supports.data_ptr(), capability,
                                             static_cast<int64_t>(properties->sharedMemPerBlockOptin))) {

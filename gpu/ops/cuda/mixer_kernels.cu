@@ -66,7 +66,8 @@ cudaError_t launch_mixer_attention(ElementType element_type, bool split3, const 
   }
   switch (element_type) {
     case ElementType::float32:
-      return split3 ? launch_attention_typed<F32Tag, true>(p, stream) : launch_attention_typed<F32Tag, false>(p, stream);
+      return split3 ? launch_attention_typed<F32Tag, true>(p, stream)
+                    : launch_attention_typed<F32Tag, false>(p, stream);
     case ElementType::bfloat16: return launch_attention_typed<Bf16Tag, false>(p, stream);
     case ElementType::float16: return launch_attention_typed<Fp16Tag, false>(p, stream);
   }

@@ -7,8 +7,8 @@
 //                         registers, rows of at most kMixerMaxNormWidth values) or exact GELU (erf), then the row;
 //  * mixer_attention_kernel  one block of kMixerAttentionRows threads per (sequence, head, tile of query rows),
 //                         a thread per query row: its q and output (64 channels each) in registers, keys and values
-//                         in shared memory in tiles of kMixerAttentionKeys, online softmax in fp32. The additive bias is
-//                         the split-direction ALiBi of the official model (LOCOTRACK.md §4; gpu/model alibi_bias):
+//                         in shared memory in tiles of kMixerAttentionKeys, online softmax in fp32. The additive bias
+//                         is the split-direction ALiBi of the official model (LOCOTRACK.md §4; gpu/model alibi_bias):
 //                         heads [0, H/2) attend to keys j <= i with slope * (j - i), heads [H/2, H) to j >= i with
 //                         slope * (i - j), -1e9 elsewhere (computed here with the same float products);
 //  * mixer_head_kernel    one warp per row: the final LayerNorm and the 4 used rows of output_proj, in fp32.
@@ -116,8 +116,8 @@ mixer_rows_kernel(MixerRowsParams p) {
     for (int i = 0; i < kPerLane; ++i) {
       const int c = lane + 32 * i;
       if (c < p.k) {
-        emit<Out, Split>(y, p.kp, c, (v[i] - mean) * inverse_std * global_load_f32(p.gamma + c) +
-                                         global_load_f32(p.beta + c));
+        emit<Out, Split>(y, p.kp, c,
+                         (v[i] - mean) * inverse_std * global_load_f32(p.gamma + c) + global_load_f32(p.beta + c));
       }
     }
   } else {
@@ -273,8 +273,7 @@ mixer_head_kernel(MixerHeadParams p) {
   for (int i = 0; i < kPerLane; ++i) {
     const int c = lane + 32 * i;
     if (c < p.k) {
-      const float normalised =
-          (v[i] - mean) * inverse_std * global_load_f32(p.gamma + c) + global_load_f32(p.beta + c);
+      const float normalised = (v[i] - mean) * inverse_std * global_load_f32(p.gamma + c) + global_load_f32(p.beta + c);
       TRACKSCOPE_UNROLL
       for (int o = 0; o < 4; ++o) partial[o] = fmaf(normalised, global_load_f32(p.weight + o * p.k + c), partial[o]);
     }

@@ -91,7 +91,7 @@ struct MixerAttentionParams {
   int64_t qkv_stride = 0;
   int64_t sequences = 0;
   int frames = 0;
-  int heads = 0;  // dim = heads * 64
+  int heads = 0;                  // dim = heads * 64
   const float* slopes = nullptr;  // [heads] ALiBi slopes (forward heads first, then backward heads)
   float scale = 0.125f;
   void* out = nullptr;  // [sequences * frames, blocks * kp] of Out (mixer_layout.h), row stride out_stride

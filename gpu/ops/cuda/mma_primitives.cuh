@@ -86,6 +86,27 @@ TRACKSCOPE_DEVICE_FN uint16_t float_to_half<Bf16Tag>(float x) {
   return *reinterpret_cast<const uint16_t*>(&h);
 }
 
+/// cp.async (compute capability 8.0+): a 16-byte global -> shared copy that bypasses the registers; inside == false
+/// zero-fills the 16 bytes without reading (the source must still be a valid address). The copies of a thread land
+/// after its async_wait_all(); other threads see them after a barrier that follows that wait. Older targets compile
+/// a plain copy (kernels using it are not launched there).
+TRACKSCOPE_DEVICE_FN void async_copy16(void* shared_destination, const void* global_source, bool inside) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto destination = static_cast<unsigned>(__cvta_generic_to_shared(shared_destination));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(destination), "l"(global_source),
+               "r"(inside ? 16 : 0));
+#else
+  *static_cast<uint4*>(shared_destination) =
+      inside ? *static_cast<const uint4*>(global_source) : make_uint4(0, 0, 0, 0);
+#endif
+}
+/// Waits for every cp.async this thread issued.
+TRACKSCOPE_DEVICE_FN void async_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
 /// Two floats rounded to nearest-even 16-bit elements, `low` in the lower half.
 template <class Element>
 TRACKSCOPE_DEVICE_FN uint32_t pack2(float low, float high);
