@@ -33,7 +33,7 @@ struct BenchOptions {
   std::vector<core::Precision> precisions = {core::Precision::fp32};
   std::vector<int> chunks = {0};         // queries per chunk; 0 = all points in one chunk
   std::string path = "auto";             // auto | fused | eager (gpu/engine/engine.h)
-  std::string corr_kernel = "auto";      // auto | classic | tensor | pipelined (gpu/ops/ops.h CorrKernel)
+  std::string corr_kernel = "auto";      // auto | classic | tensor | wmma | pipelined (gpu/ops/ops.h CorrKernel)
   std::string cmdtop = "auto";           // auto | im2col | dense | fused (CmdTopFast::Convolution)
   std::string cudnn_benchmark = "auto";  // auto | on | off
   std::string norm = "auto";             // auto | fused | reference: the backbone's InstanceNorm+ReLU

@@ -114,7 +114,8 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
       ->capture_default_str();
   command->add_option("--path", args->path, "auto, fused or eager")->capture_default_str();
   command
-      ->add_option("--corr-kernel", args->corr_kernel, "CUDA 4D-correlation kernel: auto, classic, tensor or pipelined")
+      ->add_option("--corr-kernel", args->corr_kernel,
+                   "CUDA 4D-correlation kernel: auto, classic, tensor, wmma or pipelined")
       ->capture_default_str();
   command
       ->add_option("--cmdtop", args->cmdtop,

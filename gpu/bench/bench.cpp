@@ -231,9 +231,10 @@ core::Status BenchOptions::check() const {
   if (path != "auto" && path != "fused" && path != "eager") {
     return core::invalid_argument(fmt::format("bench: path '{}' (auto, fused or eager)", path));
   }
-  if (corr_kernel != "auto" && corr_kernel != "classic" && corr_kernel != "tensor" && corr_kernel != "pipelined") {
+  if (corr_kernel != "auto" && corr_kernel != "classic" && corr_kernel != "tensor" && corr_kernel != "pipelined" &&
+      corr_kernel != "wmma") {
     return core::invalid_argument(
-        fmt::format("bench: corr kernel '{}' (auto, classic, tensor or pipelined)", corr_kernel));
+        fmt::format("bench: corr kernel '{}' (auto, classic, tensor, wmma or pipelined)", corr_kernel));
   }
   if (cmdtop != "auto" && cmdtop != "im2col" && cmdtop != "dense" && cmdtop != "fused") {
     return core::invalid_argument(fmt::format("bench: CMDTop convolution '{}' (auto, im2col, dense or fused)", cmdtop));
@@ -322,6 +323,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
         engine_options.corr_kernel = options.corr_kernel == "classic"     ? ops::CorrKernel::classic
                                      : options.corr_kernel == "tensor"    ? ops::CorrKernel::tensor_cores
                                      : options.corr_kernel == "pipelined" ? ops::CorrKernel::pipelined
+                                     : options.corr_kernel == "wmma"      ? ops::CorrKernel::wmma
                                                                           : ops::CorrKernel::automatic;
         engine_options.cmdtop_convolution = options.cmdtop == "im2col"  ? ops::CmdTopFast::Convolution::im2col
                                             : options.cmdtop == "dense" ? ops::CmdTopFast::Convolution::dense

@@ -445,18 +445,22 @@ TEST(LocalCorr4dCuda, MatchesCpuReferenceInEveryPrecision) {
       const at::Tensor f = features.to(dtype);
       const at::Tensor s = supports.to(dtype);
       const at::Tensor expected = ops::local_corr4d(f, points, s);
-      for (const ops::CorrKernel kernel :
-           {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores, ops::CorrKernel::pipelined}) {
+      for (const ops::CorrKernel kernel : {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores,
+                                           ops::CorrKernel::wmma, ops::CorrKernel::pipelined}) {
         if (kernel == ops::CorrKernel::pipelined && dtype != at::kFloat) continue;
+        if (kernel == ops::CorrKernel::wmma && dtype == at::kFloat) continue;
         // float32 on tensor cores is the 3xTF32 kernel (C % 16 == 0; the odd case C = 70 falls back to SIMT):
         // float32-level, 2e-5 because the tensor cores' adder truncates (its C/8 large additions are kept apart from
         // the small split terms).
         const bool tf32 = kernel == ops::CorrKernel::tensor_cores && dtype == at::kFloat;
         const char* name = kernel == ops::CorrKernel::classic     ? "simt"
                            : kernel == ops::CorrKernel::pipelined ? "simt pipelined"
+                           : kernel == ops::CorrKernel::wmma      ? "tensor cores wmma"
                            : tf32                                 ? "tensor cores 3xTF32"
-                                                                  : "tensor cores";
-        const double tolerance = tf32 ? 2e-5 : kernel == ops::CorrKernel::tensor_cores ? 1e-4 : 1e-5;
+                                                                  : "tensor cores pipelined";
+        const double tolerance = tf32                                                                         ? 2e-5
+                                 : kernel == ops::CorrKernel::classic || kernel == ops::CorrKernel::pipelined ? 1e-5
+                                                                                                              : 1e-4;
         at::Tensor actual =
             at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
         ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), actual, kernel);
@@ -499,7 +503,7 @@ TEST(LocalCorr4dCuda, FarAndNonFinitePointsGiveZeros) {
     const at::Tensor expected = ops::local_corr4d(f, points, s);
     ASSERT_EQ(expected.narrow(0, 0, 1).abs().max().item<float>(), 0.0f);
     for (const ops::CorrKernel kernel :
-         {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores, ops::CorrKernel::pipelined}) {
+         {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores, ops::CorrKernel::wmma, ops::CorrKernel::pipelined}) {
       at::Tensor actual = at::full({4, 6, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
       ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), actual, kernel);
       const at::Tensor cpu = actual.cpu();

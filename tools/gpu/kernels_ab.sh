@@ -15,10 +15,11 @@
 #      JSON per variant, in this order (a time budget skips the last ones first):
 #        exact-new    fp32, everything automatic: 3xTF32 correlation, 3xTF32 CMDTop, fused 3xTF32 mixer
 #        exact-prev   fp32 --corr-kernel pipelined --mixer reference: the previous round's exact path (169.5 ms base)
-#        fast-new     fp16, automatic: the fused mixer
-#        fast-prev    fp16 --mixer reference: the previous round's fast path
+#        fast-new     fp16, automatic: the fused mixer, the pipelined mma correlation
+#        fast-prev    fp16 --mixer reference --corr-kernel wmma: the previous round's fast path
 #        exact-corr   fp32 --mixer reference: the new correlation alone
 #        exact-plain  fp32 --mixer plain: the fused mixer on plain SGEMMs (fusion without 3xTF32)
+#        fast-wmma    fp16 --corr-kernel wmma: the fused mixer with the previous correlation kernel
 #        fast-tile8   fp16 with TRACKSCOPE_CMDTOP_MMA_TILE=8 (two 8-sample CMDTop blocks per SM instead of one of 16)
 #        fast-graphs  fp16 --cuda-graphs on
 #   4. the table: per case and variant, end to end and the stage medians, with the targets.
@@ -92,9 +93,10 @@ bench() {
 bench exact-new --precision fp32
 bench exact-prev --precision fp32 --corr-kernel pipelined --mixer reference
 bench fast-new --precision fp16
-bench fast-prev --precision fp16 --mixer reference
+bench fast-prev --precision fp16 --mixer reference --corr-kernel wmma
 bench exact-corr --precision fp32 --mixer reference
 bench exact-plain --precision fp32 --mixer plain
+bench fast-wmma --precision fp16 --corr-kernel wmma
 TRACKSCOPE_CMDTOP_MMA_TILE=8 bench fast-tile8 --precision fp16
 bench fast-graphs --precision fp16 --cuda-graphs on
 cp "$LOGS/exact-new.json" "$LOGS/fast-new.json" "$OUT/" 2>/dev/null
@@ -103,7 +105,8 @@ say "total: $((SECONDS - T0)) s"
 python3 - "$LOGS" <<'EOF' | tee -a "$LOG"
 import json, os, sys
 logs = sys.argv[1]
-variants = ["exact-prev", "exact-corr", "exact-plain", "exact-new", "fast-prev", "fast-new", "fast-tile8", "fast-graphs"]
+variants = ["exact-prev", "exact-corr", "exact-plain", "exact-new", "fast-prev", "fast-wmma", "fast-new", "fast-tile8",
+            "fast-graphs"]
 targets = {("small", 1024, "fp16"): 24, ("base", 1024, "fp16"): 28, ("small", 256, "fp16"): 8,
            ("base", 256, "fp16"): 9, ("small", 256, "fp32"): 71, ("small", 1024, "fp32"): 132,
            ("base", 256, "fp32"): 78, ("base", 1024, "fp32"): 160}

@@ -74,21 +74,22 @@ void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, con
   const cuda::ElementType out_type = element_type(corr.scalar_type(), "local_corr4d");
   const cudaDeviceProp* properties = at::cuda::getCurrentDeviceProperties();
   const int capability = properties->major * 10 + properties->minor;
-  if ((kernel == CorrKernel::automatic || kernel == CorrKernel::tensor_cores) &&
+  const bool any_tensor_cores = kernel == CorrKernel::automatic || kernel == CorrKernel::tensor_cores;
+  if (any_tensor_cores && cuda::local_corr4d_mma_pipelined_eligible(shape, type, out_type, features.data_ptr(),
+                                                                    supports.data_ptr(), capability)) {
+    check_launch(cuda::launch_local_corr4d_mma_pipelined(shape, type, features.data_ptr(), points.data_ptr<float>(),
+                                                         supports.data_ptr(), corr.data_ptr(), out_type,
+                                                         current_stream(features)),
+                 type == cuda::ElementType::float32 ? "local_corr4d (3xTF32 tensor cores)"
+                                                    : "local_corr4d (pipelined tensor cores)");
+    return;
+  }
+  if ((any_tensor_cores || kernel == CorrKernel::wmma) &&
       cuda::local_corr4d_mma_eligible(shape, type, features.data_ptr(), supports.data_ptr(), capability)) {
     check_launch(
         cuda::launch_local_corr4d_mma(shape, type, features.data_ptr(), points.data_ptr<float>(), supports.data_ptr(),
                                       corr.data_ptr(), out_type, current_stream(features)),
-        "local_corr4d (tensor cores)");
-    return;
-  }
-  if ((kernel == CorrKernel::automatic || kernel == CorrKernel::tensor_cores) &&
-      out_type == cuda::ElementType::float32 &&
-      cuda::local_corr4d_tf32_eligible(shape, type, features.data_ptr(), supports.data_ptr(), capability)) {
-    check_launch(
-        cuda::launch_local_corr4d_tf32(shape, features.data_ptr<float>(), points.data_ptr<float>(),
-                                       supports.data_ptr<float>(), corr.data_ptr<float>(), current_stream(features)),
-        "local_corr4d (3xTF32 tensor cores)");
+        "local_corr4d (WMMA tensor cores)");
     return;
   }
   if ((kernel == CorrKernel::automatic || kernel == CorrKernel::pipelined) && out_type == cuda::ElementType::float32 &&

@@ -47,13 +47,15 @@ cudaError_t launch_local_corr4d_mma(const LocalCorr4dShape& shape, ElementType e
                                     const float* points, const void* supports, void* corr, ElementType corr_type,
                                     cudaStream_t stream);
 
-// The 3xTF32 tensor-core variant for float32 (local_corr4d_tf32_kernel.cu), same contract with float32 corr;
-// eligible for float32 features with channels % 16 == 0, strides multiples of 4 elements, 16-byte aligned features
-// and supports, compute capability >= 80. float32-level accuracy (operands split into TF32 values and remainders).
-bool local_corr4d_tf32_eligible(const LocalCorr4dShape& shape, ElementType element_type, const void* features,
-                                const void* supports, int compute_capability);
-cudaError_t launch_local_corr4d_tf32(const LocalCorr4dShape& shape, const float* features, const float* points,
-                                     const float* supports, float* corr, cudaStream_t stream);
+// The pipelined mma.sync variant (local_corr4d_mma_pipelined_kernel.cu), same contract: float32 features as 3xTF32
+// (float32-level accuracy; float32 corr only; channels % 16 == 0) or bf16/fp16 features on m16n8k16 (float32 or
+// element_type corr; channels % 32 == 0); strides multiples of 16 bytes, 16-byte aligned features and supports,
+// compute capability >= 80.
+bool local_corr4d_mma_pipelined_eligible(const LocalCorr4dShape& shape, ElementType element_type, ElementType corr_type,
+                                         const void* features, const void* supports, int compute_capability);
+cudaError_t launch_local_corr4d_mma_pipelined(const LocalCorr4dShape& shape, ElementType element_type,
+                                              const void* features, const float* points, const void* supports,
+                                              void* corr, ElementType corr_type, cudaStream_t stream);
 
 // The pipelined SIMT variant for float32 (local_corr4d_pipelined_kernel.cu), same contract with float32 corr;
 // eligible for float32 features with channels % 32 == 0, strides multiples of 4 elements, 16-byte aligned
