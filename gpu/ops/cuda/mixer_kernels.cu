@@ -14,18 +14,7 @@ template <class Tag, bool Split>
 cudaError_t launch_rows_typed(MixerRowOp op, const MixerRowsParams& p, cudaStream_t stream) {
   const int64_t blocks = blocks_for_rows(p.rows);
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-  const auto grid = static_cast<unsigned>(blocks);
-  switch (op) {
-    case MixerRowOp::copy:
-      mixer::mixer_rows_kernel<Tag, Tag, MixerRowOp::copy, Split><<<grid, kMixerRowThreads, 0, stream>>>(p);
-      break;
-    case MixerRowOp::layer_norm:
-      mixer::mixer_rows_kernel<Tag, Tag, MixerRowOp::layer_norm, Split><<<grid, kMixerRowThreads, 0, stream>>>(p);
-      break;
-    case MixerRowOp::gelu:
-      mixer::mixer_rows_kernel<Tag, Tag, MixerRowOp::gelu, Split><<<grid, kMixerRowThreads, 0, stream>>>(p);
-      break;
-  }
+  mixer::mixer_rows_kernel<Tag, Tag, Split><<<static_cast<unsigned>(blocks), kMixerRowThreads, 0, stream>>>(p, op);
   return cudaGetLastError();
 }
 

@@ -85,15 +85,16 @@ TRACKSCOPE_DEVICE_FN float warp_sum(float v) {
 // -- rows ------------------------------------------------------------------------------------------------------
 constexpr int kRowWarps = kMixerRowThreads / 32;
 
-template <class In, class Out, MixerRowOp Op, bool Split>
+// The operation is a run-time argument (uniform per launch): one instantiation per storage form instead of three.
+template <class In, class Out, bool Split>
 TRACKSCOPE_KERNEL(kMixerRowThreads, 1)
-mixer_rows_kernel(MixerRowsParams p) {
+mixer_rows_kernel(MixerRowsParams p, MixerRowOp op) {
   const int lane = thread_index() & 31;
   const int64_t row = block_index() * kRowWarps + (thread_index() >> 5);
   if (row >= p.rows) return;  // whole warps: a warp owns one row
   const auto* x = static_cast<const typename Storage<In>::Raw*>(p.x) + row * p.x_stride;
   auto* y = static_cast<typename Storage<Out>::Raw*>(p.y) + row * p.y_stride;
-  if constexpr (Op == MixerRowOp::layer_norm) {
+  if (op == MixerRowOp::layer_norm) {
     constexpr int kPerLane = kMixerMaxNormWidth / 32;
     float v[kPerLane];
     float sum = 0.0f;
@@ -123,7 +124,7 @@ mixer_rows_kernel(MixerRowsParams p) {
   } else {
     for (int c = lane; c < p.k; c += 32) {
       float v = Storage<In>::load(x + c);
-      if constexpr (Op == MixerRowOp::gelu) {
+      if (op == MixerRowOp::gelu) {
         // PyTorch's exact GELU (approximate='none') in float: x * 0.5 * (1 + erf(x / sqrt(2))).
         constexpr float kAlpha = 0.70710678118654752440f;
         v = v * 0.5f * (1.0f + erf_f32(v * kAlpha));

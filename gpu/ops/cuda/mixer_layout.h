@@ -63,7 +63,7 @@ inline void pack_mixer_linear(const float* weight, const float* bias, int n, int
 /// and the largest LayerNorm width (values held in registers, 12 per lane).
 inline constexpr int kMixerHeadDim = 64;
 inline constexpr int kMixerAttentionRows = 64;
-inline constexpr int kMixerAttentionKeys = 32;
+inline constexpr int kMixerAttentionKeys = 16;
 inline constexpr int kMixerMaxNormWidth = 384;
 inline constexpr int kMixerRowThreads = 256;  // 8 warps: one row per warp
 
