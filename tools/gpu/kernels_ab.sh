@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # One GPU-machine call that builds, tests and times this round's kernels against the previous paths (A/B in the same
-# process lifetime of the machine), and prints a short table last.
+# process lifetime of the machine), and prints a short table last. Stays under 9 minutes (AB_BUDGET_S).
 #
-# On the GPU machine (device tool), from the project root, with the carry of tools/gpu/prepare.sh (--fixtures base
-# --no-long-clip: the base parity fixtures, so that gpu/engine_cuda checks base exact mode; small's parity tests then
-# skip, naming the fixture):
-#   source .gpu-carry/gpu_env.sh || exit 1; bash tools/gpu/kernels_ab.sh "$OUT" [--skip-build] [--skip-tests] [--quick]
+# Here, once:   tools/gpu/prepare.sh --fixtures base --no-long-clip            (.gpu-carry, ~59 MiB with the tree)
+# The call (device tool, carry [".gpu-carry"], timeout_s 600):
+#   source .gpu-carry/gpu_env.sh || exit 1; bash tools/gpu/kernels_ab.sh "$OUT"
+# Small's parity fixtures do not fit in the same upload (64 MiB in all: the tree is 23.8 MB, small's fixtures
+# 26.6 MB, base's 33.4 MB), so small's parity tests skip in that call, naming the fixture. They run in a short
+# second call while the machine is warm (the build stays; the script points ../shared at the carried data):
+#   here:     tools/gpu/prepare.sh --fixtures small --no-long-clip --out .gpu-carry-small
+#   call:     carry [".gpu-carry-small"]:
+#             source .gpu-carry-small/gpu_env.sh || exit 1; bash tools/gpu/kernels_ab.sh "$OUT" --skip-build --skip-bench
+# Options: --skip-build, --skip-tests, --skip-bench, --quick (N=1024 only, 3 repeats).
 # Phases (each logged under OUT; the reply's tail shows the table):
-#   1. configure + build only what the A/B needs (trackscope-cli and two test binaries), sm_90;
-#   2. tests: gpu/ops_cuda (every CUDA kernel against the CPU reference: the 3xTF32 correlation, the fused mixer in
-#      3xTF32 / SGEMM / fp16 / bf16 against the module in float64, the tensor-core CMDTop) and gpu/engine_cuda
-#      (exact-mode parity against the official outputs, CUDA graphs, bf16); the kernels' CPU emulations run in CI;
-#   3. benches (trackscope-cli bench, T=47, 256x256, small+base, N=256,1024, 5 repeats after 2 warm-ups, medians), one
-#      JSON per variant, in this order (a time budget skips the last ones first):
+#   1. configure + build only what the A/B needs (trackscope-cli and three test binaries), sm_90;
+#   2. tests: gpu/ops_cuda (every CUDA kernel against the CPU reference: the 3xTF32 and 16-bit pipelined
+#      correlation, the fused mixer in 3xTF32 / SGEMM / fp16 / bf16 against the module in float64, the tensor-core
+#      CMDTop), gpu/locotrack_parity_cuda (the model in fp32 against the official outputs, per carried size) and
+#      gpu/engine_cuda (the engine's exact-mode parity with the new defaults, CUDA graphs, bf16); the kernels' CPU
+#      emulations run in CI;
+#   3. benches (trackscope-cli bench, random weights, T=47, 256x256, small+base, N=256,1024, 5 repeats after 2
+#      warm-ups, medians), one JSON per variant, in this order (past the time budget the last ones are skipped):
 #        exact-new    fp32, everything automatic: 3xTF32 correlation, 3xTF32 CMDTop, fused 3xTF32 mixer
 #        exact-prev   fp32 --corr-kernel pipelined --mixer reference: the previous round's exact path (169.5 ms base)
 #        fast-new     fp16, automatic: the fused mixer, the pipelined mma correlation
@@ -23,19 +31,21 @@
 #        fast-tile8   fp16 with TRACKSCOPE_CMDTOP_MMA_TILE=8 (two 8-sample CMDTop blocks per SM instead of one of 16)
 #        fast-graphs  fp16 --cuda-graphs on
 #   4. the table: per case and variant, end to end and the stage medians, with the targets.
-# --quick: N=1024 only and 3 repeats. Expected duration on a cold H200 machine: build ~1.5-2 min (16 cores), tests
-# ~1-2 min (capped at 5), benches ~1.5 min. A bench that would start after AB_BUDGET_S (default 500 s) is skipped and
-# the table prints what ran: then call again with --skip-build --skip-tests while the machine is warm.
+# Expected duration on a cold H200 machine: build ~2 min (16 cores), tests ~1-3 min (capped at 4), benches ~10-20 s
+# each. No bench starts after AB_BUDGET_S (default 430 s) and each is capped at 90 s, so the call ends before 9
+# minutes with the table of what ran; the skipped ones run with --skip-build --skip-tests while the machine is warm.
 set -uo pipefail
-OUT=${1:?usage: kernels_ab.sh OUT_DIR [--skip-build] [--skip-tests] [--quick]}
+OUT=${1:?usage: kernels_ab.sh OUT_DIR [--skip-build] [--skip-tests] [--skip-bench] [--quick]}
 shift
 SKIP_BUILD=no
 SKIP_TESTS=no
+SKIP_BENCH=no
 QUICK=no
 while [ $# -gt 0 ]; do
   case "$1" in
     --skip-build) SKIP_BUILD=yes ;;
     --skip-tests) SKIP_TESTS=yes ;;
+    --skip-bench) SKIP_BENCH=yes ;;
     --quick) QUICK=yes ;;
     *) echo "kernels_ab.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -53,21 +63,33 @@ say() { echo "$*" | tee -a "$LOG"; }
 T0=$SECONDS
 say "== kernels A/B $(date -u +%FT%TZ) on $(hostname)"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>&1 | tee -a "$LOG"
+# The tests read ../shared (TRACKSCOPE_SHARED_DIR). gpu_env.sh links it to the first carry's data; a later call on
+# the warm machine with another carry (small's fixtures) must see that carry's data instead.
+if [ -n "${GPU_CARRY_SHARED:-}" ] && [ -L ../shared ] && [ "$(readlink ../shared)" != "$GPU_CARRY_SHARED" ]; then
+  ln -sfn "$GPU_CARRY_SHARED" ../shared && say "../shared -> $GPU_CARRY_SHARED"
+fi
+say "fixtures: $(ls ../shared/fixtures/locotrack 2>/dev/null | tr '\n' ' ')"
 
+if [ "$SKIP_BUILD" = yes ] && [ ! -x "$BUILD/app/trackscope-cli" ]; then
+  say "--skip-build but no $BUILD here (a fresh machine): building"
+  SKIP_BUILD=no
+fi
 if [ "$SKIP_BUILD" = no ]; then
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRACKSCOPE_WITH_UI=OFF -DTRACKSCOPE_WITH_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DTRACKSCOPE_BUILD_TESTS=ON > "$LOGS/configure.txt" 2>&1 || {
     tail -30 "$LOGS/configure.txt"; exit 1; }
-  ninja -C "$BUILD" -j"$(nproc)" trackscope-cli test_gpu_ops test_gpu_engine > "$LOGS/build.txt" 2>&1 || { grep -m10 -B2 -A8 -E 'error|FAILED' "$LOGS/build.txt" | tail -60; exit 1; }
+  ninja -C "$BUILD" -j"$(nproc)" trackscope-cli test_gpu_ops test_gpu_engine test_gpu_locotrack_parity \
+    > "$LOGS/build.txt" 2>&1 || { grep -m10 -B2 -A8 -E 'error|FAILED' "$LOGS/build.txt" | tail -60; exit 1; }
   say "build: ok at $((SECONDS - T0)) s"
 fi
 
 if [ "$SKIP_TESTS" = no ]; then
-  timeout 300 ctest --test-dir "$BUILD" --output-on-failure --timeout 280 -R 'gpu/(ops_cuda|engine_cuda)$' \
-    > "$LOGS/tests.txt" 2>&1
+  timeout 240 ctest --test-dir "$BUILD" --output-on-failure --timeout 200 \
+    -R 'gpu/(ops_cuda|locotrack_parity_cuda|engine_cuda)$' > "$LOGS/tests.txt" 2>&1
   say "tests: rc=$? at $((SECONDS - T0)) s: $(grep -E 'tests passed|tests failed' "$LOGS/tests.txt")"
   grep -E '^\s*[0-9]+/[0-9]+ Test' "$LOGS/tests.txt" | tee -a "$LOG"
-  grep -E 'mixer cuda|3xTF32|local_corr4d cuda .*T=47|\[engine|FAILED|Failure|skipped' "$LOGS/tests.txt" | head -90 >> "$LOG"
+  grep -E 'mixer cuda|3xTF32|local_corr4d cuda .*T=47|\[engine|tracks .*rel L2|occluded flags|FAILED|Failure|skipped|SKIPPED' \
+    "$LOGS/tests.txt" | head -90 >> "$LOG"
 fi
 
 CLI=$BUILD/app/trackscope-cli
@@ -77,16 +99,17 @@ if [ "$QUICK" = yes ]; then
   POINTS=1024
   REPEATS=(--repeats 3 --warmup 1)
 fi
-BUDGET=${AB_BUDGET_S:-500}  # seconds: later benches are skipped past it, so that the table still prints in the limit
+BUDGET=${AB_BUDGET_S:-430}  # seconds: later benches are skipped past it, so that the table still prints in the limit
 bench() {
   local name=$1
   shift
+  if [ "$SKIP_BENCH" = yes ]; then return; fi
   if [ $((SECONDS - T0)) -gt "$BUDGET" ]; then
     say "bench $name: skipped (past ${BUDGET} s; rerun with --skip-build --skip-tests on the warm machine)"
     return
   fi
   local t=$SECONDS
-  "$CLI" bench --device cuda:0 --model small,base --points "$POINTS" --frames 47 "${REPEATS[@]}" --no-peaks "$@" \
+  timeout 90 "$CLI" bench --device cuda:0 --model small,base --points "$POINTS" --frames 47 "${REPEATS[@]}" --no-peaks "$@" \
     --json "$LOGS/$name.json" > "$LOGS/$name.txt" 2>&1
   say "bench $name ($*): rc=$? in $((SECONDS - t)) s"
 }
