@@ -33,11 +33,13 @@ struct BenchOptions {
   std::vector<core::Precision> precisions = {core::Precision::fp32};
   std::vector<int> chunks = {0};         // queries per chunk; 0 = all points in one chunk
   std::string path = "auto";             // auto | fused | eager (gpu/engine/engine.h)
-  std::string corr_kernel = "auto";      // auto | classic | tensor | pipelined (gpu/ops/ops.h CorrKernel)
+  std::string corr_kernel = "auto";      // auto | classic | tensor | wmma | pipelined (gpu/ops/ops.h CorrKernel)
   std::string cmdtop = "auto";           // auto | im2col | dense | fused (CmdTopFast::Convolution)
   std::string cudnn_benchmark = "auto";  // auto | on | off
   std::string norm = "auto";             // auto | fused | reference: the backbone's InstanceNorm+ReLU
   std::string cuda_graphs = "off";       // on | off: track_chunk replayed as CUDA graphs (EngineOptions)
+  std::string mixer = "auto";            // auto | fused | plain | reference: the temporal mixer (ops::MixerFast;
+                                         // plain = fused without 3xTF32; reference = the module path)
   int repeats = 5;
   int warmup = 2;
   std::string video;                    // frames (looped back and forth if short); empty = the

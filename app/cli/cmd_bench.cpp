@@ -33,6 +33,7 @@ struct BenchArguments {
   std::string cudnn_benchmark = "auto";
   std::string norm = "auto";
   std::string cuda_graphs = "off";
+  std::string mixer = "auto";
   std::string video;
   std::string json;
   int repeats = 5;
@@ -73,6 +74,7 @@ int run_bench_command(const BenchArguments& args) {
   options.cudnn_benchmark = args.cudnn_benchmark;
   options.norm = args.norm;
   options.cuda_graphs = args.cuda_graphs;
+  options.mixer = args.mixer;
   options.video = args.video;
   options.repeats = args.repeats;
   options.warmup = args.warmup;
@@ -121,7 +123,8 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
       ->capture_default_str();
   command->add_option("--path", args->path, "auto, fused or eager")->capture_default_str();
   command
-      ->add_option("--corr-kernel", args->corr_kernel, "CUDA 4D-correlation kernel: auto, classic, tensor or pipelined")
+      ->add_option("--corr-kernel", args->corr_kernel,
+                   "CUDA 4D-correlation kernel: auto, classic, tensor, wmma or pipelined")
       ->capture_default_str();
   command
       ->add_option("--cmdtop", args->cmdtop,
@@ -132,6 +135,12 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
   command->add_option("--norm", args->norm, "backbone InstanceNorm+ReLU on CUDA: auto (fused), fused, reference")
       ->capture_default_str();
   command->add_option("--cuda-graphs", args->cuda_graphs, "replay the refinement as CUDA graphs: on or off")
+      ->capture_default_str();
+  command
+      ->add_option("--mixer", args->mixer,
+                   "temporal mixer on CUDA: auto (fused kernels; float32 in 3xTF32), fused, plain (fused, float32 "
+                   "without 3xTF32) or reference (the module path)")
+      ->check(CLI::IsMember({"auto", "fused", "plain", "reference"}))
       ->capture_default_str();
   command->add_option("--video", args->video, "frames to run on (default: the procedural sample scene)");
   command->add_option("--repeats", args->repeats, "timed repeats per case")

@@ -231,9 +231,10 @@ core::Status BenchOptions::check() const {
   if (path != "auto" && path != "fused" && path != "eager") {
     return core::invalid_argument(fmt::format("bench: path '{}' (auto, fused or eager)", path));
   }
-  if (corr_kernel != "auto" && corr_kernel != "classic" && corr_kernel != "tensor" && corr_kernel != "pipelined") {
+  if (corr_kernel != "auto" && corr_kernel != "classic" && corr_kernel != "tensor" && corr_kernel != "pipelined" &&
+      corr_kernel != "wmma") {
     return core::invalid_argument(
-        fmt::format("bench: corr kernel '{}' (auto, classic, tensor or pipelined)", corr_kernel));
+        fmt::format("bench: corr kernel '{}' (auto, classic, tensor, wmma or pipelined)", corr_kernel));
   }
   if (cmdtop != "auto" && cmdtop != "im2col" && cmdtop != "dense" && cmdtop != "fused") {
     return core::invalid_argument(fmt::format("bench: CMDTop convolution '{}' (auto, im2col, dense or fused)", cmdtop));
@@ -246,6 +247,9 @@ core::Status BenchOptions::check() const {
   }
   if (cuda_graphs != "on" && cuda_graphs != "off") {
     return core::invalid_argument(fmt::format("bench: CUDA graphs '{}' (on or off)", cuda_graphs));
+  }
+  if (mixer != "auto" && mixer != "fused" && mixer != "plain" && mixer != "reference") {
+    return core::invalid_argument(fmt::format("bench: mixer '{}' (auto, fused, plain or reference)", mixer));
   }
   if (cpu_threads < 0) return core::invalid_argument("bench: negative thread count");
   return {};
@@ -319,6 +323,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
         engine_options.corr_kernel = options.corr_kernel == "classic"     ? ops::CorrKernel::classic
                                      : options.corr_kernel == "tensor"    ? ops::CorrKernel::tensor_cores
                                      : options.corr_kernel == "pipelined" ? ops::CorrKernel::pipelined
+                                     : options.corr_kernel == "wmma"      ? ops::CorrKernel::wmma
                                                                           : ops::CorrKernel::automatic;
         engine_options.cmdtop_convolution = options.cmdtop == "im2col"  ? ops::CmdTopFast::Convolution::im2col
                                             : options.cmdtop == "dense" ? ops::CmdTopFast::Convolution::dense
@@ -327,6 +332,9 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
         if (options.cudnn_benchmark != "auto") engine_options.cudnn_benchmark = options.cudnn_benchmark == "on";
         engine_options.fused_instance_norm = options.norm != "reference";
         engine_options.cuda_graphs = options.cuda_graphs == "on";
+        engine_options.fused_mixer = options.mixer != "reference";
+        engine_options.mixer_arithmetic =
+            options.mixer == "plain" ? ops::MixerFast::Arithmetic::plain : ops::MixerFast::Arithmetic::automatic;
         std::optional<engine::Engine> engine;
         {
           c10::InferenceMode no_inference(false);  // the engine converts weights outside inference mode
@@ -378,11 +386,15 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
               core::ProfileCase result =
                   builder.build(peak, core::summarize_telemetry((*sampler)->samples_since(case_start_s)));
               result.notes = fmt::format(
-                  "{} path, corr kernel {}, CMDTop {}, backbone norm {}, CUDA graphs {}, cuDNN benchmark {}{}",
+                  "{} path, corr kernel {}, CMDTop {}, backbone norm {}, mixer {}, CUDA graphs {}, cuDNN benchmark "
+                  "{}{}",
                   engine->fused() ? "fused" : "eager", options.corr_kernel,
                   engine->uses_fused_cmdtop() ? "fused" : options.cmdtop,
-                  engine->uses_fused_instance_norm() ? "fused" : "reference", engine->uses_cuda_graphs() ? "on" : "off",
-                  at::globalContext().benchmarkCuDNN() ? "on" : "off",
+                  engine->uses_fused_instance_norm() ? "fused" : "reference",
+                  engine->uses_tf32x3_mixer()  ? "fused 3xTF32"
+                  : engine->uses_fused_mixer() ? "fused"
+                                               : "reference",
+                  engine->uses_cuda_graphs() ? "on" : "off", at::globalContext().benchmarkCuDNN() ? "on" : "off",
                   device->is_cuda() ? "" : "; peak memory = process peak RSS");
               result.host_syncs_per_run = 1;  // the download at the end of the pass
               log(fmt::format("{}: median {:.2f} ms (p90 {:.2f}), peak {:.0f} MiB, {:.0f} points/s", result.name,

@@ -144,6 +144,13 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
     const at::Tensor& input_weight = compute_model_->torch_pips_mixer->input_proj->weight;
     mixer_input_weight_ =
         at::constant_pad_nd(input_weight, {0, kMixerPaddedInput - input_weight.size(1)}, 0.0).contiguous();
+    if (device_.is_cuda() && options_.fused_mixer && ops::MixerFast::available(device_)) {
+      ops::MixerFast::Options mixer_options;
+      mixer_options.compute_dtype = compute_dtype_;
+      mixer_options.arithmetic = options_.mixer_arithmetic;
+      mixer_options.input_channels = kMixerPaddedInput;
+      mixer_.emplace(ops::MixerWeights::from_named(lookup, "torch_pips_mixer."), device_, mixer_options);
+    }
   }
   cost_conv_weight_ = model_->cost_conv->weight.contiguous();
   cost_conv_bias_ = model_->cost_conv->bias.contiguous();
@@ -354,7 +361,9 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
                at::zeros({count, frames, kMixerPaddedInput - model::kMixerInputChannels}, motion.options())},
               -1);
   const at::Tensor update =
-      padded_mixer_forward(*compute_model_->torch_pips_mixer, mixer_input_weight_, input).to(at::kFloat);  // [n, T, 4]
+      mixer_ ? mixer_->forward(input)
+             : padded_mixer_forward(*compute_model_->torch_pips_mixer, mixer_input_weight_, input)
+                   .to(at::kFloat);  // [n, T, 4]
   return apply_update(update, previous);
 }
 

@@ -37,6 +37,7 @@
 #include "core/tracking/point_tracker.h"
 #include "gpu/engine/stage_recorder.h"
 #include "gpu/model/locotrack.h"
+#include "gpu/ops/mixer_fast.h"
 #include "gpu/ops/ops.h"
 
 namespace trackscope::gpu::engine {
@@ -66,6 +67,11 @@ struct EngineOptions {
   /// from CUDA events, recorded inside the graph. With graphs on, allocate_grids() hands out the engine's one
   /// set of grids (reused while the frame count stays the same), so the graphs' inputs keep their addresses.
   bool cuda_graphs = false;
+  /// The temporal mixer as ops::MixerFast (fused path, CUDA): fused LayerNorm/attention/GELU kernels writing the
+  /// GEMM operands, one GEMM per linear layer; for float32 in 3xTF32 on compute capability 8.0+ (mixer_arithmetic).
+  /// false = the module path (TemporalMixer's op sequence with the padded input projection).
+  bool fused_mixer = true;
+  ops::MixerFast::Arithmetic mixer_arithmetic = ops::MixerFast::Arithmetic::automatic;
 };
 
 /// Compute dtype of a precision: float32 for fp32/tf32, bfloat16, float16.
@@ -90,6 +96,9 @@ class Engine {
   bool uses_fused_instance_norm() const { return fused_ && device_.is_cuda() && options_.fused_instance_norm; }
   /// Whether the correlation encoders run as the one-kernel CMDTop (ops::CmdTopFast::fused()).
   bool uses_fused_cmdtop() const { return fused_ && cmdtop_[0].has_value() && cmdtop_[0]->fused(); }
+  /// Whether the mixer runs as ops::MixerFast, and in 3xTF32.
+  bool uses_fused_mixer() const { return mixer_.has_value(); }
+  bool uses_tf32x3_mixer() const { return mixer_.has_value() && mixer_->tf32x3(); }
   at::ScalarType compute_dtype() const { return compute_dtype_; }
   const model::LocoTrack& model() const { return *model_; }
   /// -1 for the CPU, else the CUDA device index (for StageRecorder and cuda_support).
@@ -187,7 +196,8 @@ class Engine {
   std::array<std::optional<ops::CmdTopFast>, 3> cmdtop_;  // level order: hires, lowres, highest
   at::Tensor cost_conv_weight_, cost_conv_bias_;          // float32 (the fused init's operands)
   at::Tensor occ_weight_, occ_bias_;                      // float32
-  at::Tensor mixer_input_weight_;  // fused path: the mixer's input projection, zero-padded to 864 input channels
+  at::Tensor mixer_input_weight_;        // fused path: the mixer's input projection, zero-padded to 864 input channels
+  std::optional<ops::MixerFast> mixer_;  // fused path on CUDA with fused_mixer
   core::CostModelConfig cost_;
   // The graph cache and the reused grids: mutable because an Engine is used by one thread at a time and these
   // only memoise work (track_chunk's results are the same with or without them).

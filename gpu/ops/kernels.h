@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "gpu/ops/cuda/mixer_layout.h"
 #include "gpu/ops/ops.h"
 
 namespace trackscope::gpu::ops::detail {
@@ -68,6 +69,23 @@ void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer
 bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
                              at::Tensor& y);
 bool cuda_device_present(std::string& status);
+/// major * 10 + minor of a CUDA device (device.index() < 0: the current device).
+int cuda_compute_capability(c10::Device device);
+// The fused mixer's kernels (gpu/ops/mixer_fast.h; launchers.h). x [rows, k] (unit column stride, any row stride)
+// -> y [rows, blocks * mixer_padded_k(k)] (unit column stride) of x's dtype; split3 needs float32. gamma, beta: [k]
+// float32 for layer_norm, else null.
+void mixer_rows_cuda(const at::Tensor& x, cuda::MixerRowOp op, const at::Tensor* gamma, const at::Tensor* beta,
+                     double eps, bool split3, at::Tensor& y);
+/// qkv [sequences * frames, 3 * heads * 64] -> out [sequences * frames, blocks * mixer_padded_k(heads * 64)];
+/// slopes [heads] float32.
+void mixer_attention_cuda(const at::Tensor& qkv, int64_t sequences, int64_t frames, int64_t heads,
+                          const at::Tensor& slopes, bool split3, at::Tensor& out);
+/// x [rows, k] -> out [rows, 4] float32 (contiguous): LayerNorm(gamma, beta, eps), then weight [4, k] and bias [4].
+void mixer_head_cuda(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, const at::Tensor& weight,
+                     const at::Tensor& bias, double eps, at::Tensor& out);
+/// c [R, N] (+)= a [R, K] w [N, K]^T on TF32 tensor cores (cuBLAS, CUBLAS_COMPUTE_32F_FAST_TF32), float32 operands that
+/// are exact TF32 values (mixer_layout.h's split3 form); unit column strides.
+void mixer_gemm_tf32x3_cuda(const at::Tensor& a, const at::Tensor& w, at::Tensor& c, bool accumulate);
 #endif
 
 /// Throws the standard "this build has no CUDA kernels" error for op when t is a CUDA tensor and the

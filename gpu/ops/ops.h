@@ -55,14 +55,19 @@ std::string cuda_kernels_status();
 /// (with 2401-element rows bf16/fp16 GEMMs ran ~7x slower on an H200).
 inline constexpr int64_t kCorrPaddedRow = 2408;
 
-/// Which CUDA kernel computes it (the CPU has one implementation). classic: the SIMT kernel (interpolate the
-/// neighbourhood, then fp32 FMAs; any dtype). tensor_cores: dot products of the raw 8x8 window cells with the
-/// supports on tensor cores (WMMA, bf16/fp16 features, C % 64 == 0, compute capability >= 8.0 for bf16 and 7.0
-/// for fp16), interpolation applied to the products; falls back to classic where not eligible. pipelined: the
-/// classic arithmetic for float32 features with the window and support loads double-buffered in shared memory
-/// through cp.async (C % 32 == 0, compute capability >= 8.0); falls back to classic where not eligible.
-/// automatic: tensor_cores where eligible, else pipelined where eligible, else classic.
-enum class CorrKernel { automatic, classic, tensor_cores, pipelined };
+/// Which CUDA kernel computes it (the CPU has one implementation). All but classic take the dot products of the raw
+/// 8x8 window cells with the supports (a small GEMM per (q,t)) and interpolate the products.
+///   classic: the SIMT kernel (interpolate the neighbourhood, then fp32 FMAs; any dtype).
+///   tensor_cores: mma.sync with a cp.async pipeline (local_corr4d_mma_pipelined_kernel.cuh), compute capability
+///     >= 8.0: bf16/fp16 features on m16n8k16 (C % 32 == 0), float32 features as 3xTF32 (each operand split into a
+///     TF32 value and its TF32 remainder: float32-level accuracy; C % 16 == 0, float32 output); where not eligible,
+///     wmma, then classic.
+///   wmma: the previous 16-bit tensor-core kernel (WMMA, no pipeline; bf16 from compute capability 8.0, fp16 from 7.0,
+///     C % 64 == 0); else classic.
+///   pipelined: the classic arithmetic for float32 features with the window and support loads double-buffered in
+///     shared memory through cp.async (C % 32 == 0, compute capability >= 8.0); else classic.
+///   automatic: tensor_cores where eligible, else wmma, else pipelined, else classic.
+enum class CorrKernel { automatic, classic, tensor_cores, pipelined, wmma };
 
 at::Tensor local_corr4d(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
                         CorrKernel kernel = CorrKernel::automatic);

@@ -124,6 +124,7 @@ class Block {
         barrier(threads),
         storage((shared_bytes + 15) / 16),
         shared_bytes_(shared_bytes),
+        pending_(shared_bytes, -1),
         writer_(shared_bytes, -1),
         write_epoch_(shared_bytes, -1),
         reader_(shared_bytes, -1),
@@ -148,6 +149,11 @@ class Block {
     const auto offset = static_cast<size_t>(at - base);
     const std::lock_guard<std::mutex> lock(mutex_);
     for (size_t i = offset; i < offset + bytes; ++i) {
+      if (pending_[i] >= 0) {
+        fail("shared byte " + std::to_string(i) + " accessed by thread " + std::to_string(thread) + " while thread " +
+             std::to_string(pending_[i]) + "'s cp.async into it is not waited for");
+        return;
+      }
       if (write) {
         if (write_epoch_[i] == epoch && writer_[i] != thread) race("write after write", i, thread);
         if (read_epoch_[i] == epoch && reader_[i] != thread) race("write after read", i, thread);
@@ -169,6 +175,15 @@ class Block {
     }
   }
 
+  /// cp.async bookkeeping: bytes [p, p + bytes) are the destination of `thread`'s copy in flight (set), or landed.
+  void set_pending(const void* p, size_t bytes, int thread) {
+    const auto offset = static_cast<size_t>(static_cast<const unsigned char*>(p) -
+                                            reinterpret_cast<const unsigned char*>(storage.data()));
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = offset; i < offset + bytes && i < shared_bytes_; ++i) pending_[i] = thread;
+  }
+  void clear_pending(const void* p, size_t bytes) { set_pending(p, bytes, -1); }
+
   void fail(const std::string& message) {
     const std::lock_guard<std::mutex> lock(errors_mutex_);
     if (errors_.size() < 20) errors_.push_back(message);
@@ -187,6 +202,7 @@ class Block {
   }
 
   size_t shared_bytes_;
+  std::vector<int> pending_;  // thread whose cp.async into the byte is in flight, or -1
   std::vector<int> writer_, write_epoch_, reader_, read_epoch_;
   std::mutex mutex_;
   std::mutex errors_mutex_;
@@ -198,7 +214,8 @@ struct ThreadContext {
   int thread = 0;
   int64_t block_index = 0;
   int epoch = 0;
-  int warp_operations = 0;  // warp-synchronous operations so far: selects the slot set
+  int warp_operations = 0;              // warp-synchronous operations so far: selects the slot set
+  std::vector<void*> copies_in_flight;  // this thread's cp.async destinations (16 bytes each) not yet waited for
 };
 inline thread_local ThreadContext context;
 
@@ -213,8 +230,10 @@ inline std::vector<std::string> run_blocks(int64_t first_block, int64_t count, i
     workers.reserve(static_cast<size_t>(threads));
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&block, &kernel, t, b] {
-        context = ThreadContext{&block, t, b, 0};
+        context = ThreadContext{&block, t, b, 0, 0, {}};
         kernel();
+        if (!context.copies_in_flight.empty())
+          block.fail("thread " + std::to_string(t) + " ended with cp.async in flight");
       });
     }
     for (std::thread& w : workers) w.join();
@@ -280,6 +299,47 @@ inline float global_load_f32(const float* p) { return *p; }
 inline void global_store_u32(uint32_t* p, uint32_t v) {
   if (reinterpret_cast<uintptr_t>(p) % 4 != 0) emu::context.block->fail("misaligned 4-byte global store");
   *p = v;
+}
+inline void global_store_u16(uint16_t* p, uint16_t v) { *p = v; }
+
+// cp.async: the copy happens at once (recorded as this thread's write in the issuing epoch), but the destination is
+// marked in flight until this thread's async_wait_all(): any access before that is reported, and the wait records
+// the write again in its own epoch, so that a reader not separated from the wait by a barrier is reported as a race.
+inline void async_copy16(void* shared_destination, const void* global_source, bool inside) {
+  emu::Block& block = *emu::context.block;
+  if (reinterpret_cast<uintptr_t>(shared_destination) % 16 != 0 ||
+      (inside && reinterpret_cast<uintptr_t>(global_source) % 16 != 0)) {
+    block.fail("misaligned cp.async");
+  }
+  block.access(shared_destination, 16, true, emu::context.thread, emu::context.epoch, true);
+  if (inside) {
+    std::memcpy(shared_destination, global_source, 16);
+  } else {
+    std::memset(shared_destination, 0, 16);
+  }
+  block.set_pending(shared_destination, 16, emu::context.thread);
+  emu::context.copies_in_flight.push_back(shared_destination);
+}
+inline void async_wait_all() {
+  emu::Block& block = *emu::context.block;
+  for (void* p : emu::context.copies_in_flight) {
+    block.clear_pending(p, 16);
+    block.access(p, 16, true, emu::context.thread, emu::context.epoch, true);
+  }
+  emu::context.copies_in_flight.clear();
+}
+inline void global_store_f32(float* p, float v) { *p = v; }
+
+inline float exp_f32(float x) { return std::exp(x); }
+inline float erf_f32(float x) { return std::erf(x); }
+
+template <class Element>
+float half_to_float(uint16_t bits) {
+  return emu::element_to_float<Element>(bits);
+}
+template <class Element>
+uint16_t float_to_half(float x) {
+  return emu::float_to_element<Element>(x);
 }
 
 template <class Element>

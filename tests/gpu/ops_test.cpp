@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "gpu/cuda_runtime_probe.h"
+#include "gpu/model/locotrack.h"
+#include "gpu/ops/mixer_fast.h"
 #include "gpu/ops/op_costs.h"
 #include "gpu/ops/ops.h"
 #include "ops_reference.h"
@@ -443,14 +445,22 @@ TEST(LocalCorr4dCuda, MatchesCpuReferenceInEveryPrecision) {
       const at::Tensor f = features.to(dtype);
       const at::Tensor s = supports.to(dtype);
       const at::Tensor expected = ops::local_corr4d(f, points, s);
-      for (const ops::CorrKernel kernel :
-           {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores, ops::CorrKernel::pipelined}) {
-        if (kernel == ops::CorrKernel::tensor_cores && dtype == at::kFloat) continue;
+      for (const ops::CorrKernel kernel : {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores,
+                                           ops::CorrKernel::wmma, ops::CorrKernel::pipelined}) {
         if (kernel == ops::CorrKernel::pipelined && dtype != at::kFloat) continue;
+        if (kernel == ops::CorrKernel::wmma && dtype == at::kFloat) continue;
+        // float32 on tensor cores is the 3xTF32 kernel (C % 16 == 0; the odd case C = 70 falls back to SIMT):
+        // float32-level, 2e-5 because the tensor cores' adder truncates (its C/8 large additions are kept apart from
+        // the small split terms).
+        const bool tf32 = kernel == ops::CorrKernel::tensor_cores && dtype == at::kFloat;
         const char* name = kernel == ops::CorrKernel::classic     ? "simt"
                            : kernel == ops::CorrKernel::pipelined ? "simt pipelined"
-                                                                  : "tensor cores";
-        const double tolerance = kernel == ops::CorrKernel::tensor_cores ? 1e-4 : 1e-5;
+                           : kernel == ops::CorrKernel::wmma      ? "tensor cores wmma"
+                           : tf32                                 ? "tensor cores 3xTF32"
+                                                                  : "tensor cores pipelined";
+        const double tolerance = tf32                                                                         ? 2e-5
+                                 : kernel == ops::CorrKernel::classic || kernel == ops::CorrKernel::pipelined ? 1e-5
+                                                                                                              : 1e-4;
         at::Tensor actual =
             at::full({c.queries, c.frames, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
         ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), actual, kernel);
@@ -493,7 +503,7 @@ TEST(LocalCorr4dCuda, FarAndNonFinitePointsGiveZeros) {
     const at::Tensor expected = ops::local_corr4d(f, points, s);
     ASSERT_EQ(expected.narrow(0, 0, 1).abs().max().item<float>(), 0.0f);
     for (const ops::CorrKernel kernel :
-         {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores, ops::CorrKernel::pipelined}) {
+         {ops::CorrKernel::classic, ops::CorrKernel::tensor_cores, ops::CorrKernel::wmma, ops::CorrKernel::pipelined}) {
       at::Tensor actual = at::full({4, 6, 7, 7, 7, 7}, kPoison, at::device(at::kCUDA).dtype(at::kFloat));
       ops::local_corr4d_out(f.cuda(), points.cuda(), s.cuda(), actual, kernel);
       const at::Tensor cpu = actual.cpu();
@@ -721,6 +731,84 @@ TEST(InstanceNormReluCuda, IneligibleWidthsRunTheReferenceOnTheDevice) {
     const at::Tensor expected = ops::instance_norm_relu_reference(input, weight.cuda(), bias.cuda());
     EXPECT_EQ(actual.scalar_type(), dtype);
     EXPECT_TRUE(at::equal(actual.contiguous(), expected.contiguous())) << c10::toString(dtype);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------
+// The fused temporal mixer (ops::MixerFast) against the module (TemporalMixer::forward) in float64 on the CPU, with
+// random weights (LayerNorm affines away from 1/0) and inputs [S, T, 864] whose columns past 854 are zero, for small
+// and base, at T = 47 (one query tile, two key tiles) and T = 70 (two query tiles), in passes of a few hundred rows
+// and MLP sub-passes that leave partial ones (the loops of forward()). Outputs are the 4 update channels, O(1).
+TEST(MixerCuda, MatchesTheModuleInEveryArithmetic) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  namespace model = gpu::model;
+  for (const model::ModelSize size : {model::ModelSize::small, model::ModelSize::base}) {
+    auto mixer = std::make_shared<model::TemporalMixer>(size);
+    {
+      at::NoGradGuard no_grad;
+      for (auto& item : mixer->named_parameters(/*recurse=*/true)) {
+        const std::string& key = item.key();
+        if (key.find("norm") != std::string::npos || key.find("ln_out") != std::string::npos) {
+          item.value().copy_(key.find("weight") != std::string::npos ? 1.0 + 0.2 * at::randn(item.value().sizes())
+                                                                     : 0.2 * at::randn(item.value().sizes()));
+        }
+      }
+    }
+    auto reference = std::make_shared<model::TemporalMixer>(size);
+    {
+      at::NoGradGuard no_grad;
+      const auto from = mixer->named_parameters(/*recurse=*/true);
+      for (auto& item : reference->named_parameters(/*recurse=*/true)) item.value().copy_(*from.find(item.key()));
+      reference->to(at::kDouble);
+    }
+    const auto parameters = mixer->named_parameters(/*recurse=*/true);
+    const ops::MixerWeights weights = ops::MixerWeights::from_named(
+        [&parameters](const std::string& key) -> std::optional<at::Tensor> {
+          const at::Tensor* t = parameters.find(key);
+          return t == nullptr ? std::nullopt : std::optional<at::Tensor>(*t);
+        },
+        "");
+    for (const int64_t frames : {int64_t{47}, int64_t{70}}) {
+      const int64_t sequences = frames == 47 ? 37 : 5;
+      at::Tensor x = at::randn({sequences, frames, 864});
+      x.narrow(2, 854, 10).zero_();
+      at::Tensor expected;
+      {
+        at::NoGradGuard no_grad;
+        expected = reference->forward(x.narrow(2, 0, 854).to(at::kDouble)).to(at::kFloat);
+      }
+      struct Variant {
+        at::ScalarType dtype;
+        ops::MixerFast::Arithmetic arithmetic;
+        const char* name;
+        double tolerance;  // max|diff| / max|ref|
+      };
+      // 3xTF32 and SGEMM: float32-level; fp16 / bf16: every activation rounded to the dtype (as the module path).
+      for (const Variant& v : {Variant{at::kFloat, ops::MixerFast::Arithmetic::automatic, "float32 automatic", 2e-5},
+                               Variant{at::kFloat, ops::MixerFast::Arithmetic::plain, "float32 plain", 2e-5},
+                               Variant{at::kHalf, ops::MixerFast::Arithmetic::automatic, "float16", 1e-2},
+                               Variant{at::kBFloat16, ops::MixerFast::Arithmetic::automatic, "bfloat16", 6e-2}}) {
+        ops::MixerFast::Options options;
+        options.compute_dtype = v.dtype;
+        options.arithmetic = v.arithmetic;
+        options.max_rows_per_pass = 10 * frames + 3;  // passes of 10 sequences, the last partial
+        options.mlp_rows = 300;                       // MLP sub-passes, the last partial
+        const ops::MixerFast fast(weights, at::Device(at::kCUDA, 0), options);
+        const at::Tensor actual = fast.forward(x.to(at::kCUDA, v.dtype));
+        const Difference d = difference(actual, expected);
+        report(std::string("mixer cuda ") + (size == model::ModelSize::small ? "small " : "base ") + v.name +
+                   (fast.tf32x3() ? " (3xTF32)" : "") + " vs module float64, S=" + std::to_string(sequences) +
+                   " T=" + std::to_string(frames),
+               d, "rel " + std::to_string(v.tolerance));
+        EXPECT_LE(d.relative(), v.tolerance) << v.name;
+        EXPECT_EQ(actual.scalar_type(), at::kFloat);
+        if (v.dtype == at::kFloat && v.arithmetic == ops::MixerFast::Arithmetic::automatic) {
+          const auto devices = gpu::probe_cuda_devices();
+          ASSERT_FALSE(devices.empty());
+          EXPECT_EQ(fast.tf32x3(), devices.front().major >= 8);
+        }
+      }
+    }
   }
 }
 

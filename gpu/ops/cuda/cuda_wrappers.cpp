@@ -7,6 +7,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/util/Exception.h>
+#include <cublas_v2.h>
 
 #include <cstdlib>
 #include <limits>
@@ -15,6 +16,7 @@
 
 #include "gpu/ops/cuda/cmdtop_mma_layout.h"
 #include "gpu/ops/cuda/launchers.h"
+#include "gpu/ops/cuda/mixer_layout.h"
 #include "gpu/ops/kernels.h"
 
 namespace trackscope::gpu::ops::detail {
@@ -72,12 +74,22 @@ void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, con
   const cuda::ElementType out_type = element_type(corr.scalar_type(), "local_corr4d");
   const cudaDeviceProp* properties = at::cuda::getCurrentDeviceProperties();
   const int capability = properties->major * 10 + properties->minor;
-  if ((kernel == CorrKernel::automatic || kernel == CorrKernel::tensor_cores) &&
+  const bool any_tensor_cores = kernel == CorrKernel::automatic || kernel == CorrKernel::tensor_cores;
+  if (any_tensor_cores && cuda::local_corr4d_mma_pipelined_eligible(shape, type, out_type, features.data_ptr(),
+                                                                    supports.data_ptr(), capability)) {
+    check_launch(cuda::launch_local_corr4d_mma_pipelined(shape, type, features.data_ptr(), points.data_ptr<float>(),
+                                                         supports.data_ptr(), corr.data_ptr(), out_type,
+                                                         current_stream(features)),
+                 type == cuda::ElementType::float32 ? "local_corr4d (3xTF32 tensor cores)"
+                                                    : "local_corr4d (pipelined tensor cores)");
+    return;
+  }
+  if ((any_tensor_cores || kernel == CorrKernel::wmma) &&
       cuda::local_corr4d_mma_eligible(shape, type, features.data_ptr(), supports.data_ptr(), capability)) {
     check_launch(
         cuda::launch_local_corr4d_mma(shape, type, features.data_ptr(), points.data_ptr<float>(), supports.data_ptr(),
                                       corr.data_ptr(), out_type, current_stream(features)),
-        "local_corr4d (tensor cores)");
+        "local_corr4d (WMMA tensor cores)");
     return;
   }
   if ((kernel == CorrKernel::automatic || kernel == CorrKernel::pipelined) && out_type == cuda::ElementType::float32 &&
@@ -260,6 +272,123 @@ void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer
                                        corr.size(0), corr.stride(0), parameters, static_cast<int>(count),
                                        static_cast<float>(eps), out.data_ptr(), current_stream(corr)),
                "cmdtop_fast (tensor-core fused)");
+}
+
+int cuda_compute_capability(c10::Device device) {
+  const cudaDeviceProp* properties =
+      at::cuda::getDeviceProperties(device.index() < 0 ? c10::cuda::current_device() : device.index());
+  return properties->major * 10 + properties->minor;
+}
+
+void mixer_rows_cuda(const at::Tensor& x, cuda::MixerRowOp op, const at::Tensor* gamma, const at::Tensor* beta,
+                     double eps, bool split3, at::Tensor& y) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  const int64_t k = x.size(1);
+  TORCH_CHECK(k > 0 && k < (1 << 20), "mixer: row width ", k, " out of range");
+  const int kp = cuda::mixer_padded_k(static_cast<int>(k));
+  TORCH_CHECK(x.dim() == 2 && y.dim() == 2 && x.stride(1) == 1 && y.stride(1) == 1 && y.size(0) == x.size(0) &&
+                  y.size(1) == cuda::mixer_blocks(split3) * kp && y.scalar_type() == x.scalar_type() &&
+                  y.device() == x.device() && (!split3 || x.scalar_type() == at::kFloat),
+              "mixer: internal layout error in the row kernel (x ", x.sizes(), ", y ", y.sizes(), ")");
+  const bool norm = op == cuda::MixerRowOp::layer_norm;
+  if (norm) {
+    TORCH_CHECK(gamma != nullptr && beta != nullptr && gamma->is_contiguous() && beta->is_contiguous() &&
+                    gamma->scalar_type() == at::kFloat && beta->scalar_type() == at::kFloat && gamma->numel() == k &&
+                    beta->numel() == k && k <= cuda::kMixerMaxNormWidth,
+                "mixer: internal layout error in the LayerNorm parameters");
+  }
+  cuda::MixerRowsParams p;
+  p.x = x.data_ptr();
+  p.x_stride = x.stride(0);
+  p.rows = x.size(0);
+  p.k = static_cast<int>(k);
+  p.gamma = norm ? gamma->data_ptr<float>() : nullptr;
+  p.beta = norm ? beta->data_ptr<float>() : nullptr;
+  p.eps = static_cast<float>(eps);
+  p.y = y.data_ptr();
+  p.y_stride = y.stride(0);
+  p.kp = kp;
+  check_launch(cuda::launch_mixer_rows(element_type(x.scalar_type(), "mixer"), split3, op, p, current_stream(x)),
+               "mixer (rows)");
+}
+
+void mixer_attention_cuda(const at::Tensor& qkv, int64_t sequences, int64_t frames, int64_t heads,
+                          const at::Tensor& slopes, bool split3, at::Tensor& out) {
+  const c10::cuda::CUDAGuard guard(qkv.device());
+  const int64_t dim = heads * cuda::kMixerHeadDim;
+  const int kp = cuda::mixer_padded_k(static_cast<int>(dim));
+  TORCH_CHECK(qkv.dim() == 2 && out.dim() == 2 && qkv.stride(1) == 1 && out.stride(1) == 1 &&
+                  qkv.size(0) == sequences * frames && out.size(0) == qkv.size(0) && qkv.size(1) == 3 * dim &&
+                  out.size(1) == cuda::mixer_blocks(split3) * kp && out.scalar_type() == qkv.scalar_type() &&
+                  slopes.is_contiguous() && slopes.scalar_type() == at::kFloat && slopes.numel() == heads &&
+                  frames < (1 << 30) && (!split3 || qkv.scalar_type() == at::kFloat),
+              "mixer: internal layout error in the attention (qkv ", qkv.sizes(), ", out ", out.sizes(), ")");
+  cuda::MixerAttentionParams p;
+  p.qkv = qkv.data_ptr();
+  p.qkv_stride = qkv.stride(0);
+  p.sequences = sequences;
+  p.frames = static_cast<int>(frames);
+  p.heads = static_cast<int>(heads);
+  p.slopes = slopes.data_ptr<float>();
+  p.scale = 1.0f / 8.0f;  // 1 / sqrt(64)
+  p.out = out.data_ptr();
+  p.out_stride = out.stride(0);
+  p.kp = kp;
+  check_launch(cuda::launch_mixer_attention(element_type(qkv.scalar_type(), "mixer"), split3, p, current_stream(qkv)),
+               "mixer (attention)");
+}
+
+void mixer_head_cuda(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, const at::Tensor& weight,
+                     const at::Tensor& bias, double eps, at::Tensor& out) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  const int64_t k = x.size(1);
+  TORCH_CHECK(x.dim() == 2 && x.stride(1) == 1 && out.is_contiguous() && out.scalar_type() == at::kFloat &&
+                  out.dim() == 2 && out.size(0) == x.size(0) && out.size(1) == 4 && k <= cuda::kMixerMaxNormWidth &&
+                  gamma.numel() == k && beta.numel() == k && weight.is_contiguous() && weight.size(0) == 4 &&
+                  weight.size(1) == k && bias.numel() == 4,
+              "mixer: internal layout error in the head");
+  for (const at::Tensor* t : {&gamma, &beta, &weight, &bias}) {
+    TORCH_CHECK(t->is_contiguous() && t->scalar_type() == at::kFloat, "mixer: head parameters must be float32");
+  }
+  cuda::MixerHeadParams p;
+  p.x = x.data_ptr();
+  p.x_stride = x.stride(0);
+  p.rows = x.size(0);
+  p.k = static_cast<int>(k);
+  p.gamma = gamma.data_ptr<float>();
+  p.beta = beta.data_ptr<float>();
+  p.eps = static_cast<float>(eps);
+  p.weight = weight.data_ptr<float>();
+  p.bias = bias.data_ptr<float>();
+  p.out = out.data_ptr<float>();
+  check_launch(cuda::launch_mixer_head(element_type(x.scalar_type(), "mixer"), p, current_stream(x)), "mixer (head)");
+}
+
+void mixer_gemm_tf32x3_cuda(const at::Tensor& a, const at::Tensor& w, at::Tensor& c, bool accumulate) {
+  const c10::cuda::CUDAGuard guard(a.device());
+  TORCH_CHECK(
+      a.dim() == 2 && w.dim() == 2 && c.dim() == 2 && a.scalar_type() == at::kFloat && w.scalar_type() == at::kFloat &&
+          c.scalar_type() == at::kFloat && a.stride(1) == 1 && w.stride(1) == 1 && c.stride(1) == 1 &&
+          a.size(1) == w.size(1) && c.size(0) == a.size(0) && c.size(1) == w.size(0),
+      "mixer: internal layout error in the 3xTF32 GEMM (a ", a.sizes(), ", w ", w.sizes(), ", c ", c.sizes(), ")");
+  constexpr int64_t kLimit = std::numeric_limits<int>::max();
+  TORCH_CHECK(a.size(0) < kLimit && a.size(1) < kLimit && w.size(0) < kLimit && a.stride(0) < kLimit &&
+                  w.stride(0) < kLimit && c.stride(0) < kLimit,
+              "mixer: GEMM too large for cuBLAS's 32-bit sizes: ", a.sizes());
+  if (a.size(0) == 0) return;
+  // Row-major C [R, N] = A [R, K] W [N, K]^T is column-major C^T [N, R] = op_T(W^T [K, N]) (A^T [K, R]), as
+  // at::linear calls cuBLAS. The compute type asks for TF32 tensor cores whatever the global TF32 switches say: the
+  // operands are exact TF32 values (the split), so nothing is rounded, and the products are summed in float32.
+  cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();  // bound to the current stream, with a workspace
+  const float alpha = 1.0f;
+  const float beta = accumulate ? 1.0f : 0.0f;
+  const cublasStatus_t status =
+      cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.size(0)), static_cast<int>(a.size(0)),
+                   static_cast<int>(a.size(1)), &alpha, w.data_ptr<float>(), CUDA_R_32F, static_cast<int>(w.stride(0)),
+                   a.data_ptr<float>(), CUDA_R_32F, static_cast<int>(a.stride(0)), &beta, c.data_ptr<float>(),
+                   CUDA_R_32F, static_cast<int>(c.stride(0)), CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
+  TORCH_CHECK(status == CUBLAS_STATUS_SUCCESS, "mixer: cublasGemmEx (3xTF32) failed with status ",
+              static_cast<int>(status));
 }
 
 bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,

@@ -11,6 +11,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpu/ops/cuda/mixer_layout.h"
+
 namespace trackscope::gpu::ops::cuda {
 
 enum class ElementType : int { float32 = 0, bfloat16 = 1, float16 = 2 };
@@ -44,6 +46,16 @@ bool local_corr4d_mma_eligible(const LocalCorr4dShape& shape, ElementType elemen
 cudaError_t launch_local_corr4d_mma(const LocalCorr4dShape& shape, ElementType element_type, const void* features,
                                     const float* points, const void* supports, void* corr, ElementType corr_type,
                                     cudaStream_t stream);
+
+// The pipelined mma.sync variant (local_corr4d_mma_pipelined_kernel.cu), same contract: float32 features as 3xTF32
+// (float32-level accuracy; float32 corr only; channels % 16 == 0) or bf16/fp16 features on m16n8k16 (float32 or
+// element_type corr; channels % 32 == 0); strides multiples of 16 bytes, 16-byte aligned features and supports,
+// compute capability >= 80.
+bool local_corr4d_mma_pipelined_eligible(const LocalCorr4dShape& shape, ElementType element_type, ElementType corr_type,
+                                         const void* features, const void* supports, int compute_capability);
+cudaError_t launch_local_corr4d_mma_pipelined(const LocalCorr4dShape& shape, ElementType element_type,
+                                              const void* features, const float* points, const void* supports,
+                                              void* corr, ElementType corr_type, cudaStream_t stream);
 
 // The pipelined SIMT variant for float32 (local_corr4d_pipelined_kernel.cu), same contract with float32 corr;
 // eligible for float32 features with channels % 32 == 0, strides multiples of 4 elements, 16-byte aligned
@@ -132,6 +144,18 @@ int64_t cmdtop_mma_shared_bytes(CmdTopFusedShape shape, ElementType element_type
 cudaError_t launch_cmdtop_mma(CmdTopFusedShape shape, ElementType element_type, int tile_samples, const void* corr,
                               int64_t samples, int64_t row_stride, const CmdTopMmaLayer* layers, int layer_count,
                               float eps, void* out, cudaStream_t stream);
+
+// -- the fused temporal mixer (mixer_kernels.cu; operand layout and parameters in mixer_layout.h) -------------------
+// Rows: y = op(x) per row (copy, LayerNorm with gamma/beta, exact GELU) written as a GEMM operand row of kp =
+// mixer_padded_k(k) elements per block: plain (element_type storage) or, for float32 with split3, the three 3xTF32
+// blocks. Attention: the split-direction ALiBi attention of every (sequence, head) from qkv rows [q | k | v] into
+// operand rows of kp = mixer_padded_k(heads * 64). Head: final LayerNorm + the 4 used outputs of output_proj, float32.
+// element_type is both the input's and the output's; split3 needs float32.
+cudaError_t launch_mixer_rows(ElementType element_type, bool split3, MixerRowOp op, const MixerRowsParams& params,
+                              cudaStream_t stream);
+cudaError_t launch_mixer_attention(ElementType element_type, bool split3, const MixerAttentionParams& params,
+                                   cudaStream_t stream);
+cudaError_t launch_mixer_head(ElementType element_type, const MixerHeadParams& params, cudaStream_t stream);
 
 // -- instance_norm_relu ------------------------------------------------------------------------------------
 // y = relu((x - mean) / sqrt(var + eps) * weight + bias) with mean/var per (sample, channel) over positions;

@@ -56,6 +56,56 @@ TRACKSCOPE_DEVICE_FN uint16_t global_load_u16(const uint16_t* p) { return __ldg(
 TRACKSCOPE_DEVICE_FN uint32_t global_load_u32(const uint32_t* p) { return __ldg(p); }
 TRACKSCOPE_DEVICE_FN float global_load_f32(const float* p) { return __ldg(p); }
 TRACKSCOPE_DEVICE_FN void global_store_u32(uint32_t* p, uint32_t v) { *p = v; }
+TRACKSCOPE_DEVICE_FN void global_store_u16(uint16_t* p, uint16_t v) { *p = v; }
+TRACKSCOPE_DEVICE_FN void global_store_f32(float* p, float v) { *p = v; }
+
+/// expf / erff (full-accuracy device versions; the emulation uses the host's).
+TRACKSCOPE_DEVICE_FN float exp_f32(float x) { return expf(x); }
+TRACKSCOPE_DEVICE_FN float erf_f32(float x) { return erff(x); }
+
+/// One 16-bit element (bit pattern) to float, and a float rounded to nearest-even into one.
+template <class Element>
+TRACKSCOPE_DEVICE_FN float half_to_float(uint16_t bits);
+template <>
+TRACKSCOPE_DEVICE_FN float half_to_float<Fp16Tag>(uint16_t bits) {
+  return __half2float(__ushort_as_half(bits));
+}
+template <>
+TRACKSCOPE_DEVICE_FN float half_to_float<Bf16Tag>(uint16_t bits) {
+  return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+}
+template <class Element>
+TRACKSCOPE_DEVICE_FN uint16_t float_to_half(float x);
+template <>
+TRACKSCOPE_DEVICE_FN uint16_t float_to_half<Fp16Tag>(float x) {
+  return __half_as_ushort(__float2half_rn(x));
+}
+template <>
+TRACKSCOPE_DEVICE_FN uint16_t float_to_half<Bf16Tag>(float x) {
+  const __nv_bfloat16 h = __float2bfloat16_rn(x);
+  return *reinterpret_cast<const uint16_t*>(&h);
+}
+
+/// cp.async (compute capability 8.0+): a 16-byte global -> shared copy that bypasses the registers; inside == false
+/// zero-fills the 16 bytes without reading (the source must still be a valid address). The copies of a thread land
+/// after its async_wait_all(); other threads see them after a barrier that follows that wait. Older targets compile
+/// a plain copy (kernels using it are not launched there).
+TRACKSCOPE_DEVICE_FN void async_copy16(void* shared_destination, const void* global_source, bool inside) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto destination = static_cast<unsigned>(__cvta_generic_to_shared(shared_destination));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(destination), "l"(global_source),
+               "r"(inside ? 16 : 0));
+#else
+  *static_cast<uint4*>(shared_destination) =
+      inside ? *static_cast<const uint4*>(global_source) : make_uint4(0, 0, 0, 0);
+#endif
+}
+/// Waits for every cp.async this thread issued.
+TRACKSCOPE_DEVICE_FN void async_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
 
 /// Two floats rounded to nearest-even 16-bit elements, `low` in the lower half.
 template <class Element>
