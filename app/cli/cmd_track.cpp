@@ -112,10 +112,13 @@ int run_track(const TrackArguments& args) {
         args.out)));
   }
   if (args.view_frame < 0) return fail(core::invalid_argument("--view-frame must be >= 0"));
-  core::Expected<std::vector<core::Query>> queries = core::read_queries_csv(args.queries);
-  if (!queries) return fail(queries.status());
   core::Expected<std::unique_ptr<core::VideoSource>> video = core::VideoSource::open(args.video);
   if (!video) return fail(video.status());
+  // Queries are checked against the video they are for (frames within it, plausible positions).
+  const core::VideoInfo& video_info = (*video)->info();
+  core::Expected<std::vector<core::Query>> queries = core::read_queries_csv(
+      args.queries, core::QueryBounds{video_info.width, video_info.height, video_info.frame_count});
+  if (!queries) return fail(queries.status());
 
   core::TrackerOptions options;
   options.model = args.model;
