@@ -13,8 +13,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   # the format gate (tools/lint/check-format.sh) and the lint gate
   clang-format clang-tidy
-  # numpy reads the exported TAP-Vid .npz in tests/core/track_formats_test.cpp (skipped without it)
-  python3-numpy
+  # numpy reads the exported TAP-Vid .npz in tests/core/track_formats_test.cpp (skipped without it); python3 writes
+  # torch.save-layout checkpoints with its own pickle module for the checkpoint tests (tests/data/make_checkpoints.py)
+  python3 python3-numpy
   xvfb xauth
 )
 SUDO=""
