@@ -29,9 +29,9 @@ using ZipPtr = std::unique_ptr<zip_t, ZipDiscard>;
 
 std::optional<TensorDtype> dtype_of_storage(std::string_view type_name) {
   static constexpr std::pair<std::string_view, TensorDtype> kTypes[] = {
-      {"FloatStorage", TensorDtype::f32}, {"DoubleStorage", TensorDtype::f64}, {"HalfStorage", TensorDtype::f16},
-      {"BFloat16Storage", TensorDtype::bf16}, {"LongStorage", TensorDtype::i64}, {"IntStorage", TensorDtype::i32},
-      {"ShortStorage", TensorDtype::i16}, {"CharStorage", TensorDtype::i8}, {"ByteStorage", TensorDtype::u8},
+      {"FloatStorage", TensorDtype::f32},     {"DoubleStorage", TensorDtype::f64}, {"HalfStorage", TensorDtype::f16},
+      {"BFloat16Storage", TensorDtype::bf16}, {"LongStorage", TensorDtype::i64},   {"IntStorage", TensorDtype::i32},
+      {"ShortStorage", TensorDtype::i16},     {"CharStorage", TensorDtype::i8},    {"ByteStorage", TensorDtype::u8},
       {"BoolStorage", TensorDtype::boolean}};
   for (const auto& [name, dtype] : kTypes) {
     if (name == type_name) return dtype;
@@ -87,8 +87,9 @@ class Reader {
       Expected<std::string> order = member(prefix_ + "byteorder", 64);
       if (!order) return order.status();
       if (*order != "little") {
-        return unsupported(fmt::format("'{}' was saved on a '{}'-endian machine; only little-endian checkpoints are read",
-                                       source_, order->substr(0, 16)));
+        return unsupported(
+            fmt::format("'{}' was saved on a '{}'-endian machine; only little-endian checkpoints are read", source_,
+                        order->substr(0, 16)));
       }
     }
     return {};
@@ -127,7 +128,8 @@ class Reader {
   Expected<const std::string*> storage_bytes(const pickle::StorageRef& storage, size_t element_size) {
     auto found = storages_.find(storage.key);
     if (found == storages_.end()) {
-      if (storage.key.empty() || storage.key.find('/') != std::string::npos || storage.key.find("..") != std::string::npos) {
+      if (storage.key.empty() || storage.key.find('/') != std::string::npos ||
+          storage.key.find("..") != std::string::npos) {
         return fail(fmt::format("a storage key '{}' is not a record name", storage.key.substr(0, 64)));
       }
       const uint64_t expected = static_cast<uint64_t>(storage.numel) * element_size;
@@ -155,7 +157,8 @@ class Reader {
                                      name, storage.type_name));
     }
     const size_t element_size = dtype_size_bytes(*dtype);
-    if (tensor.shape.size() > kMaxTensorDims) return fail(fmt::format("tensor '{}' has {} dimensions", name, tensor.shape.size()));
+    if (tensor.shape.size() > kMaxTensorDims)
+      return fail(fmt::format("tensor '{}' has {} dimensions", name, tensor.shape.size()));
     // Elements, and the last element the view reaches, without overflow: sizes and strides come from the file.
     uint64_t count = 1;
     uint64_t last = static_cast<uint64_t>(std::max<int64_t>(tensor.storage_offset, 0));
@@ -173,9 +176,10 @@ class Reader {
     // More elements than the storage holds is an expanded view (stride 0): valid in torch, absurd in weights, and
     // a way for a few bytes of file to claim gigabytes.
     if (count > static_cast<uint64_t>(storage.numel)) {
-      return unsupported(fmt::format("'{}': tensor '{}' of shape [{}] is a view with more elements than its storage "
-                                     "({}); save a contiguous copy",
-                                     source_, name, fmt::join(tensor.shape, ", "), storage.numel));
+      return unsupported(
+          fmt::format("'{}': tensor '{}' of shape [{}] is a view with more elements than its storage "
+                      "({}); save a contiguous copy",
+                      source_, name, fmt::join(tensor.shape, ", "), storage.numel));
     }
     if (count > limit / element_size || total_bytes_ + count * element_size > limit) {
       return invalid_argument(fmt::format("'{}': the state dict's tensors exceed {} bytes", source_, limit));
@@ -190,10 +194,11 @@ class Reader {
         last += reach * stride;
       }
       if (last >= static_cast<uint64_t>(storage.numel)) {
-        return fail(fmt::format("tensor '{}' of shape [{}] (offset {}, strides [{}]) reaches element {} of a storage "
-                                "of {}",
-                                name, fmt::join(tensor.shape, ", "), tensor.storage_offset,
-                                fmt::join(tensor.stride, ", "), last, storage.numel));
+        return fail(
+            fmt::format("tensor '{}' of shape [{}] (offset {}, strides [{}]) reaches element {} of a storage "
+                        "of {}",
+                        name, fmt::join(tensor.shape, ", "), tensor.storage_offset, fmt::join(tensor.stride, ", "),
+                        last, storage.numel));
       }
     }
     Expected<const std::string*> bytes = storage_bytes(storage, element_size);
@@ -234,16 +239,16 @@ class Reader {
     const pickle::Document& doc = *document_;
     const pickle::Node& root = doc.node(doc.root());
     if (root.kind != pickle::Kind::dict) {
-      return unsupported(fmt::format("'{}' holds {} instead of a dict of tensors (a state dict)", source_,
-                                     doc.describe(doc.root())));
+      return unsupported(
+          fmt::format("'{}' holds {} instead of a dict of tensors (a state dict)", source_, doc.describe(doc.root())));
     }
     Checkpoint checkpoint;
     pickle::NodeId state = doc.root();
     checkpoint.layout = "state dict";
     if (const std::optional<pickle::NodeId> nested = doc.dict_get(doc.root(), "state_dict")) {
       if (doc.node(*nested).kind != pickle::Kind::dict) {
-        return unsupported(fmt::format("'{}': its 'state_dict' entry is {}, not a dict of tensors", source_,
-                                       doc.describe(*nested)));
+        return unsupported(
+            fmt::format("'{}': its 'state_dict' entry is {}, not a dict of tensors", source_, doc.describe(*nested)));
       }
       state = *nested;
       checkpoint.layout = "Lightning checkpoint (state_dict)";
@@ -259,8 +264,8 @@ class Reader {
       const pickle::Node& key = doc.node(dict.items[i]);
       const pickle::Node& value = doc.node(dict.items[i + 1]);
       if (key.kind != pickle::Kind::string) {
-        return unsupported(fmt::format("'{}': the state dict has a key that is {}, not a name", source_,
-                                       doc.describe(dict.items[i])));
+        return unsupported(
+            fmt::format("'{}': the state dict has a key that is {}, not a name", source_, doc.describe(dict.items[i])));
       }
       if (value.kind != pickle::Kind::tensor) {
         return unsupported(fmt::format("'{}': entry '{}' of the state dict is {}, not a tensor", source_, key.text,
@@ -282,9 +287,10 @@ class Reader {
         const pickle::Node& key = doc.node(root.items[i]);
         if (key.kind == pickle::Kind::string) keys.push_back("'" + key.text.substr(0, 40) + "'");
       }
-      return invalid_argument(fmt::format("'{}' holds no tensors (neither a state dict nor a 'state_dict' entry; its "
-                                          "keys: {})",
-                                          source_, keys.empty() ? std::string("none") : fmt::format("{}", fmt::join(keys, ", "))));
+      return invalid_argument(
+          fmt::format("'{}' holds no tensors (neither a state dict nor a 'state_dict' entry; its "
+                      "keys: {})",
+                      source_, keys.empty() ? std::string("none") : fmt::format("{}", fmt::join(keys, ", "))));
     }
     return checkpoint;
   }
@@ -309,7 +315,8 @@ std::string zip_error_text(int code) {
 
 Expected<Checkpoint> read_checkpoint(const fs::path& path) {
   std::error_code exists;
-  if (!fs::is_regular_file(path, exists)) return not_found(fmt::format("checkpoint '{}' does not exist", path.string()));
+  if (!fs::is_regular_file(path, exists))
+    return not_found(fmt::format("checkpoint '{}' does not exist", path.string()));
   int code = 0;
   ZipPtr archive(zip_open(path.c_str(), ZIP_RDONLY, &code));
   if (!archive) {

@@ -44,8 +44,8 @@ struct CheckpointTensor {
 };
 
 struct Checkpoint {
-  std::vector<CheckpointTensor> tensors;  // state-dict order (a repeated key keeps its first position, last value)
-  std::string layout;                     // "state dict" / "Lightning checkpoint (state_dict)"
+  std::vector<CheckpointTensor> tensors;   // state-dict order (a repeated key keeps its first position, last value)
+  std::string layout;                      // "state dict" / "Lightning checkpoint (state_dict)"
   std::vector<std::string> other_entries;  // top-level keys beside "state_dict" (read as data, not used)
 };
 

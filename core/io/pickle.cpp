@@ -76,17 +76,16 @@ constexpr std::array kKnownGlobals = {
 };
 
 constexpr std::array<std::string_view, 17> kStorageTypes = {
-    "FloatStorage",        "DoubleStorage",        "HalfStorage",  "BFloat16Storage", "LongStorage", "IntStorage",
-    "ShortStorage",        "CharStorage",          "ByteStorage",  "BoolStorage",     "ComplexFloatStorage",
-    "ComplexDoubleStorage", "QInt8Storage",        "QUInt8Storage", "QInt32Storage",  "QUInt4x2Storage",
-    "UntypedStorage"};
+    "FloatStorage", "DoubleStorage", "HalfStorage",   "BFloat16Storage", "LongStorage",         "IntStorage",
+    "ShortStorage", "CharStorage",   "ByteStorage",   "BoolStorage",     "ComplexFloatStorage", "ComplexDoubleStorage",
+    "QInt8Storage", "QUInt8Storage", "QInt32Storage", "QUInt4x2Storage", "UntypedStorage"};
 
 constexpr std::array<std::string_view, 21> kTorchDtypes = {
-    "float32", "float", "float64", "double", "float16", "half",  "bfloat16",  "int64",      "long",  "int32", "int",
+    "float32", "float", "float64", "double", "float16", "half",      "bfloat16",   "int64",  "long",    "int32", "int",
     "int16",   "short", "int8",    "uint8",  "bool",    "complex64", "complex128", "cfloat", "cdouble", "uint16"};
 
-constexpr std::array<std::string_view, 10> kBuiltinTypes = {"dict", "list",  "int",       "float", "str",
-                                                            "tuple", "set", "frozenset", "bool",  "bytes"};
+constexpr std::array<std::string_view, 10> kBuiltinTypes = {"dict",  "list", "int",       "float", "str",
+                                                            "tuple", "set",  "frozenset", "bool",  "bytes"};
 
 template <size_t N>
 bool contains(const std::array<std::string_view, N>& names, std::string_view name) {
@@ -263,8 +262,8 @@ class Unpickler {
 
  private:
   [[noreturn]] void damaged(const std::string& what) const {
-    throw Failure{corrupt_data(fmt::format("'{}': the checkpoint's pickle is damaged at byte {}: {}", source_,
-                                           opcode_at_, what))};
+    throw Failure{corrupt_data(
+        fmt::format("'{}': the checkpoint's pickle is damaged at byte {}: {}", source_, opcode_at_, what))};
   }
   [[noreturn]] void refuse(const std::string& what) const {
     throw Failure{unsupported(
@@ -276,7 +275,8 @@ class Unpickler {
 
   // ---- input ----
   std::string_view take(uint64_t n) {
-    if (n > in_.size() - position_) damaged(fmt::format("{} bytes announced, {} left (truncated?)", n, in_.size() - position_));
+    if (n > in_.size() - position_)
+      damaged(fmt::format("{} bytes announced, {} left (truncated?)", n, in_.size() - position_));
     const std::string_view out = in_.substr(position_, static_cast<size_t>(n));
     position_ += static_cast<size_t>(n);
     return out;
@@ -299,9 +299,10 @@ class Unpickler {
   // ---- values ----
   NodeId add(Node node) {
     if (document_.nodes_.size() >= kMaxPickleNodes) {
-      throw Failure{invalid_argument(fmt::format("'{}': the checkpoint's pickle holds more than {} values; a weights "
-                                                 "file holds a few thousand",
-                                                 source_, kMaxPickleNodes))};
+      throw Failure{
+          invalid_argument(fmt::format("'{}': the checkpoint's pickle holds more than {} values; a weights "
+                                       "file holds a few thousand",
+                                       source_, kMaxPickleNodes))};
     }
     document_.nodes_.push_back(std::move(node));
     return static_cast<NodeId>(document_.nodes_.size() - 1);
@@ -327,8 +328,8 @@ class Unpickler {
 
   void push(NodeId id) {
     if (stack_.size() >= kMaxPickleStack) {
-      throw Failure{invalid_argument(fmt::format("'{}': the checkpoint's pickle stack grows beyond {} entries", source_,
-                                                 kMaxPickleStack))};
+      throw Failure{invalid_argument(
+          fmt::format("'{}': the checkpoint's pickle stack grows beyond {} entries", source_, kMaxPickleStack))};
     }
     stack_.push_back(id);
   }
@@ -367,7 +368,8 @@ class Unpickler {
 
   const Node& expect(NodeId id, Kind kind, const char* what) {
     const Node& node = at(id);
-    if (node.kind != kind) damaged(fmt::format("{} must be a {}, not {}", what, to_string(kind), document_.describe(id)));
+    if (node.kind != kind)
+      damaged(fmt::format("{} must be a {}, not {}", what, to_string(kind), document_.describe(id)));
     return node;
   }
   int64_t expect_integer(NodeId id, const char* what) { return expect(id, Kind::integer, what).integer; }
@@ -393,7 +395,8 @@ class Unpickler {
 
   Known known_of(NodeId callable, const char* how) {
     const Node& node = at(callable);
-    if (node.kind != Kind::global) refuse(fmt::format("{} {}, which is not a constructor", how, document_.describe(callable)));
+    if (node.kind != Kind::global)
+      refuse(fmt::format("{} {}, which is not a constructor", how, document_.describe(callable)));
     return static_cast<Known>(node.integer);
   }
 
@@ -463,7 +466,8 @@ class Unpickler {
         const NodeId dict = new_dict(DictClass::ordered_dict);
         if (args.size() == 1) {
           const std::vector<NodeId> pairs = at(args[0]).items;
-          if (at(args[0]).kind != Kind::list && at(args[0]).kind != Kind::tuple) damaged("OrderedDict(...) needs pairs");
+          if (at(args[0]).kind != Kind::list && at(args[0]).kind != Kind::tuple)
+            damaged("OrderedDict(...) needs pairs");
           for (NodeId pair : pairs) {
             const Node& p = at(pair);
             if ((p.kind != Kind::tuple && p.kind != Kind::list) || p.items.size() != 2)
@@ -516,11 +520,13 @@ class Unpickler {
       case Known::codecs_encode:
       case Known::bytearray: {
         if (known == Known::bytearray && args.size() == 0) return add_text(Kind::bytes, {});
-        if (known == Known::bytearray && args.size() == 1) return add_text(Kind::bytes, expect(args[0], Kind::bytes, "bytearray(...)").text);
+        if (known == Known::bytearray && args.size() == 1)
+          return add_text(Kind::bytes, expect(args[0], Kind::bytes, "bytearray(...)").text);
         arity(2, 2);
         const std::string& text = expect(args[0], Kind::string, "the text to encode").text;
         const std::string& encoding = expect(args[1], Kind::string, "the encoding").text;
-        if (encoding != "latin1" && encoding != "latin-1") refuse(fmt::format("encodes text as '{}'", encoding.substr(0, 40)));
+        if (encoding != "latin1" && encoding != "latin-1")
+          refuse(fmt::format("encodes text as '{}'", encoding.substr(0, 40)));
         std::string bytes;
         if (!latin1_bytes(text, bytes)) damaged("text encoded as latin1 holds other characters");
         return add_text(Kind::bytes, std::move(bytes));
@@ -530,7 +536,8 @@ class Unpickler {
         arity(0, 1);
         if (args.empty()) return new_set({});
         const Node& items = at(args[0]);
-        if (items.kind != Kind::list && items.kind != Kind::tuple && items.kind != Kind::set) damaged("set(...) needs a list");
+        if (items.kind != Kind::list && items.kind != Kind::tuple && items.kind != Kind::set)
+          damaged("set(...) needs a list");
         return new_set(items.items);
       }
       case Known::path: {
@@ -596,12 +603,14 @@ class Unpickler {
   NodeId persistent_load(NodeId pid) {
     const Node& id = at(pid);
     if (id.kind != Kind::tuple || id.items.size() != 5) {
-      refuse(fmt::format("holds a persistent id that is {}, not a torch.save storage ('storage', type, key, location, "
-                         "numel)",
-                         document_.describe(pid)));
+      refuse(
+          fmt::format("holds a persistent id that is {}, not a torch.save storage ('storage', type, key, location, "
+                      "numel)",
+                      document_.describe(pid)));
     }
     const std::vector<NodeId> items = id.items;
-    if (at(items[0]).kind != Kind::string || at(items[0]).text != "storage") damaged("a persistent id is not a storage");
+    if (at(items[0]).kind != Kind::string || at(items[0]).text != "storage")
+      damaged("a persistent id is not a storage");
     const Node& type = at(items[1]);
     if (type.kind != Kind::global || static_cast<Known>(type.integer) != Known::storage_type)
       damaged(fmt::format("a storage's type is {}", document_.describe(items[1])));
@@ -661,7 +670,8 @@ class Unpickler {
       switch (op) {
         case kProto: {
           const uint8_t version = take_u8();
-          if (version > 5) throw Failure{unsupported(fmt::format("'{}': pickle protocol {} is newer than 5", source_, version))};
+          if (version > 5)
+            throw Failure{unsupported(fmt::format("'{}': pickle protocol {} is newer than 5", source_, version))};
           break;
         }
         case kFrame: (void)take_le<uint64_t>(); break;
@@ -808,7 +818,8 @@ class Unpickler {
         }
         case kNewObjEx: {
           const NodeId kwargs = pop(), args = pop(), cls = pop();
-          if (at(kwargs).kind != Kind::dict || !at(kwargs).items.empty()) refuse("creates an object with keyword arguments");
+          if (at(kwargs).kind != Kind::dict || !at(kwargs).items.empty())
+            refuse("creates an object with keyword arguments");
           push(construct(cls, args, "creates"));
           break;
         }

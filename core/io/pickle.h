@@ -82,8 +82,8 @@ struct Node {
   Kind kind = Kind::none;
   int64_t integer = 0;  // integer, boolean (0/1); index into Document's storages/tensors for those kinds
   double floating = 0.0;
-  std::string text;                  // string, bytes, global (its "module.name")
-  std::vector<NodeId> items;         // tuple, list, set; dict: key, value, key, value, ... in insertion order
+  std::string text;           // string, bytes, global (its "module.name")
+  std::vector<NodeId> items;  // tuple, list, set; dict: key, value, key, value, ... in insertion order
   DictClass dict_class = DictClass::dict;
 };
 

@@ -297,7 +297,12 @@ TEST(Unpickler, RefusesEverythingThatWouldRunCode) {
       {"INST", Pickle().raw("(ios\nsystem\n").done(), "INST/OBJ"},
       {"extension registry", Pickle().raw("\x82\x01").done(), "extension registry"},
       {"defaultdict of a function",
-       Pickle().global("collections", "defaultdict").global("torch._utils", "_rebuild_tensor_v2").op('\x85').op('R').done(),
+       Pickle()
+           .global("collections", "defaultdict")
+           .global("torch._utils", "_rebuild_tensor_v2")
+           .op('\x85')
+           .op('R')
+           .done(),
        "factory"},
       {"persistent id that is not a storage", Pickle().str("evil").op('Q').done(), "persistent id"},
   };
@@ -305,7 +310,8 @@ TEST(Unpickler, RefusesEverythingThatWouldRunCode) {
     Expected<pickle::Document> result = unpickled(c.bytes);
     ASSERT_FALSE(result) << c.name;
     EXPECT_EQ(result.status().code(), StatusCode::unsupported) << c.name << ": " << result.status().message();
-    EXPECT_NE(result.status().message().find(c.words), std::string::npos) << c.name << ": " << result.status().message();
+    EXPECT_NE(result.status().message().find(c.words), std::string::npos)
+        << c.name << ": " << result.status().message();
   }
 }
 
