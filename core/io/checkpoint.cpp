@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "core/io/pickle.h"
+#include "core/io/zip_member.h"
 
 namespace trackscope::core::io {
 namespace {
@@ -41,7 +42,8 @@ std::optional<TensorDtype> dtype_of_storage(std::string_view type_name) {
 
 class Reader {
  public:
-  Reader(zip_t* archive, std::string source) : archive_(archive), source_(std::move(source)) {}
+  Reader(zip_t* archive, uint64_t archive_bytes, std::string source)
+      : archive_(archive), archive_bytes_(archive_bytes), source_(std::move(source)) {}
 
   Expected<Checkpoint> read() {
     TRACKSCOPE_RETURN_IF_ERROR(find_prefix());
@@ -97,30 +99,11 @@ class Reader {
 
   // A whole member, refused above `max_bytes` (as the archive declares it) before anything is allocated.
   Expected<std::string> member(const std::string& name, uint64_t max_bytes) {
-    zip_stat_t stat;
-    zip_stat_init(&stat);
-    if (zip_stat(archive_, name.c_str(), 0, &stat) != 0 || (stat.valid & ZIP_STAT_SIZE) == 0) {
-      return fail(fmt::format("the record {} is missing", name));
-    }
-    if (stat.size > max_bytes) {
-      return invalid_argument(fmt::format("'{}': the record {} claims {} bytes, more than the {} this reader accepts",
-                                          source_, name, stat.size, max_bytes));
-    }
-    // A declared size its compressed bytes cannot produce is a lie (deflate expands at most 1032:1): refused before
-    // the buffer for it is allocated.
-    if ((stat.valid & ZIP_STAT_COMP_SIZE) != 0 && (stat.valid & ZIP_STAT_COMP_METHOD) != 0) {
-      const bool stored = stat.comp_method == ZIP_CM_STORE;
-      if ((stored && stat.comp_size != stat.size) || (!stored && stat.size / 1032 > stat.comp_size + 1)) {
-        return fail(fmt::format("the record {} claims {} bytes from {} stored bytes", name, stat.size, stat.comp_size));
-      }
-    }
-    zip_file_t* file = zip_fopen(archive_, name.c_str(), 0);
-    if (file == nullptr) return fail(fmt::format("cannot open the record {}: {}", name, zip_strerror(archive_)));
-    std::string bytes(static_cast<size_t>(stat.size), '\0');
-    const zip_int64_t got = bytes.empty() ? 0 : zip_fread(file, bytes.data(), stat.size);
-    const std::string error = got == static_cast<zip_int64_t>(stat.size) ? std::string() : zip_file_strerror(file);
-    zip_fclose(file);
-    if (!error.empty()) return fail(fmt::format("the record {} is damaged: {}", name, error));
+    const zip_int64_t index = zip_name_locate(archive_, name.c_str(), 0);
+    if (index < 0) return fail(fmt::format("the record {} is missing", name));
+    Expected<std::string> bytes =
+        read_zip_member(archive_, static_cast<zip_uint64_t>(index), archive_bytes_, max_bytes, source_);
+    if (!bytes && bytes.status().code() == StatusCode::unsupported) return invalid_argument(bytes.status().message());
     return bytes;
   }
 
@@ -296,6 +279,7 @@ class Reader {
   }
 
   zip_t* archive_;
+  uint64_t archive_bytes_ = 0;
   std::string source_;
   std::string prefix_;
   const pickle::Document* document_ = nullptr;
@@ -326,7 +310,8 @@ Expected<Checkpoint> read_checkpoint(const fs::path& path) {
     return corrupt_data(fmt::format("'{}' is not a readable PyTorch checkpoint: its zip archive is damaged ({})",
                                     path.string(), zip_error_text(code)));
   }
-  return Reader(archive.get(), path.string()).read();
+  const uint64_t archive_bytes = fs::file_size(path, exists);
+  return Reader(archive.get(), exists ? 0 : archive_bytes, path.string()).read();
 }
 
 Expected<Checkpoint> parse_checkpoint(std::string_view bytes, const std::string& source) {
@@ -343,7 +328,7 @@ Expected<Checkpoint> parse_checkpoint(std::string_view bytes, const std::string&
         fmt::format("'{}' is not a readable PyTorch checkpoint: its zip archive is damaged ({})", source, message));
   }
   zip_error_fini(&error);
-  return Reader(archive.get(), source).read();
+  return Reader(archive.get(), bytes.size(), source).read();
 }
 
 WeightsFileKind detect_weights_file(std::span<const std::byte> head, uint64_t file_size) {

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "core/io/atomic_file.h"
+#include "core/io/zip_member.h"
 
 namespace trackscope::core::io {
 namespace {
@@ -90,29 +91,18 @@ std::optional<NpyHeader> parse_header(std::string_view header) {
   return parsed;
 }
 
-Expected<std::vector<NpyArray>> read_members(zip_t* archive, const std::string& source) {
+Expected<std::vector<NpyArray>> read_members(zip_t* archive, uint64_t archive_bytes, const std::string& source) {
   std::vector<NpyArray> arrays;
   const zip_int64_t entries = zip_get_num_entries(archive, 0);
   for (zip_int64_t i = 0; i < entries; ++i) {
-    zip_stat_t stat;
-    if (zip_stat_index(archive, static_cast<zip_uint64_t>(i), 0, &stat) != 0) continue;
-    if ((stat.valid & ZIP_STAT_NAME) == 0 || (stat.valid & ZIP_STAT_SIZE) == 0) continue;
-    std::string name = stat.name;
+    const char* raw_name = zip_get_name(archive, static_cast<zip_uint64_t>(i), 0);
+    if (raw_name == nullptr) continue;
+    const std::string name = raw_name;
     if (name.size() < 4 || name.substr(name.size() - 4) != ".npy") continue;
-    if (stat.size > kMaxNpzMemberBytes) {
-      return unsupported(fmt::format("{} in '{}' claims {} bytes, more than the {} this build reads", name, source,
-                                     stat.size, kMaxNpzMemberBytes));
-    }
-    zip_file_t* file = zip_fopen_index(archive, static_cast<zip_uint64_t>(i), 0);
-    if (file == nullptr)
-      return corrupt_data(fmt::format("'{}': cannot read {}: {}", source, name, zip_strerror(archive)));
-    std::string bytes(static_cast<size_t>(stat.size), '\0');
-    const zip_int64_t got = zip_fread(file, bytes.data(), stat.size);
-    const bool ok = got == static_cast<zip_int64_t>(stat.size);
-    const std::string message = ok ? std::string() : zip_file_strerror(file);
-    zip_fclose(file);
-    if (!ok) return corrupt_data(fmt::format("'{}': {} is damaged: {}", source, name, message));
-    Expected<NpyArray> array = parse_npy(bytes, name.substr(0, name.size() - 4));
+    Expected<std::string> bytes =
+        read_zip_member(archive, static_cast<zip_uint64_t>(i), archive_bytes, kMaxNpzMemberBytes, source);
+    if (!bytes) return bytes.status();
+    Expected<NpyArray> array = parse_npy(*bytes, name.substr(0, name.size() - 4));
     if (!array) return array.status();
     arrays.push_back(std::move(*array));
   }
@@ -295,7 +285,8 @@ Expected<std::vector<NpyArray>> read_npz(const std::filesystem::path& path) {
     }
     return io_error(fmt::format("cannot open '{}': {}", path.string(), zip_message(code)));
   }
-  return read_members(archive.get(), path.string());
+  const uint64_t archive_bytes = std::filesystem::file_size(path, exists_error);
+  return read_members(archive.get(), exists_error ? 0 : archive_bytes, path.string());
 }
 
 Expected<std::vector<NpyArray>> parse_npz(std::string_view bytes, const std::string& source) {
@@ -311,7 +302,7 @@ Expected<std::vector<NpyArray>> parse_npz(std::string_view bytes, const std::str
     return corrupt_data(fmt::format("'{}' is not a readable .npz (zip) archive: {}", source, message));
   }
   zip_error_fini(&error);
-  return read_members(archive.get(), source);
+  return read_members(archive.get(), bytes.size(), source);
 }
 
 }  // namespace trackscope::core::io

@@ -21,8 +21,8 @@ constexpr int kBufferBytes = 1 << 16;
 MemoryInput::MemoryInput(std::shared_ptr<const std::vector<uint8_t>> bytes) : bytes_(std::move(bytes)) {
   auto* buffer = static_cast<unsigned char*>(av_malloc(kBufferBytes));
   if (buffer == nullptr) throw std::bad_alloc();
-  io_ = avio_alloc_context(buffer, kBufferBytes, /*write_flag=*/0, this, &MemoryInput::read, nullptr,
-                           &MemoryInput::seek);
+  io_ =
+      avio_alloc_context(buffer, kBufferBytes, /*write_flag=*/0, this, &MemoryInput::read, nullptr, &MemoryInput::seek);
   if (io_ == nullptr) {
     av_free(buffer);
     throw std::bad_alloc();
@@ -58,7 +58,8 @@ int64_t MemoryInput::seek(void* opaque, int64_t offset, int whence) {
     return AVERROR(EINVAL);
   }
   // Offsets come from the file being read: checked without overflow, and only inside [0, size].
-  if ((offset > 0 && base > std::numeric_limits<int64_t>::max() - offset) || base + offset < 0 || base + offset > size) return AVERROR(EINVAL);
+  if ((offset > 0 && base > std::numeric_limits<int64_t>::max() - offset) || base + offset < 0 || base + offset > size)
+    return AVERROR(EINVAL);
   self->position_ = static_cast<size_t>(base + offset);
   return base + offset;
 }

@@ -231,10 +231,33 @@ TEST(BadjaSense, SizesAndNumbersOutOfRangeAreReportedNotThrown) {
     EXPECT_NE(bad.status().message().find(words), std::string::npos) << bad.status().message();
   }
   // The frame number of an image path beyond 64 bits once escaped as std::out_of_range from stoll.
-  Expected<BadjaAnnotations> json =
+  Expected<BadjaAnnotations> from_json =
       badja_from_json(R"([{"image_path": "a/99999999999999999999999.jpg", "joints": [], "visibility": []}])", "b.json");
-  ASSERT_FALSE(json);
-  EXPECT_NE(json.status().message().find("no frame number"), std::string::npos) << json.status().message();
+  ASSERT_FALSE(from_json);
+  EXPECT_NE(from_json.status().message().find("no frame number"), std::string::npos) << from_json.status().message();
+}
+
+}  // namespace
+}  // namespace trackscope::core::io
+
+namespace trackscope::core::io {
+namespace {
+
+std::string regression_input(const std::string& name) {
+  std::ifstream in(std::filesystem::path(TRACKSCOPE_SOURCE_DIR) / "tests/fuzz/regressions" / name, std::ios::binary);
+  EXPECT_TRUE(in) << name;
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Fuzzing findings (docs/reliability.md), each with the message it now gives.
+TEST(FuzzFindings, NpzMemberDeclaringMoreBytesThanTheArchiveHolds) {
+  // A 509-byte archive whose directory declared a 1 GiB member: the reader allocated and zero-filled it (a
+  // 10 s timeout under ASan; a zip bomb in general). Now the declared size must fit the compressed bytes.
+  Expected<TrackTable> table =
+      tracks_from_npz(regression_input("tracks_npz/timeout-member-declares-1gib.npz"), "bomb.npz", kVideo);
+  ASSERT_FALSE(table);
+  EXPECT_EQ(table.status().code(), StatusCode::corrupt_data) << table.status().message();
+  EXPECT_NE(table.status().message().find("claims"), std::string::npos) << table.status().message();
 }
 
 }  // namespace

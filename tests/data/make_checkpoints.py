@@ -11,6 +11,7 @@ torch.save writes: SETITEM for one-item dicts, OrderedDict with _metadata, memoi
   make_checkpoints.py corpus OUTDIR                    small checkpoints of every layout + OUTDIR/manifest.json
   make_checkpoints.py from-safetensors IN OUT LAYOUT   a safetensors file as a checkpoint (LAYOUT: plain, nested,
                                                        lightning)
+  make_checkpoints.py fuzz-seeds OUTDIR                the seeds of OUTDIR/checkpoint and OUTDIR/pickle
 
 Used by tests/core/checkpoint_test.cpp and tests/gpu/locotrack_model_test.cpp, and for the fuzz seeds.
 """
@@ -268,6 +269,22 @@ def corpus(out):
         json.dump(manifest, f, indent=1)
 
 
+def fuzz_seeds(out):
+    """Seeds of tests/fuzz/corpus/{checkpoint,pickle}: the corpus's checkpoints and their data.pkl."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as work:
+        corpus(work)
+        os.makedirs(f"{out}/checkpoint", exist_ok=True)
+        os.makedirs(f"{out}/pickle", exist_ok=True)
+        for name in ("plain", "one_item", "nested_one_item", "lightning", "evil", "torchscript"):
+            with open(f"{work}/{name}.ckpt", "rb") as f:
+                data = f.read()
+            with open(f"{out}/checkpoint/{name}.ckpt", "wb") as f:
+                f.write(data)
+            with zipfile.ZipFile(f"{work}/{name}.ckpt") as archive, open(f"{out}/pickle/{name}.pkl", "wb") as f:
+                f.write(archive.read("archive/data.pkl"))
+
+
 def from_safetensors(source, target, layout):
     with open(source, "rb") as f:
         data = f.read()
@@ -302,6 +319,8 @@ def main():
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("corpus")
     c.add_argument("out")
+    seeds = sub.add_parser("fuzz-seeds")
+    seeds.add_argument("out")
     f = sub.add_parser("from-safetensors")
     f.add_argument("source")
     f.add_argument("target")
@@ -309,6 +328,8 @@ def main():
     args = parser.parse_args()
     if args.command == "corpus":
         corpus(args.out)
+    elif args.command == "fuzz-seeds":
+        fuzz_seeds(args.out)
     else:
         from_safetensors(args.source, args.target, args.layout)
 
