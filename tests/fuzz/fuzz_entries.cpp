@@ -25,12 +25,12 @@ namespace {
 using namespace trackscope::core;
 
 // A broken property is a finding like a crash: abort, so that libFuzzer saves the input.
-#define FUZZ_CHECK(condition)                                                                     \
-  do {                                                                                            \
-    if (!(condition)) {                                                                           \
+#define FUZZ_CHECK(condition)                                                                       \
+  do {                                                                                              \
+    if (!(condition)) {                                                                             \
       std::fprintf(stderr, "fuzz property violated: %s (%s:%d)\n", #condition, __FILE__, __LINE__); \
-      std::abort();                                                                               \
-    }                                                                                             \
+      std::abort();                                                                                 \
+    }                                                                                               \
   } while (false)
 
 std::string_view text_of(const uint8_t* data, size_t size) { return {reinterpret_cast<const char*>(data), size}; }
@@ -110,14 +110,14 @@ void tracks_npz(const uint8_t* data, size_t size) {
 }
 
 void safetensors(const uint8_t* data, size_t size) {
-  std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(data), reinterpret_cast<const std::byte*>(data) + size);
+  std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(data),
+                               reinterpret_cast<const std::byte*>(data) + size);
   Expected<io::SafetensorsSet> set = io::SafetensorsSet::parse(std::move(bytes), "fuzz.safetensors");
   if (!set) return;
   std::vector<io::TensorToWrite> tensors;
   for (const io::TensorEntry& entry : set->tensors()) {
     const std::span<const std::byte> tensor_bytes = set->bytes(entry);
-    FUZZ_CHECK(tensor_bytes.size() ==
-               static_cast<size_t>(entry.element_count()) * io::dtype_size_bytes(entry.dtype));
+    FUZZ_CHECK(tensor_bytes.size() == static_cast<size_t>(entry.element_count()) * io::dtype_size_bytes(entry.dtype));
     tensors.push_back({entry.name, entry.dtype, entry.shape, tensor_bytes});
   }
   Expected<std::vector<std::byte>> written = io::serialize_safetensors(tensors, set->metadata());
@@ -184,7 +184,8 @@ void video(const uint8_t* data, size_t size) {
   const VideoInfo& info = (*source)->info();
   FUZZ_CHECK(info.frame_count > 0 && info.width > 0 && info.height > 0);
   // The last frame, a jump back, the next one (errors are fine; crashes and wrong sizes are not).
-  for (int64_t index : {info.frame_count - 1, info.frame_count / 2, int64_t{0}, std::min<int64_t>(1, info.frame_count - 1)}) {
+  for (int64_t index :
+       {info.frame_count - 1, info.frame_count / 2, int64_t{0}, std::min<int64_t>(1, info.frame_count - 1)}) {
     Expected<FramePtr> frame = (*source)->read_frame(index);
     if (!frame) continue;
     FUZZ_CHECK((*frame)->index == index);

@@ -42,7 +42,8 @@ io::TrackTable sample_table() {
     track.first_frame = id == 0 ? 0 : 4;
     for (int64_t f = track.first_frame; f < 12; ++f) {
       const float p = static_cast<float>((f * 7 + id) % 10) / 10.0f;
-      track.points.push_back({10.5f + 1.25f * f + id, 40.0f - 2.5f * f, visible_from_probabilities(p, 0.05f), p, 0.05f});
+      track.points.push_back(
+          {10.5f + 1.25f * f + id, 40.0f - 2.5f * f, visible_from_probabilities(p, 0.05f), p, 0.05f});
     }
     track.query = {track.first_frame + 1, track.at(track.first_frame + 1).x_px, track.at(track.first_frame + 1).y_px};
     entry.query = track.query;
@@ -124,24 +125,27 @@ int main(int argc, char** argv) {
   const fs::path npz = out / "tracks_npz/tracks.npz";
   fs::create_directories(npz.parent_path());
   if (!io::write_tracks_npz(npz, table)) return 1;
-  const Status tapvid = io::write_npz(out / "tracks_npz/tapvid_minimal.npz",
-                                      {io::NpyArray::of("points", {1, 3, 2}, std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}),
-                                       io::NpyArray::of("occluded", {1, 3}, std::vector<bool>{false, true, false})});
+  const Status tapvid =
+      io::write_npz(out / "tracks_npz/tapvid_minimal.npz",
+                    {io::NpyArray::of("points", {1, 3, 2}, std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}),
+                     io::NpyArray::of("occluded", {1, 3}, std::vector<bool>{false, true, false})});
   if (!tapvid) return 1;
 
   const std::vector<float> weights = {0.5f, -1.0f, 2.0f, 0.25f, 8.0f, -0.125f};
   const std::vector<int64_t> steps = {7};
-  Expected<std::vector<std::byte>> safetensors = io::serialize_safetensors(
-      {{"layer.weight", io::TensorDtype::f32, {2, 3}, std::as_bytes(std::span(weights))},
-       {"steps", io::TensorDtype::i64, {}, std::as_bytes(std::span(steps))}},
-      {{"format", "pt"}});
+  Expected<std::vector<std::byte>> safetensors =
+      io::serialize_safetensors({{"layer.weight", io::TensorDtype::f32, {2, 3}, std::as_bytes(std::span(weights))},
+                                 {"steps", io::TensorDtype::i64, {}, std::as_bytes(std::span(steps))}},
+                                {{"format", "pt"}});
   if (!safetensors) return 1;
   write(out / "safetensors/small.safetensors",
         std::string(reinterpret_cast<const char*>(safetensors->data()), safetensors->size()));
 
   std::string badja = "frame,joint_id,x_64x48,y_64x48,visible,pck_thr_px_0.2sqrtArea\n";
   for (int frame : {0, 5, 10})
-    for (int joint : {1, 4, 7}) badja += fmt::format("{},{},{:.2f},{:.2f},{},6.5\n", frame, joint, 10.0 + frame + joint, 20.0 - joint, joint != 4 || frame == 0);
+    for (int joint : {1, 4, 7})
+      badja += fmt::format("{},{},{:.2f},{:.2f},{},6.5\n", frame, joint, 10.0 + frame + joint, 20.0 - joint,
+                           joint != 4 || frame == 0);
   write(out / "badja_csv/annotations.csv", badja);
   std::string badja_json = "[";
   for (int frame : {0, 5}) {
@@ -162,7 +166,8 @@ int main(int argc, char** argv) {
   fs::create_directories(out / "video");
   if (png_encoder_available()) (void)write_png(out / "video/image.png", frame);
   if (video_encoder_available(VideoCodec::mjpeg)) (void)write_jpeg(out / "video/image.jpg", frame, 10);
-  for (const auto& [codec, name] : {std::pair{VideoCodec::h264, "clip.mp4"}, std::pair{VideoCodec::mjpeg, "clip.avi"}}) {
+  for (const auto& [codec, name] :
+       {std::pair{VideoCodec::h264, "clip.mp4"}, std::pair{VideoCodec::mjpeg, "clip.avi"}}) {
     if (!video_encoder_available(codec)) continue;
     VideoWriterOptions options;
     options.codec = codec;
