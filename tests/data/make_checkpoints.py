@@ -12,6 +12,7 @@ torch.save writes: SETITEM for one-item dicts, OrderedDict with _metadata, memoi
   make_checkpoints.py from-safetensors IN OUT LAYOUT   a safetensors file as a checkpoint (LAYOUT: plain, nested,
                                                        lightning)
   make_checkpoints.py fuzz-seeds OUTDIR                the seeds of OUTDIR/checkpoint and OUTDIR/pickle
+  make_checkpoints.py torch-save IN OUT LAYOUT         like from-safetensors, with the real torch.save (PyTorch)
 
 Used by tests/core/checkpoint_test.cpp and tests/gpu/locotrack_model_test.cpp, and for the fuzz seeds.
 """
@@ -314,6 +315,39 @@ def from_safetensors(source, target, layout):
         raise SystemExit(f"unknown layout {layout}")
 
 
+def real_torch_save(source, target, layout):
+    """The same layouts written by the real torch.save (where PyTorch is installed: the GPU machine)."""
+    for name in ("torch", "torch._utils", "lightning", "lightning.pytorch", "lightning.pytorch.utilities",
+                 "lightning.pytorch.utilities.parsing"):
+        sys.modules.pop(name, None)
+    import importlib
+    real = importlib.import_module("torch")
+    with open(source, "rb") as f:
+        data = f.read()
+    (header_size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + header_size])
+    dtypes = {"F32": real.float32, "F16": real.float16, "BF16": real.bfloat16, "F64": real.float64}
+    state = collections.OrderedDict()
+    for name, info in sorted((k, v) for k, v in header.items() if k != "__metadata__"):
+        begin, end = info["data_offsets"]
+        raw = bytearray(data[8 + header_size + begin:8 + header_size + end])
+        state[name] = real.frombuffer(raw, dtype=dtypes[info["dtype"]]).reshape(info["shape"]).clone()
+    if layout == "plain":
+        real.save(state, target)
+    elif layout == "nested":
+        real.save({"state_dict": dict(state)}, target)
+    else:
+        model = collections.OrderedDict(("model." + k, v) for k, v in state.items())
+        parameters = [real.nn.Parameter(v.clone().float()) for v in list(state.values())[:3]]
+        optimizer = real.optim.Adam(parameters)
+        for parameter in parameters:
+            parameter.grad = real.ones_like(parameter)
+        optimizer.step()  # exp_avg, exp_avg_sq and step tensors in the state
+        real.save({"epoch": 3, "global_step": 300000, "state_dict": model,
+                   "optimizer_states": [optimizer.state_dict()],
+                   "hyper_parameters": {"model_size": "small", "args": argparse.Namespace(seed=1)}}, target)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -325,11 +359,17 @@ def main():
     f.add_argument("source")
     f.add_argument("target")
     f.add_argument("layout", choices=["plain", "nested", "lightning"])
+    t = sub.add_parser("torch-save", help="the same with the real torch.save (needs PyTorch)")
+    t.add_argument("source")
+    t.add_argument("target")
+    t.add_argument("layout", choices=["plain", "nested", "lightning"])
     args = parser.parse_args()
     if args.command == "corpus":
         corpus(args.out)
     elif args.command == "fuzz-seeds":
         fuzz_seeds(args.out)
+    elif args.command == "torch-save":
+        real_torch_save(args.source, args.target, args.layout)
     else:
         from_safetensors(args.source, args.target, args.layout)
 
