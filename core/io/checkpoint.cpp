@@ -120,8 +120,14 @@ class Reader {
         return invalid_argument(fmt::format("'{}': storage {} holds {} elements, more than this reader accepts",
                                             source_, storage.key, storage.numel));
       }
+      // Storages are read whole: their total is bounded too (many one-element views of distinct big storages).
+      if (read_bytes_ + expected > kMaxCheckpointTensorBytes) {
+        return invalid_argument(
+            fmt::format("'{}': the state dict's storages exceed {} bytes", source_, kMaxCheckpointTensorBytes));
+      }
       Expected<std::string> bytes = member(prefix_ + "data/" + storage.key, expected);
       if (!bytes) return bytes.status();
+      read_bytes_ += bytes->size();
       if (bytes->size() != expected) {
         return fail(fmt::format("storage {} has {} bytes, its {} elements of {} need {} (truncated?)", storage.key,
                                 bytes->size(), storage.numel, storage.type_name, expected));
@@ -285,6 +291,7 @@ class Reader {
   const pickle::Document* document_ = nullptr;
   std::map<std::string, std::string> storages_;
   uint64_t total_bytes_ = 0;
+  uint64_t read_bytes_ = 0;
 };
 
 std::string zip_error_text(int code) {

@@ -326,6 +326,15 @@ class Unpickler {
   }
   Node& at(NodeId id) { return document_.nodes_[id]; }
 
+  // Every entry stored in a container counts against kMaxPickleItems.
+  void count_items(size_t added) {
+    items_ += added;
+    if (items_ > kMaxPickleItems) {
+      throw Failure{invalid_argument(fmt::format("'{}': the checkpoint's pickle stores more than {} container entries",
+                                                 source_, kMaxPickleItems))};
+    }
+  }
+
   void push(NodeId id) {
     if (stack_.size() >= kMaxPickleStack) {
       throw Failure{invalid_argument(
@@ -408,6 +417,7 @@ class Unpickler {
   }
 
   NodeId new_set(const std::vector<NodeId>& items) {
+    count_items(items.size());
     Node node;
     node.kind = Kind::set;
     node.items = items;
@@ -468,6 +478,7 @@ class Unpickler {
           const std::vector<NodeId> pairs = at(args[0]).items;
           if (at(args[0]).kind != Kind::list && at(args[0]).kind != Kind::tuple)
             damaged("OrderedDict(...) needs pairs");
+          count_items(2 * pairs.size());
           for (NodeId pair : pairs) {
             const Node& p = at(pair);
             if ((p.kind != Kind::tuple && p.kind != Kind::list) || p.items.size() != 2)
@@ -505,6 +516,7 @@ class Unpickler {
         arity(1, 1);
         const std::vector<int64_t> dims = int_tuple(args[0], "torch.Size(...)");
         (void)dims;
+        count_items(dims.size());
         Node node;
         node.kind = Kind::tuple;
         node.items = at(args[0]).items;
@@ -595,6 +607,7 @@ class Unpickler {
       // Namespace attributes are its contents; other dict-likes keep their entries (attributes are dropped).
       if (at(object).dict_class == DictClass::namespace_) {
         const std::vector<NodeId> entries = p.items;
+        count_items(entries.size());
         at(object).items.insert(at(object).items.end(), entries.begin(), entries.end());
       }
     }
@@ -637,17 +650,20 @@ class Unpickler {
   void set_items(NodeId dict, const std::vector<NodeId>& pairs) {
     if (at(dict).kind != Kind::dict) refuse(fmt::format("sets items of {}", document_.describe(dict)));
     if (pairs.size() % 2 != 0) damaged("SETITEMS with an odd number of values");
+    count_items(pairs.size());
     std::vector<NodeId>& items = at(dict).items;
     items.insert(items.end(), pairs.begin(), pairs.end());
   }
 
   void append_items(NodeId list, const std::vector<NodeId>& values) {
     if (at(list).kind != Kind::list) refuse(fmt::format("appends to {}", document_.describe(list)));
+    count_items(values.size());
     std::vector<NodeId>& items = at(list).items;
     items.insert(items.end(), values.begin(), values.end());
   }
 
   NodeId tuple_of(std::vector<NodeId> items) {
+    count_items(items.size());
     Node node;
     node.kind = Kind::tuple;
     node.items = std::move(items);
@@ -748,6 +764,7 @@ class Unpickler {
           Node node;
           node.kind = Kind::list;
           node.items = pop_mark();
+          count_items(node.items.size());
           push(add(std::move(node)));
           break;
         }
@@ -782,8 +799,9 @@ class Unpickler {
         case kEmptySet: push(new_set({})); break;
         case kAddItems: {
           const std::vector<NodeId> values = pop_mark();
+          if (at(top()).kind != Kind::set) refuse(fmt::format("adds items to {}", document_.describe(top())));
+          count_items(values.size());
           Node& set = at(top());
-          if (set.kind != Kind::set) refuse(fmt::format("adds items to {}", document_.describe(top())));
           set.items.insert(set.items.end(), values.begin(), values.end());
           break;
         }
@@ -861,6 +879,7 @@ class Unpickler {
   std::vector<NodeId> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, NodeId> memo_;
+  size_t items_ = 0;
 };
 
 Expected<Document> unpickle(std::string_view bytes, const std::string& source) {

@@ -19,7 +19,8 @@
 // references (storage key, offset, shape, strides): the storages are read by core/io/checkpoint.h.
 //
 // Limits (checked before anything is allocated): strings and byte strings no longer than the input left,
-// at most kMaxPickleNodes values, kMaxPickleStack stack entries and memo slots; integers beyond 64 bits are kept
+// at most kMaxPickleNodes values, kMaxPickleItems container entries, kMaxPickleStack stack entries and memo slots;
+// integers beyond 64 bits are kept
 // as an opaque "big integer" (Lightning's hyper-parameters may hold one; a tensor may not).
 //
 //   Expected<pickle::Document> doc = pickle::unpickle(data_pkl_bytes, "model.ckpt");
@@ -41,6 +42,9 @@ namespace trackscope::core::io::pickle {
 
 inline constexpr size_t kMaxPickleNodes = size_t{1} << 20;
 inline constexpr size_t kMaxPickleStack = size_t{1} << 20;
+/// Entries in all containers together (a BUILD or APPENDS repeated on one big container would otherwise grow it
+/// quadratically in the size of the stream).
+inline constexpr size_t kMaxPickleItems = size_t{1} << 22;
 
 using NodeId = uint32_t;
 

@@ -341,6 +341,17 @@ TEST(Unpickler, DamagedStreamsAndLimits) {
   for (int i = 0; i < 199999; ++i) deep += "a";
   Expected<pickle::Document> nested = unpickled(deep + ".");
   ASSERT_TRUE(nested) << nested.status().message();
+  // BUILD repeated on one Namespace with a big state grows it quadratically in the stream's length: bounded.
+  Pickle quadratic;
+  quadratic.global("argparse", "Namespace").op(')').raw("\x81");
+  quadratic.op('}').raw(std::string("q\x01", 2)).op('(');
+  for (int i = 0; i < 1000; ++i) quadratic.str(std::to_string(i)).int1(1);
+  quadratic.op('u').op('b');
+  for (int i = 0; i < 5000; ++i) quadratic.raw(std::string("h\x01", 2)).op('b');
+  Expected<pickle::Document> grown = unpickled(quadratic.done());
+  ASSERT_FALSE(grown);
+  EXPECT_EQ(grown.status().code(), StatusCode::invalid_argument) << grown.status().message();
+  EXPECT_NE(grown.status().message().find("container entries"), std::string::npos) << grown.status().message();
   // More values than a weights file has: refused, not allocated without bound.
   std::string many = "\x80\x02";
   for (size_t i = 0; i <= pickle::kMaxPickleNodes; ++i) many += "N";
