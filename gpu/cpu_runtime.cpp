@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/limits.h"
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -21,7 +23,8 @@ bool keep_freed_host_memory() {
 }
 
 int set_cpu_threads(int threads) {
-  at::set_num_threads(std::max(1, threads));
+  // Capped to the machine here too (callers report the cap with core::cap_thread_count's notice).
+  at::set_num_threads(std::clamp(threads, 1, core::available_cpu_threads()));
   return at::get_num_threads();
 }
 

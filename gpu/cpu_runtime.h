@@ -14,7 +14,8 @@ namespace trackscope::gpu {
 /// The cost: the process keeps up to 1 GiB of freed heap. No effect outside glibc. Returns false if refused.
 bool keep_freed_host_memory();
 
-/// Sets LibTorch's intra-op thread count (>= 1) and returns the count in effect. More threads than free cores make
+/// Sets LibTorch's intra-op thread count, clamped to [1, core::available_cpu_threads()], and returns the count in
+/// effect. More threads than free cores make
 /// OpenMP ops slower, not faster (measured: 2 threads on 2 busy cores took 2-4x longer than 1).
 int set_cpu_threads(int threads);
 int cpu_threads();

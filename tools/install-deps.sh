@@ -9,6 +9,9 @@ PACKAGES=(
   # reference BLAS ran the LocoTrack mixer at ~2 GFLOP/s (10x slower). The OpenMP build shares LibTorch's threads.
   libopenblas0-openmp
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev ffmpeg
+  # JPEG/PNG image sequences decoded as PIL and OpenCV decode them (core/video/still_image.cpp); PIL itself is
+  # the reference of tests/core/video_decoding_test.cpp (skipped without it)
+  libjpeg62-turbo-dev libpng-dev python3-pil
   nlohmann-json3-dev libfmt-dev libcli11-dev libzip-dev
   libgtest-dev libgmock-dev
   # the format gate (tools/lint/check-format.sh) and the lint gate
@@ -19,6 +22,8 @@ PACKAGES=(
   # torch.save-layout checkpoints with its own pickle module for the checkpoint tests (tests/data/make_checkpoints.py)
   python3 python3-numpy
   xvfb xauth
+  # tools/ci/package.sh validates the installed desktop file and AppStream metadata
+  desktop-file-utils appstream
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

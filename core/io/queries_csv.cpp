@@ -8,6 +8,8 @@
 #include "core/io/atomic_file.h"
 #include "core/io/input_checks.h"
 
+#include "core/limits.h"
+
 namespace trackscope::core {
 namespace {
 
@@ -88,6 +90,13 @@ Expected<std::vector<Query>> queries_from_csv(std::string_view text, const std::
     if (!io::plausible_position(q.x_px, q.y_px, bounds.width, bounds.height)) {
       return corrupt_data(fmt::format("{}:{}: the position ({}, {}) is not plausible: {}", source, line_number, q.x_px,
                                       q.y_px, io::position_bounds_text(bounds.width, bounds.height)));
+    }
+    // Stop at the first row past the limit: a huge file is refused without reading (or allocating) the rest.
+    if (queries.size() == static_cast<size_t>(kMaxTrackedPoints)) {
+      return invalid_argument(fmt::format(
+          "{}:{}: more than {} queries: one tracking run accepts at most {} points (docs/limits.md); split the "
+          "file into several runs",
+          source, line_number, kMaxTrackedPoints, kMaxTrackedPoints));
     }
     queries.push_back(q);
   }

@@ -6,7 +6,8 @@
 //   12,300,200           <- one query per line: frame index (integer >= 0), x and y in raster pixels of the
 //                           original video (pixel (i, j) covers [j, j+1) x [i, i+1); its centre is +0.5)
 //
-// Lines that are empty or start with '#' are skipped. Sense checks: frames below the video's frame count and
+// At most kMaxTrackedPoints queries (core/limits.h): the reader stops with invalid_argument at the first row past
+// it. Lines that are empty or start with '#' are skipped. Sense checks: frames below the video's frame count and
 // positions plausible for its size (core/io/input_checks.h) when `bounds` gives them, else the absolute bounds
 // (frames below 2^31, |x|, |y| <= 1e6). Errors name the file and line (corrupt_data), or the file
 // (not_found / io_error). Threads: pure functions.

@@ -5,6 +5,7 @@
 #include <QMetaObject>
 #include <QStatusBar>
 
+#include "core/io/atomic_file.h"
 #include "core/log.h"
 #include "ui/annotation_editor.h"
 #include "ui/frame_server_factory.h"
@@ -87,13 +88,8 @@ bool ExportController::export_tracks(core::io::TrackFormat format, const QString
 }
 
 int ExportController::import_tracks(const QString& path) {
-  const QString suffix = QFileInfo(path).suffix().toLower();
-  const std::optional<core::io::TrackFormat> format = suffix == "csv"    ? std::optional(core::io::TrackFormat::csv)
-                                                      : suffix == "json" ? std::optional(core::io::TrackFormat::json)
-                                                      : suffix == "npz"
-                                                          ? std::optional(core::io::TrackFormat::tapvid_npz)
-                                                          : std::nullopt;
-  if (!format) {
+  const std::optional<core::io::TrackFormat> format = core::io::track_format_from_path(path_from_qstring(path));
+  if (!format || !core::io::can_read(*format)) {
     window_->report_error(tr("Could not import tracks"),
                           tr("%1: import reads .csv, .json and .npz (TAP-Vid) files").arg(path));
     return 0;
@@ -127,6 +123,11 @@ bool ExportController::export_video(const QString& path) {
   options.overlay = window_->tracking()->track_overlay();
   const core::VideoOpener open = video_opener_(path_from_qstring(window_->session()->path()));
   const std::filesystem::path target = path_from_qstring(path);
+  // Checked now, not after minutes of encoding: the folder must take a new file.
+  if (const core::Status writable = core::io::check_writable(target); !writable) {
+    window_->report_error(tr("Could not export the annotated video"), QString::fromStdString(writable.message()));
+    return false;
+  }
   progress_posted_->store(false);
   auto progress = std::make_shared<std::pair<std::atomic<int64_t>, std::atomic<int64_t>>>();
   worker_ = std::jthread([this, open, snapshot = *snapshot, target, options, progress, posted = progress_posted_,
