@@ -224,7 +224,8 @@ Expected<NpyArray> parse_npy(std::string_view bytes, std::string name) {
                                     bytes.size() - data_start, extents, array.dtype, expected));
   }
   array.data.resize(expected);
-  std::memcpy(array.data.data(), bytes.data() + data_start, expected);
+  // An empty array's data() may be null, and memcpy from or to null is undefined even for 0 bytes (UBSan).
+  if (expected > 0) std::memcpy(array.data.data(), bytes.data() + data_start, expected);
   return array;
 }
 
