@@ -10,8 +10,9 @@
 //
 // Accepted inputs: .safetensors (one file, a '*' pattern, or shards stem-0/-1/...; F32/F16/BF16/F64 tensors) and
 // PyTorch checkpoints written by torch.save (the zip format): either a state_dict or a dict holding one under
-// "state_dict" (Lightning), keys optionally prefixed by "model.". Validation is strict: every missing, unexpected
-// and mis-shaped key is listed in one error; NaN/Inf and truncated files are rejected.
+// "state_dict" (Lightning), keys optionally prefixed by "model.", read by the project's restricted unpickler
+// (core/io/checkpoint.h: nothing in the file is run; other objects are refused). Validation is strict: every
+// missing, unexpected and mis-shaped key is listed in one error; NaN/Inf and truncated files are rejected.
 // Threads: the functions are thread-safe and independent.
 
 #include <cstdint>

@@ -16,8 +16,11 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   # the format gate (tools/lint/check-format.sh) and the lint gate
   clang-format clang-tidy
-  # numpy reads the exported TAP-Vid .npz in tests/core/track_formats_test.cpp (skipped without it)
-  python3-numpy
+  # the fuzz targets (tools/ci/fuzz.sh): clang 14 and its libFuzzer/sanitizer runtimes
+  clang-14 libclang-rt-14-dev
+  # numpy reads the exported TAP-Vid .npz in tests/core/track_formats_test.cpp (skipped without it); python3 writes
+  # torch.save-layout checkpoints with its own pickle module for the checkpoint tests (tests/data/make_checkpoints.py)
+  python3 python3-numpy
   xvfb xauth
   # tools/ci/package.sh validates the installed desktop file and AppStream metadata
   desktop-file-utils appstream

@@ -2,18 +2,21 @@
 
 #include <zip.h>
 
+#include <charconv>
+#include <limits>
 #include <memory>
-#include <regex>
+#include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/io/atomic_file.h"
+#include "core/io/zip_member.h"
 
 namespace trackscope::core::io {
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
-constexpr size_t kMaxMemberBytes = size_t{8} << 30;
 
 std::string zip_message(int code) {
   zip_error_t error;
@@ -29,6 +32,82 @@ struct ZipCloser {
   }
 };
 using ZipHandle = std::unique_ptr<zip_t, ZipCloser>;
+
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<size_t> shape;
+};
+
+void skip_spaces(std::string_view& text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\n')) text.remove_prefix(1);
+}
+
+// The text after `'key'` and its colon, or nullopt.
+std::optional<std::string_view> value_of(std::string_view header, std::string_view key) {
+  const std::string quoted = fmt::format("'{}'", key);
+  const size_t at = header.find(quoted);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = header.substr(at + quoted.size());
+  skip_spaces(rest);
+  if (rest.empty() || rest.front() != ':') return std::nullopt;
+  rest.remove_prefix(1);
+  skip_spaces(rest);
+  return rest;
+}
+
+// The header is a Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 48, 2), }.
+// Parsed by hand (no std::regex: libstdc++'s regex recurses per character and overflows the stack on long input).
+std::optional<NpyHeader> parse_header(std::string_view header) {
+  NpyHeader parsed;
+  std::optional<std::string_view> descr = value_of(header, "descr");
+  if (!descr || descr->empty() || descr->front() != '\'') return std::nullopt;
+  const size_t close = descr->find('\'', 1);
+  if (close == std::string_view::npos) return std::nullopt;
+  parsed.descr = std::string(descr->substr(1, close - 1));
+  std::optional<std::string_view> order = value_of(header, "fortran_order");
+  if (!order) return std::nullopt;
+  if (order->substr(0, 4) == "True") {
+    parsed.fortran_order = true;
+  } else if (order->substr(0, 5) != "False") {
+    return std::nullopt;
+  }
+  std::optional<std::string_view> shape = value_of(header, "shape");
+  if (!shape || shape->empty() || shape->front() != '(') return std::nullopt;
+  std::string_view rest = shape->substr(1);
+  while (true) {
+    skip_spaces(rest);
+    if (rest.empty()) return std::nullopt;
+    if (rest.front() == ')') break;
+    size_t extent = 0;
+    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), extent);
+    if (error != std::errc()) return std::nullopt;  // not a number, or beyond size_t
+    parsed.shape.push_back(extent);
+    rest.remove_prefix(static_cast<size_t>(end - rest.data()));
+    skip_spaces(rest);
+    if (!rest.empty() && rest.front() == ',') rest.remove_prefix(1);
+    if (parsed.shape.size() > 32) return std::nullopt;  // numpy's own limit is 32 dimensions (64 since 2.0)
+  }
+  return parsed;
+}
+
+Expected<std::vector<NpyArray>> read_members(zip_t* archive, uint64_t archive_bytes, const std::string& source) {
+  std::vector<NpyArray> arrays;
+  const zip_int64_t entries = zip_get_num_entries(archive, 0);
+  for (zip_int64_t i = 0; i < entries; ++i) {
+    const char* raw_name = zip_get_name(archive, static_cast<zip_uint64_t>(i), 0);
+    if (raw_name == nullptr) continue;
+    const std::string name = raw_name;
+    if (name.size() < 4 || name.substr(name.size() - 4) != ".npy") continue;
+    Expected<std::string> bytes =
+        read_zip_member(archive, static_cast<zip_uint64_t>(i), archive_bytes, kMaxNpzMemberBytes, source);
+    if (!bytes) return bytes.status();
+    Expected<NpyArray> array = parse_npy(*bytes, name.substr(0, name.size() - 4));
+    if (!array) return array.status();
+    arrays.push_back(std::move(*array));
+  }
+  return arrays;
+}
 
 }  // namespace
 
@@ -108,31 +187,35 @@ Expected<NpyArray> parse_npy(std::string_view bytes, std::string name) {
   } else {
     return unsupported(fmt::format("{}.npy: .npy format version {} is not supported", name, major));
   }
+  if (header_length > kMaxNpyHeaderBytes) {
+    return corrupt_data(fmt::format("{}.npy: its header claims {} bytes; numpy writes at most {}", name, header_length,
+                                    kMaxNpyHeaderBytes));
+  }
   if (header_start + header_length > bytes.size()) return corrupt_data(fmt::format("{}.npy: truncated header", name));
-  const std::string header(bytes.substr(header_start, header_length));
-  std::smatch descr, order, shape;
-  static const std::regex kDescr(R"('descr'\s*:\s*'([^']+)')");
-  static const std::regex kOrder(R"('fortran_order'\s*:\s*(True|False))");
-  static const std::regex kShape(R"('shape'\s*:\s*\(([^)]*)\))");
-  if (!std::regex_search(header, descr, kDescr) || !std::regex_search(header, order, kOrder) ||
-      !std::regex_search(header, shape, kShape)) {
-    return corrupt_data(fmt::format("{}.npy: unreadable header '{}'", name, header));
+  const std::string_view header = bytes.substr(header_start, header_length);
+  const std::optional<NpyHeader> parsed = parse_header(header);
+  if (!parsed) {
+    return corrupt_data(fmt::format("{}.npy: unreadable header '{}'", name, header.substr(0, 200)));
   }
   NpyArray array;
   array.name = std::move(name);
-  array.dtype = descr[1].str();
+  array.dtype = parsed->descr;
   if (array.dtype == "<b1" || array.dtype == "?") array.dtype = "|b1";
   if (array.dtype == "<u1") array.dtype = "|u1";
   if (array.element_size() == 0) {
     return unsupported(fmt::format("{}.npy: dtype '{}' is not supported (float32/64, int32/64, uint8, bool)",
                                    array.name, array.dtype));
   }
-  if (order[1].str() == "True")
+  if (parsed->fortran_order)
     return unsupported(fmt::format("{}.npy: Fortran-ordered arrays are not supported", array.name));
-  static const std::regex kExtent(R"(\d+)");
-  const std::string extents = shape[1].str();
-  for (std::sregex_iterator it(extents.begin(), extents.end(), kExtent), end; it != end; ++it) {
-    array.shape.push_back(static_cast<size_t>(std::stoull(it->str())));
+  array.shape = parsed->shape;
+  const std::string extents = fmt::format("({})", fmt::join(array.shape, ", "));
+  size_t count = 1;
+  for (size_t extent : array.shape) {
+    if (extent != 0 && count > std::numeric_limits<size_t>::max() / extent / 8) {
+      return corrupt_data(fmt::format("{}.npy: the shape {} is absurd (its size overflows)", array.name, extents));
+    }
+    count *= extent;
   }
   const size_t data_start = header_start + header_length;
   const size_t expected = array.element_count() * array.element_size();
@@ -141,7 +224,8 @@ Expected<NpyArray> parse_npy(std::string_view bytes, std::string name) {
                                     bytes.size() - data_start, extents, array.dtype, expected));
   }
   array.data.resize(expected);
-  std::memcpy(array.data.data(), bytes.data() + data_start, expected);
+  // An empty array's data() may be null, and memcpy from or to null is undefined even for 0 bytes (UBSan).
+  if (expected > 0) std::memcpy(array.data.data(), bytes.data() + data_start, expected);
   return array;
 }
 
@@ -205,28 +289,24 @@ Expected<std::vector<NpyArray>> read_npz(const std::filesystem::path& path) {
     }
     return io_error(fmt::format("cannot open '{}': {}", path.string(), zip_message(code)));
   }
-  std::vector<NpyArray> arrays;
-  const zip_int64_t entries = zip_get_num_entries(archive.get(), 0);
-  for (zip_int64_t i = 0; i < entries; ++i) {
-    zip_stat_t stat;
-    if (zip_stat_index(archive.get(), static_cast<zip_uint64_t>(i), 0, &stat) != 0) continue;
-    std::string name = stat.name;
-    if (name.size() < 4 || name.substr(name.size() - 4) != ".npy") continue;
-    if (stat.size > kMaxMemberBytes) return unsupported(fmt::format("{} in '{}' is too large", name, path.string()));
-    zip_file_t* file = zip_fopen_index(archive.get(), static_cast<zip_uint64_t>(i), 0);
-    if (file == nullptr)
-      return corrupt_data(fmt::format("'{}': cannot read {}: {}", path.string(), name, zip_strerror(archive.get())));
-    std::string bytes(static_cast<size_t>(stat.size), '\0');
-    const zip_int64_t got = zip_fread(file, bytes.data(), stat.size);
-    const bool ok = got == static_cast<zip_int64_t>(stat.size);
-    const std::string message = ok ? std::string() : zip_file_strerror(file);
-    zip_fclose(file);
-    if (!ok) return corrupt_data(fmt::format("'{}': {} is damaged: {}", path.string(), name, message));
-    Expected<NpyArray> array = parse_npy(bytes, name.substr(0, name.size() - 4));
-    if (!array) return array.status();
-    arrays.push_back(std::move(*array));
+  const uint64_t archive_bytes = std::filesystem::file_size(path, exists_error);
+  return read_members(archive.get(), exists_error ? 0 : archive_bytes, path.string());
+}
+
+Expected<std::vector<NpyArray>> parse_npz(std::string_view bytes, const std::string& source) {
+  zip_error_t error;
+  zip_error_init(&error);
+  zip_source_t* buffer = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
+  if (buffer == nullptr) return internal_error(fmt::format("libzip: {}", zip_error_strerror(&error)));
+  ZipHandle archive(zip_open_from_source(buffer, ZIP_RDONLY, &error));
+  if (!archive) {
+    zip_source_free(buffer);
+    const std::string message = zip_error_strerror(&error);
+    zip_error_fini(&error);
+    return corrupt_data(fmt::format("'{}' is not a readable .npz (zip) archive: {}", source, message));
   }
-  return arrays;
+  zip_error_fini(&error);
+  return read_members(archive.get(), bytes.size(), source);
 }
 
 }  // namespace trackscope::core::io

@@ -27,8 +27,8 @@ struct NpyArray {
   std::vector<size_t> shape;
   std::vector<std::byte> data;  // C order, little-endian
 
-  size_t element_count() const;
-  size_t element_size() const;  // bytes of one element of dtype (0: unknown dtype)
+  size_t element_count() const;  // the product of the extents (parse_npy refuses shapes where it overflows)
+  size_t element_size() const;   // bytes of one element of dtype (0: unknown dtype)
 
   template <typename T>
   static NpyArray of(std::string name, std::vector<size_t> shape, const std::vector<T>& values);
@@ -78,10 +78,18 @@ NpyArray NpyArray::of(std::string name, std::vector<size_t> shape, const std::ve
 
 /// The .npy file of `array` (format 1.0; header padded so the data starts at a multiple of 64 bytes).
 std::string npy_bytes(const NpyArray& array);
-/// Parses a .npy file. corrupt_data for a damaged header, unsupported for dtypes or orders it does not read.
+/// Parses a .npy file. corrupt_data for a damaged header (longer than kMaxNpyHeaderBytes, a shape whose size
+/// overflows, data that does not match it), unsupported for dtypes or orders it does not read.
 Expected<NpyArray> parse_npy(std::string_view bytes, std::string name);
+
+/// numpy itself refuses longer .npy headers by default (numpy.lib.format, max_header_size).
+inline constexpr size_t kMaxNpyHeaderBytes = 10000;
+/// Members larger than this (uncompressed, as the archive declares them) are refused before they are read.
+inline constexpr size_t kMaxNpzMemberBytes = size_t{1} << 30;
 
 Status write_npz(const std::filesystem::path& path, const std::vector<NpyArray>& arrays);
 Expected<std::vector<NpyArray>> read_npz(const std::filesystem::path& path);
+/// The same from the bytes of an .npz file in memory; `source` names them in messages.
+Expected<std::vector<NpyArray>> parse_npz(std::string_view bytes, const std::string& source);
 
 }  // namespace trackscope::core::io

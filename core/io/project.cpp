@@ -1,5 +1,7 @@
 #include "core/io/project.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -10,6 +12,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace json_detail;
+
+// Trails longer than this are a damaged setting (the workbench offers up to a few hundred frames).
+constexpr int kMaxTrailFrames = 100000;
 
 constexpr const char* kCoordinates =
     "raster pixels of the original video: pixel (i, j) covers [j, j+1) x [i, i+1), its centre is (j + 0.5, i + 0.5)";
@@ -31,13 +36,16 @@ ProjectVideo video_from_json(const json& value, const std::string& where) {
   video.path = text(field(value, "path", where), where + ".path");
   if (auto it = value.find("relative_path"); it != value.end())
     video.relative_path = text(*it, where + ".relative_path");
-  video.fingerprint.size_bytes = integer(field(value, "size_bytes", where), where + ".size_bytes");
+  video.fingerprint.size_bytes =
+      integer_in(field(value, "size_bytes", where), where + ".size_bytes", 0, std::numeric_limits<int64_t>::max());
   video.fingerprint.sha256 = text(field(value, "fingerprint", where), where + ".fingerprint");
-  video.frame_count = integer(field(value, "frame_count", where), where + ".frame_count");
-  video.width = static_cast<int>(integer(field(value, "width", where), where + ".width"));
-  video.height = static_cast<int>(integer(field(value, "height", where), where + ".height"));
+  video.frame_count = integer_in(field(value, "frame_count", where), where + ".frame_count", 0, kMaxFrameIndex);
+  video.width = static_cast<int>(integer_in(field(value, "width", where), where + ".width", 0, kMaxImageSidePx));
+  video.height = static_cast<int>(integer_in(field(value, "height", where), where + ".height", 0, kMaxImageSidePx));
   video.frames_per_second = number(field(value, "frames_per_second", where), where + ".frames_per_second");
-  if (video.frame_count < 0 || video.width < 0 || video.height < 0) fail(where, "sizes must be >= 0");
+  if (video.frames_per_second < 0.0 || video.frames_per_second > 1e6)
+    fail(where + ".frames_per_second",
+         fmt::format("{} is not a frame rate (expected 0 to 1e6)", video.frames_per_second));
   return video;
 }
 
@@ -51,7 +59,7 @@ json view_to_json(const ProjectView& view) {
 }
 
 // View settings are a convenience: unknown or missing keys fall back to the defaults instead of refusing a file.
-ProjectView view_from_json(const json& value) {
+ProjectView view_from_json(const json& value, int64_t frame_count) {
   ProjectView view;
   if (!value.is_object()) return view;
   auto get = [&](const char* key, auto& out) {
@@ -62,8 +70,13 @@ ProjectView view_from_json(const json& value) {
       if (it->is_boolean()) out = it->template get<bool>();
     } else if constexpr (std::is_same_v<T, std::string>) {
       if (it->is_string()) out = it->template get<std::string>();
+    } else if constexpr (std::is_same_v<T, std::optional<int>>) {
+      const std::optional<int64_t> v = as_int64(*it);
+      if (v && *v >= 0 && *v <= std::numeric_limits<int>::max()) out = static_cast<int>(*v);
     } else {
-      if (it->is_number_integer()) out = it->template get<T>();
+      // get<T> of an integer beyond T's range would wrap: such values are left at the default.
+      const std::optional<int64_t> v = as_int64(*it);
+      if (v && *v >= std::numeric_limits<T>::min() && *v <= std::numeric_limits<T>::max()) out = static_cast<T>(*v);
     }
   };
   get("current_frame", view.current_frame);
@@ -73,8 +86,17 @@ ProjectView view_from_json(const json& value) {
   get("trail_after_frames", view.trail_after_frames);
   get("colouring", view.colouring);
   get("show_quality_strip", view.show_quality_strip);
-  if (auto it = value.find("selected_point"); it != value.end() && it->is_number_integer())
-    view.selected_point = it->get<PointId>();
+  std::optional<int> selected;
+  get("selected_point", selected);
+  if (selected && *selected >= 0) view.selected_point = *selected;
+  // Out-of-range settings fall back to the nearest sensible value, like missing ones.
+  const ProjectView defaults;
+  view.current_frame = std::clamp<int64_t>(view.current_frame, 0, std::max<int64_t>(frame_count - 1, 0));
+  if (view.trail_before_frames < 0 || view.trail_before_frames > kMaxTrailFrames)
+    view.trail_before_frames = defaults.trail_before_frames;
+  if (view.trail_after_frames < 0 || view.trail_after_frames > kMaxTrailFrames)
+    view.trail_after_frames = defaults.trail_after_frames;
+  if (view.colouring != "track" && view.colouring != "direction") view.colouring = defaults.colouring;
   return view;
 }
 
@@ -100,6 +122,7 @@ Project parse(const json& root, const std::string& source) {
   project.next_id = static_cast<PointId>(next_id);
   const json& points = field(root, "points", top);
   if (!points.is_array()) fail("points", "expected an array");
+  const VideoBounds bounds{project.video.width, project.video.height, project.video.frame_count};
   std::set<PointId> ids;
   for (size_t i = 0; i < points.size(); ++i) {
     const std::string where = fmt::format("points[{}]", i);
@@ -107,19 +130,20 @@ Project parse(const json& root, const std::string& source) {
     ProjectPoint point;
     point.point.id = static_cast<PointId>(integer(field(entry, "id", where), where + ".id"));
     point.point.colour_index = static_cast<int>(integer(field(entry, "colour_index", where), where + ".colour_index"));
-    point.point.query = query_from_json(field(entry, "query", where), where + ".query");
+    point.point.query = query_from_json(field(entry, "query", where), where + ".query", bounds);
     if (point.point.id < 0 || point.point.id >= project.next_id) fail(where + ".id", "must be in [0, next_id)");
     if (point.point.colour_index < 0 || point.point.colour_index >= (1 << 30))
       fail(where + ".colour_index", "must be in [0, 2^30)");
     if (!ids.insert(point.point.id).second) fail(where + ".id", fmt::format("id {} appears twice", point.point.id));
     if (auto track = entry.find("track"); track != entry.end() && !track->is_null()) {
-      point.track = track_from_json(*track, where + ".track");
+      point.track = track_from_json(*track, where + ".track", bounds);
     }
     project.points.push_back(std::move(point));
   }
   std::sort(project.points.begin(), project.points.end(),
             [](const ProjectPoint& a, const ProjectPoint& b) { return a.point.id < b.point.id; });
-  if (auto view = root.find("view"); view != root.end()) project.view = view_from_json(*view);
+  if (auto view = root.find("view"); view != root.end())
+    project.view = view_from_json(*view, project.video.frame_count);
   if (auto recovery = root.find("recovery"); recovery != root.end() && recovery->is_object()) {
     RecoveryInfo info;
     info.project_path = text(field(*recovery, "project_path", "recovery"), "recovery.project_path");
@@ -196,6 +220,11 @@ Expected<Project> project_from_json(std::string_view text, const std::string& so
     const bool truncated = error.byte >= text.size();
     return corrupt_data(fmt::format("{} is not a readable project{}: {}", source,
                                     truncated ? " (the file ends too early: it was truncated)" : "", error.what()));
+  } catch (const json::out_of_range& error) {
+    // nlohmann reports a number beyond a double's range (1e999) as out_of_range, not as a parse error.
+    return corrupt_data(fmt::format("{} is damaged: it holds a number too large to read ({})", source, error.what()));
+  } catch (const json::exception& error) {
+    return corrupt_data(fmt::format("{} is not a readable project: {}", source, error.what()));
   }
   try {
     return parse(root, source);

@@ -4,13 +4,17 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <string_view>
+
+#include "core/io/atomic_file.h"
+#include "core/io/input_checks.h"
 
 #include "core/limits.h"
 
 namespace trackscope::core {
 namespace {
+
+// A query file is a few kilobytes per thousand queries; a larger file is not one.
+constexpr size_t kMaxQueryFileBytes = size_t{256} << 20;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -37,24 +41,34 @@ bool parse(std::string_view text, T& value) {
 
 }  // namespace
 
-Expected<std::vector<Query>> read_queries_csv(const std::filesystem::path& path) {
+Expected<std::vector<Query>> read_queries_csv(const std::filesystem::path& path, const QueryBounds& bounds) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error))
     return not_found(fmt::format("query file {} does not exist", path.string()));
-  std::ifstream in(path);
-  if (!in) return io_error(fmt::format("cannot read {}", path.string()));
+  Expected<std::string> text = io::read_file(path, kMaxQueryFileBytes);
+  if (!text) return text.status();
+  return queries_from_csv(*text, path.string(), bounds);
+}
+
+Expected<std::vector<Query>> queries_from_csv(std::string_view text, const std::string& source,
+                                              const QueryBounds& bounds) {
+  text = io::strip_utf8_bom(text);
+  const int64_t frame_limit = bounds.frame_count > 0 ? bounds.frame_count : io::kMaxFrameIndex;
   std::vector<Query> queries;
   bool header = false;
-  int line_number = 0;
-  for (std::string line; std::getline(in, line);) {
+  int64_t line_number = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = trim(text.substr(start, end - start));
+    start = end + 1;
     ++line_number;
-    const std::string_view text = trim(line);
-    if (text.empty() || text.front() == '#') continue;
-    const std::vector<std::string_view> fields = split(text);
+    if (line.empty() || line.front() == '#') continue;
+    const std::vector<std::string_view> fields = split(line);
     if (!header) {
       if (fields.size() < 3 || fields[0] != "frame" || fields[1] != "x" || fields[2] != "y") {
         return corrupt_data(
-            fmt::format("{}:{}: the header must be 'frame,x,y', got '{}'", path.string(), line_number, text));
+            fmt::format("{}:{}: the header must be 'frame,x,y', got '{}'", source, line_number, line.substr(0, 200)));
       }
       header = true;
       continue;
@@ -65,18 +79,28 @@ Expected<std::vector<Query>> read_queries_csv(const std::filesystem::path& path)
       return corrupt_data(
           fmt::format("{}:{}: expected 'frame,x,y' with a frame index >= 0 and finite pixel "
                       "coordinates, got '{}'",
-                      path.string(), line_number, text));
+                      source, line_number, line.substr(0, 200)));
+    }
+    if (q.frame >= frame_limit) {
+      return corrupt_data(fmt::format("{}:{}: frame {} is past the end ({})", source, line_number, q.frame,
+                                      bounds.frame_count > 0
+                                          ? fmt::format("the video has {} frames", bounds.frame_count)
+                                          : fmt::format("frames must be below {}", io::kMaxFrameIndex)));
+    }
+    if (!io::plausible_position(q.x_px, q.y_px, bounds.width, bounds.height)) {
+      return corrupt_data(fmt::format("{}:{}: the position ({}, {}) is not plausible: {}", source, line_number, q.x_px,
+                                      q.y_px, io::position_bounds_text(bounds.width, bounds.height)));
     }
     // Stop at the first row past the limit: a huge file is refused without reading (or allocating) the rest.
     if (queries.size() == static_cast<size_t>(kMaxTrackedPoints)) {
       return invalid_argument(fmt::format(
           "{}:{}: more than {} queries: one tracking run accepts at most {} points (docs/limits.md); split the "
           "file into several runs",
-          path.string(), line_number, kMaxTrackedPoints, kMaxTrackedPoints));
+          source, line_number, kMaxTrackedPoints, kMaxTrackedPoints));
     }
     queries.push_back(q);
   }
-  if (!header) return corrupt_data(fmt::format("{} is empty: it needs a 'frame,x,y' header", path.string()));
+  if (!header) return corrupt_data(fmt::format("{} is empty: it needs a 'frame,x,y' header", source));
   return queries;
 }
 

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/io/atomic_file.h"
+#include "core/io/input_checks.h"
 #include "core/io/json_tracks.h"
 #include "core/io/track_table_builder.h"
 #include "core/tracking/track_edit.h"
@@ -160,8 +162,10 @@ std::string tracks_to_csv(const TrackTable& table) {
   return out;
 }
 
-Expected<TrackTable> tracks_from_csv(std::string_view text, const std::string& source) {
-  TrackTableBuilder builder(source);
+Expected<TrackTable> tracks_from_csv(std::string_view text, const std::string& source,
+                                     const TrackImportOptions& options) {
+  text = strip_utf8_bom(text);
+  TrackTableBuilder builder(source, options.frame_count);
   std::map<std::string, int> columns;
   int line_number = 0;
   size_t start = 0;
@@ -202,7 +206,7 @@ Expected<TrackTable> tracks_from_csv(std::string_view text, const std::string& s
     const auto frame = parse_number<int64_t>(cell("frame").value_or(""));
     const auto x = parse_number<float>(cell("x").value_or(""));
     const auto y = parse_number<float>(cell("y").value_or(""));
-    if (!id) return bad("track_id");
+    if (!id || *id < 0 || *id > std::numeric_limits<PointId>::max()) return bad("track_id (an integer >= 0)");
     if (!frame || *frame < 0) return bad("frame");
     if (!x) return bad("x");
     if (!y) return bad("y");
@@ -223,7 +227,37 @@ Expected<TrackTable> tracks_from_csv(std::string_view text, const std::string& s
     if (Status s = builder.add(static_cast<PointId>(*id), estimate, line_number); !s) return s;
   }
   if (columns.empty()) return corrupt_data(fmt::format("{} has no header line ({})", source, kCsvColumns));
-  return builder.finish();
+  Expected<TrackTable> table = builder.finish();
+  if (!table) return table;
+  TRACKSCOPE_RETURN_IF_ERROR(check_imported_tracks(*table, options, source));
+  return table;
+}
+
+Status check_imported_tracks(const TrackTable& table, const TrackImportOptions& options, const std::string& source) {
+  const int64_t frame_count = options.frame_count;
+  for (const TableTrack& entry : table.tracks) {
+    const Track& track = entry.track.track;
+    if (frame_count > 0 && (track.end_frame() > frame_count || entry.query.frame >= frame_count)) {
+      return corrupt_data(fmt::format(
+          "{}: track {} covers frames [{}, {}) (query on frame {}), but the video has {} frames: are these the "
+          "tracks of another video?",
+          source, entry.id, track.first_frame, track.end_frame(), entry.query.frame, frame_count));
+    }
+    if (!plausible_position(entry.query.x_px, entry.query.y_px, options.width, options.height)) {
+      return corrupt_data(fmt::format("{}: the query of track {} at ({}, {}) is not plausible: {}", source, entry.id,
+                                      entry.query.x_px, entry.query.y_px,
+                                      position_bounds_text(options.width, options.height)));
+    }
+    for (size_t i = 0; i < track.points.size(); ++i) {
+      const TrackPoint& p = track.points[i];
+      if (!plausible_position(p.x_px, p.y_px, options.width, options.height)) {
+        return corrupt_data(fmt::format("{}: track {} on frame {} is at ({}, {}), which is not plausible: {}", source,
+                                        entry.id, track.first_frame + static_cast<int64_t>(i), p.x_px, p.y_px,
+                                        position_bounds_text(options.width, options.height)));
+      }
+    }
+  }
+  return {};
 }
 
 std::string tracks_to_deeplabcut_csv(const TrackTable& table, const std::string& scorer) {
@@ -276,7 +310,8 @@ Expected<TrackTable> read_tracks(const std::filesystem::path& path, TrackFormat 
   if (format == TrackFormat::tapvid_npz) return read_tracks_npz(path, options);
   Expected<std::string> text = read_file(path, kMaxTrackFileBytes);
   if (!text) return text.status();
-  return format == TrackFormat::csv ? tracks_from_csv(*text, path.string()) : tracks_from_json(*text, path.string());
+  return format == TrackFormat::csv ? tracks_from_csv(*text, path.string(), options)
+                                    : tracks_from_json(*text, path.string(), options);
 }
 
 }  // namespace trackscope::core::io

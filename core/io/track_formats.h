@@ -68,21 +68,35 @@ struct TrackTable {
 /// Every point of `annotation` that has a track, in id order.
 TrackTable track_table(const Annotation& annotation, const TrackVideo& video);
 
+/// The video the tracks are imported into. Every reader checks the tracks against it (sense checks): frames
+/// within [0, frame_count), positions plausible for width x height (input_checks.h: finite, at most 4 image
+/// sizes outside the image). Zero members are unknown; then only the absolute bounds apply.
 struct TrackImportOptions {
   /// The size of the video the tracks are for (needed by the npz reader when the file has no video_size).
   int width = 0;
   int height = 0;
+  int64_t frame_count = 0;
 };
 
 std::string tracks_to_csv(const TrackTable& table);
-Expected<TrackTable> tracks_from_csv(std::string_view text, const std::string& source);
+/// A UTF-8 byte order mark before the header is accepted.
+Expected<TrackTable> tracks_from_csv(std::string_view text, const std::string& source,
+                                     const TrackImportOptions& options = {});
 std::string tracks_to_json(const TrackTable& table);
-Expected<TrackTable> tracks_from_json(std::string_view text, const std::string& source);
+Expected<TrackTable> tracks_from_json(std::string_view text, const std::string& source,
+                                      const TrackImportOptions& options = {});
 std::string tracks_to_deeplabcut_csv(const TrackTable& table, const std::string& scorer = "Trackscope");
 std::string tracks_to_coco_json(const TrackTable& table);
 /// TAP-Vid style .npz (see track_npz.cpp for the arrays). Needs video.width and video.height > 0.
 Status write_tracks_npz(const std::filesystem::path& path, const TrackTable& table);
 Expected<TrackTable> read_tracks_npz(const std::filesystem::path& path, const TrackImportOptions& options);
+/// The same from the bytes of an .npz file; `source` names them in messages.
+Expected<TrackTable> tracks_from_npz(std::string_view bytes, const std::string& source,
+                                     const TrackImportOptions& options);
+
+/// The sense checks of an imported table against `options` (see TrackImportOptions); corrupt_data naming the
+/// track, the frame and the bound. The readers above call it; exposed for tests.
+Status check_imported_tracks(const TrackTable& table, const TrackImportOptions& options, const std::string& source);
 
 /// Writes `table` to `path` in `format` (text formats atomically).
 Status write_tracks(const std::filesystem::path& path, const TrackTable& table, TrackFormat format);

@@ -47,7 +47,9 @@ std::string tracks_to_json(const TrackTable& table) {
   return root.dump(1, '\t', false, json::error_handler_t::replace) + "\n";
 }
 
-Expected<TrackTable> tracks_from_json(std::string_view text, const std::string& source) {
+Expected<TrackTable> tracks_from_json(std::string_view text, const std::string& source,
+                                      const TrackImportOptions& options) {
+  const VideoBounds bounds{options.width, options.height, options.frame_count};
   try {
     const json root = json::parse(text.begin(), text.end());
     auto format = root.find("format");
@@ -62,11 +64,21 @@ Expected<TrackTable> tracks_from_json(std::string_view text, const std::string& 
     }
     TrackTable table;
     if (auto video = root.find("video"); video != root.end() && video->is_object()) {
-      table.video.path = video->value("path", std::string());
-      table.video.width = video->value("width", 0);
-      table.video.height = video->value("height", 0);
-      table.video.frame_count = video->value("frame_count", int64_t{0});
-      table.video.frames_per_second = video->value("frames_per_second", 0.0);
+      // The file's own record of its video is informational: values that are missing or absurd read as unknown.
+      auto whole = [&](const char* key, int64_t high) -> int64_t {
+        auto it = video->find(key);
+        const std::optional<int64_t> v = it == video->end() ? std::nullopt : as_int64(*it);
+        return v && *v >= 0 && *v <= high ? *v : 0;
+      };
+      if (auto it = video->find("path"); it != video->end() && it->is_string())
+        table.video.path = it->get<std::string>();
+      table.video.width = static_cast<int>(whole("width", kMaxImageSidePx));
+      table.video.height = static_cast<int>(whole("height", kMaxImageSidePx));
+      table.video.frame_count = whole("frame_count", kMaxFrameIndex);
+      if (auto it = video->find("frames_per_second"); it != video->end() && it->is_number()) {
+        const double fps = it->get<double>();
+        table.video.frames_per_second = std::isfinite(fps) && fps > 0.0 && fps <= 1e6 ? fps : 0.0;
+      }
     }
     const json& tracks = field(root, "tracks", source);
     if (!tracks.is_array()) fail("tracks", "expected an array");
@@ -74,18 +86,22 @@ Expected<TrackTable> tracks_from_json(std::string_view text, const std::string& 
     for (size_t i = 0; i < tracks.size(); ++i) {
       const std::string where = fmt::format("tracks[{}]", i);
       TableTrack entry;
-      entry.id = static_cast<PointId>(integer(field(tracks[i], "id", where), where + ".id"));
-      if (entry.id < 0 || !ids.insert(entry.id).second) fail(where + ".id", "ids must be unique and >= 0");
-      entry.track = track_from_json(tracks[i], where);
+      entry.id = static_cast<PointId>(
+          integer_in(field(tracks[i], "id", where), where + ".id", 0, std::numeric_limits<PointId>::max()));
+      if (!ids.insert(entry.id).second) fail(where + ".id", "ids must be unique and >= 0");
+      entry.track = track_from_json(tracks[i], where, bounds);
       entry.query = tracks[i].contains("point_query")
-                        ? query_from_json(tracks[i]["point_query"], where + ".point_query")
+                        ? query_from_json(tracks[i]["point_query"], where + ".point_query", bounds)
                         : entry.track.track.query;
       table.tracks.push_back(std::move(entry));
     }
+    TRACKSCOPE_RETURN_IF_ERROR(check_imported_tracks(table, options, source));
     return table;
   } catch (const json::parse_error& error) {
     return corrupt_data(fmt::format("{} is not readable JSON{}: {}", source,
                                     error.byte >= text.size() ? " (it ends too early: truncated)" : "", error.what()));
+  } catch (const json::out_of_range& error) {
+    return corrupt_data(fmt::format("{} is damaged: it holds a number out of range ({})", source, error.what()));
   } catch (const SchemaError& error) {
     return corrupt_data(fmt::format("{} is damaged: {}", source, error.message));
   } catch (const json::exception& error) {

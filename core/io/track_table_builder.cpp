@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "core/io/input_checks.h"
 #include "core/io/json_tracks.h"
 #include "core/tracking/track_edit.h"
 
@@ -14,7 +16,8 @@ Status TrackTableBuilder::add_metadata_json(std::string_view json_text, int line
   try {
     const json meta = json::parse(json_text.begin(), json_text.end());
     const std::string where = fmt::format("{} line {}", source_, line);
-    const PointId id = static_cast<PointId>(integer(field(meta, "id", where), where + ": id"));
+    const PointId id = static_cast<PointId>(
+        integer_in(field(meta, "id", where), where + ": id", 0, std::numeric_limits<PointId>::max()));
     std::optional<Query> query;
     if (auto it = meta.find("query"); it != meta.end()) query = query_from_json(*it, where + ": query");
     std::vector<int64_t> keyframes;
@@ -43,8 +46,22 @@ void TrackTableBuilder::set_metadata(PointId id, std::optional<Query> query, std
   metadata_[id] = Metadata{query, std::move(keyframes), std::move(provenance)};
 }
 
-Status TrackTableBuilder::add(PointId id, const ImportedEstimate& estimate, int line) {
+Status TrackTableBuilder::add(PointId id, const ImportedEstimate& estimate, int64_t line) {
   const TrackPoint& p = estimate.point;
+  if (estimate.frame < 0) {
+    return corrupt_data(
+        fmt::format("{} entry {}: frame {} of track {} is negative", source_, line, estimate.frame, id));
+  }
+  if (frame_count_ > 0 && estimate.frame >= frame_count_) {
+    return corrupt_data(fmt::format(
+        "{} entry {}: track {} has an estimate on frame {}, but the video has {} frames: are these the tracks of "
+        "another video?",
+        source_, line, id, estimate.frame, frame_count_));
+  }
+  if (estimate.frame >= kMaxFrameIndex) {
+    return corrupt_data(fmt::format("{} entry {}: frame {} of track {} is absurd (frames must be below {})", source_,
+                                    line, estimate.frame, id, kMaxFrameIndex));
+  }
   if (!std::isfinite(p.x_px) || !std::isfinite(p.y_px)) {
     return corrupt_data(fmt::format("{} entry {}: the position of track {} on frame {} is not finite", source_, line,
                                     id, estimate.frame));
@@ -61,6 +78,16 @@ Status TrackTableBuilder::add(PointId id, const ImportedEstimate& estimate, int 
 }
 
 Expected<TrackTable> TrackTableBuilder::finish() {
+  int64_t total_span = 0;
+  for (const auto& [id, by_frame] : estimates_) {
+    if (!by_frame.empty()) total_span += by_frame.rbegin()->first - by_frame.begin()->first + 1;
+    if (total_span > kMaxTrackEstimates) {
+      return corrupt_data(
+          fmt::format("{}: the tracks span more than {} frames in total (track {} alone spans frames {} to {}): a "
+                      "frame number is probably wrong",
+                      source_, kMaxTrackEstimates, id, by_frame.begin()->first, by_frame.rbegin()->first));
+    }
+  }
   TrackTable table;
   for (auto& [id, by_frame] : estimates_) {
     if (by_frame.empty()) continue;

@@ -25,13 +25,18 @@ struct ImportedEstimate {
 
 class TrackTableBuilder {
  public:
-  explicit TrackTableBuilder(std::string source) : source_(std::move(source)) {}
+  /// `frame_count` > 0: estimates at or after it are refused (the video's length); 0: only kMaxFrameIndex.
+  explicit TrackTableBuilder(std::string source, int64_t frame_count = 0)
+      : source_(std::move(source)), frame_count_(frame_count) {}
 
   /// A "# track {...}" line of our CSV: {"id", "query", "keyframes", "model", "device", "precision"}.
   Status add_metadata_json(std::string_view json_text, int line);
   void set_metadata(PointId id, std::optional<Query> query, std::vector<int64_t> keyframes, TrackProvenance provenance);
-  /// One estimate; `line` (or entry index) for messages. A second estimate of one track and frame is an error.
-  Status add(PointId id, const ImportedEstimate& estimate, int line);
+  /// One estimate; `line` (or entry index) for messages. A second estimate of one track and frame is an error,
+  /// as is a frame past the video's end or a non-finite position.
+  Status add(PointId id, const ImportedEstimate& estimate, int64_t line);
+  /// The tracks, gaps filled. corrupt_data when they would span more than kMaxTrackEstimates frames in total
+  /// (checked before anything is allocated for them).
   Expected<TrackTable> finish();
 
  private:
@@ -41,6 +46,7 @@ class TrackTableBuilder {
     TrackProvenance provenance;
   };
   std::string source_;
+  int64_t frame_count_ = 0;
   std::map<PointId, std::map<int64_t, TrackPoint>> estimates_;
   std::map<PointId, Metadata> metadata_;
 };

@@ -6,13 +6,17 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <fstream>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <sstream>
+#include <string_view>
+#include <type_traits>
 
 namespace trackscope::core {
 
@@ -188,11 +192,68 @@ const json& require(const json& object, const char* key, const std::string& path
 
 template <typename T>
 T typed(const json& value, const std::string& where) {
-  try {
+  // nlohmann converts any number to any arithmetic type with a plain cast (1e300 -> int is undefined, 2^40 -> int
+  // wraps): numbers are checked here before they are converted.
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!value.is_boolean()) throw FieldError{fmt::format("field '{}' must be true or false", where)};
+    return value.get<bool>();
+  } else if constexpr (std::is_integral_v<T>) {
+    bool fits = false;
+    if (value.is_number_unsigned()) {
+      fits = value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+    } else if (value.is_number_integer()) {
+      const int64_t v = value.get<int64_t>();
+      fits = v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+             static_cast<uint64_t>(std::max<int64_t>(v, 0)) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+    } else {
+      throw FieldError{fmt::format("field '{}' must be an integer, not {}", where, value.type_name())};
+    }
+    if (!fits) throw FieldError{fmt::format("field '{}' = {} is out of range", where, value.dump())};
     return value.get<T>();
-  } catch (const json::exception&) {
-    throw FieldError{fmt::format("field '{}' has the wrong type ({})", where, value.type_name())};
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!value.is_number())
+      throw FieldError{fmt::format("field '{}' must be a number, not {}", where, value.type_name())};
+    const double v = value.get<double>();
+    if (!std::isfinite(v)) throw FieldError{fmt::format("field '{}' must be a finite number", where)};
+    return static_cast<T>(v);
+  } else {
+    try {
+      return value.get<T>();
+    } catch (const json::exception&) {
+      throw FieldError{fmt::format("field '{}' has the wrong type ({})", where, value.type_name())};
+    }
   }
+}
+
+// A list of numbers: each element checked like a single field.
+template <>
+std::vector<double> typed<std::vector<double>>(const json& value, const std::string& where) {
+  if (!value.is_array()) throw FieldError{fmt::format("field '{}' must be an array of numbers", where)};
+  std::vector<double> out;
+  out.reserve(value.size());
+  for (size_t i = 0; i < value.size(); ++i) out.push_back(typed<double>(value[i], fmt::format("{}[{}]", where, i)));
+  return out;
+}
+
+template <>
+std::vector<std::string> typed<std::vector<std::string>>(const json& value, const std::string& where) {
+  if (!value.is_array()) throw FieldError{fmt::format("field '{}' must be an array of strings", where)};
+  std::vector<std::string> out;
+  out.reserve(value.size());
+  for (size_t i = 0; i < value.size(); ++i)
+    out.push_back(typed<std::string>(value[i], fmt::format("{}[{}]", where, i)));
+  return out;
+}
+
+// Sense checks: a time, a count, a size read from a profile. Negative or absurd values are damage or a hand edit;
+// the diagnosis would otherwise reason about them ("every stage within 2x" of a negative time).
+void check_time(double ms, const std::string& where) {
+  if (!(ms >= 0.0)) throw FieldError{fmt::format("field '{}' = {} ms: a time cannot be negative", where, ms)};
+  if (ms > 1e9) throw FieldError{fmt::format("field '{}' = {} ms is absurd (over 11 days)", where, ms)};
+}
+
+void check_non_negative(double value, const std::string& where) {
+  if (!(value >= 0.0)) throw FieldError{fmt::format("field '{}' = {} must be >= 0", where, value)};
 }
 
 template <typename T>
@@ -210,6 +271,17 @@ template <typename T>
 void optional_into(const json& object, const char* key, const std::string& path, std::optional<T>& out) {
   if (object.is_object() && object.contains(key) && !object.at(key).is_null())
     out = typed<T>(object.at(key), path + key);
+}
+
+// "MAJOR.MINOR" with two small non-negative integers (sscanf's %d has undefined behaviour on overflow).
+bool parse_major_minor(std::string_view text, int& major, int& minor) {
+  const size_t dot = text.find('.');
+  if (dot == std::string_view::npos) return false;
+  auto number = [](std::string_view part, int& out) {
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), out);
+    return error == std::errc() && end == part.data() + part.size() && !part.empty() && out >= 0 && out < 10000;
+  };
+  return number(text.substr(0, dot), major) && number(text.substr(dot + 1), minor);
 }
 
 const json& optional_object(const json& object, const char* key) {
@@ -238,6 +310,21 @@ SampleStatistics stats_from_json(const json& j, const std::string& path) {
   optional_into(j, "min_ms", path, s.min_ms);
   optional_into(j, "max_ms", path, s.max_ms);
   optional_into(j, "mean_ms", path, s.mean_ms);
+  check_non_negative(s.count, path + "samples");
+  check_time(s.median_ms, path + "median_ms");
+  check_time(s.p90_ms, path + "p90_ms");
+  check_time(s.min_ms, path + "min_ms");
+  check_time(s.max_ms, path + "max_ms");
+  check_time(s.mean_ms, path + "mean_ms");
+  // Rounded figures (transcribed tables) may differ in the last digit: a relative slack of 1e-3.
+  const double slack = 1e-3 * s.max_ms + 1e-9;
+  for (const auto& [name, value] :
+       {std::pair{"median_ms", s.median_ms}, {"p90_ms", s.p90_ms}, {"mean_ms", s.mean_ms}}) {
+    if (value < s.min_ms - slack || value > s.max_ms + slack) {
+      throw FieldError{fmt::format("field '{}{}' = {} lies outside [min_ms, max_ms] = [{}, {}]", path, name, value,
+                                   s.min_ms, s.max_ms)};
+    }
+  }
   return s;
 }
 
@@ -330,6 +417,13 @@ StageStats stage_from_json(const json& j, const std::string& path) {
   optional_into(j, "kernel_launches_per_run", path, s.kernel_launches_per_run);
   optional_into(j, "repeat_ms", path, s.repeat_ms);
   optional_into(j, "warmup_ms", path, s.warmup_ms);
+  check_non_negative(s.flops, path + "flops");
+  check_non_negative(s.bytes, path + "bytes");
+  check_non_negative(s.executions_per_run, path + "executions_per_run");
+  if (s.kernel_launches_per_run)
+    check_non_negative(static_cast<double>(*s.kernel_launches_per_run), path + "kernel_launches_per_run");
+  for (size_t i = 0; i < s.repeat_ms.size(); ++i) check_time(s.repeat_ms[i], fmt::format("{}repeat_ms[{}]", path, i));
+  for (size_t i = 0; i < s.warmup_ms.size(); ++i) check_time(s.warmup_ms[i], fmt::format("{}warmup_ms[{}]", path, i));
   if (j.contains("iterations") && j.at("iterations").is_array()) {
     for (size_t i = 0; i < j.at("iterations").size(); ++i) {
       const std::string where = fmt::format("{}iterations[{}].", path, i);
@@ -343,6 +437,7 @@ StageStats stage_from_json(const json& j, const std::string& path) {
       const json& entry = j.at("chunk_samples")[i];
       ChunkSample c;
       c.ms = required<double>(entry, "ms", where);
+      check_time(c.ms, where + "ms");
       optional_into(entry, "chunk", where, c.chunk);
       optional_into(entry, "iteration", where, c.iteration);
       s.chunk_samples.push_back(c);
@@ -405,6 +500,15 @@ ProfileCase case_from_json(const json& j, const std::string& path) {
   optional_into(j, "points_per_second", path, c.points_per_second);
   optional_into(j, "host_syncs_per_run", path, c.host_syncs_per_run);
   optional_into(j, "notes", path, c.notes);
+  check_non_negative(c.config.points, cpath + "points");
+  check_non_negative(c.config.frames, cpath + "frames");
+  check_non_negative(c.config.resolution, cpath + "resolution");
+  check_non_negative(c.config.chunk, cpath + "chunk");
+  check_non_negative(c.config.repeats, cpath + "repeats");
+  if (c.config.warmup < -1) throw FieldError{fmt::format("field '{}warmup' must be >= 0 (or -1: not recorded)", cpath)};
+  check_non_negative(static_cast<double>(c.peak_device_memory_bytes), path + "peak_device_memory_bytes");
+  check_non_negative(c.points_per_second, path + "points_per_second");
+  if (c.host_syncs_per_run) check_non_negative(static_cast<double>(*c.host_syncs_per_run), path + "host_syncs_per_run");
   const json& stages = require(j, "stages", path);
   if (!stages.is_array()) throw FieldError{fmt::format("field '{}stages' must be an array", path)};
   for (size_t i = 0; i < stages.size(); ++i)
@@ -464,8 +568,8 @@ Expected<Profile> profile_from_json(std::string_view text) {
     }
     const std::string version = required<std::string>(j, "schema_version", "");
     int major = 0, minor = 0;
-    if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) {
-      return corrupt_data(fmt::format("schema_version '{}' is not MAJOR.MINOR", version));
+    if (!parse_major_minor(version, major, minor)) {
+      return corrupt_data(fmt::format("schema_version '{}' is not MAJOR.MINOR", version.substr(0, 40)));
     }
     if (major != kProfileSchemaMajor) {
       return unsupported(
@@ -500,8 +604,7 @@ Expected<Profile> profile_from_json(std::string_view text) {
     optional_into(device, "memory_bytes", "device.", d.memory_bytes);
     std::string capability;
     optional_into(device, "compute_capability", "device.", capability);
-    if (!capability.empty() &&
-        std::sscanf(capability.c_str(), "%d.%d", &d.compute_capability_major, &d.compute_capability_minor) != 2) {
+    if (!capability.empty() && !parse_major_minor(capability, d.compute_capability_major, d.compute_capability_minor)) {
       throw FieldError{fmt::format("field 'device.compute_capability' is '{}', expected MAJOR.MINOR", capability)};
     }
     optional_into(device, "sm_clock_max_mhz", "device.", d.sm_clock_max_mhz);
@@ -535,11 +638,15 @@ Status write_profile(const Profile& profile, const std::filesystem::path& path) 
 }
 
 Expected<Profile> read_profile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found(fmt::format("cannot open the profile {}", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  Expected<Profile> profile = profile_from_json(text.str());
+  // A profile of a thousand cases is a few megabytes; a file far larger is not a profile.
+  constexpr size_t kMaxProfileBytes = size_t{256} << 20;
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return not_found(fmt::format("cannot open the profile {}", path.string()));
+  }
+  Expected<std::string> text = io::read_file(path, kMaxProfileBytes);
+  if (!text) return text.status();
+  Expected<Profile> profile = profile_from_json(*text);
   if (!profile) return profile.status().with_context(path.string());
   return profile;
 }

@@ -1,15 +1,20 @@
 #include "core/tracking/metrics.h"
 
+#include "core/io/atomic_file.h"
+#include "core/io/input_checks.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
-#include <regex>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -188,28 +193,92 @@ BadjaAnnotations BadjaAnnotations::scaled_to(int new_width, int new_height) cons
   return scaled;
 }
 
+namespace {
+
+// BADJA has 37 joints; ids far beyond are damage.
+constexpr int kMaxBadjaJoints = 1024;
+// Annotation files are kilobytes; a far larger file is not one.
+constexpr size_t kMaxBadjaFileBytes = size_t{64} << 20;
+
+// The digits of "x_854x480" -> {854, 480}; nullopt unless both are image sizes.
+std::optional<std::pair<int, int>> size_from_column(std::string_view name) {
+  if (name.substr(0, 2) != "x_") return std::nullopt;
+  name.remove_prefix(2);
+  const size_t cross = name.find('x');
+  if (cross == std::string_view::npos) return std::nullopt;
+  const std::optional<int64_t> width = io::parse_int64(name.substr(0, cross));
+  const std::optional<int64_t> height = io::parse_int64(name.substr(cross + 1));
+  if (!width || !height || *width < 1 || *height < 1 || *width > io::kMaxImageSidePx || *height > io::kMaxImageSidePx)
+    return std::nullopt;
+  return std::pair{static_cast<int>(*width), static_cast<int>(*height)};
+}
+
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.remove_suffix(1);
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  return text;
+}
+
+Expected<std::string> read_annotation_file(const std::filesystem::path& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error))
+    return not_found(fmt::format("cannot open BADJA annotations '{}'", path.string()));
+  return io::read_file(path, kMaxBadjaFileBytes);
+}
+
+// The frame number of an image path: the digits right before the extension (".../00026.jpg" -> 26).
+std::optional<int64_t> frame_of_image_path(std::string_view path) {
+  const size_t dot = path.rfind('.');
+  if (dot == std::string_view::npos || dot + 1 == path.size()) return std::nullopt;
+  for (char c : path.substr(dot + 1)) {
+    if (!std::isalpha(static_cast<unsigned char>(c))) return std::nullopt;
+  }
+  size_t begin = dot;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(path[begin - 1]))) --begin;
+  const std::optional<int64_t> frame = io::parse_int64(path.substr(begin, dot - begin));
+  if (!frame || *frame >= io::kMaxFrameIndex) return std::nullopt;
+  return frame;
+}
+
+}  // namespace
+
 Expected<BadjaAnnotations> load_badja_csv(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return not_found(fmt::format("cannot open BADJA annotations '{}'", path.string()));
-  std::string line;
-  if (!std::getline(in, line)) return corrupt_data(fmt::format("'{}' is empty", path.string()));
-  const std::vector<std::string> header = split(line, ',');
-  std::smatch size_match;
-  const std::regex size_pattern(R"(^x_(\d+)x(\d+)$)");
-  if (header.size() < 6 || header[0] != "frame" || header[1] != "joint_id" || header[4] != "visible" ||
-      !std::regex_match(header[2], size_match, size_pattern)) {
+  Expected<std::string> text = read_annotation_file(path);
+  if (!text) return text.status();
+  return badja_from_csv(*text, path.string());
+}
+
+Expected<BadjaAnnotations> badja_from_csv(std::string_view text, const std::string& source) {
+  text = io::strip_utf8_bom(text);
+  size_t start = 0;
+  auto next_line = [&]() -> std::optional<std::string_view> {
+    if (start >= text.size()) return std::nullopt;
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    return line;
+  };
+  const std::optional<std::string_view> first = next_line();
+  if (!first || trimmed(*first).empty()) return corrupt_data(fmt::format("'{}' is empty", source));
+  const std::string header_line(trimmed(*first));
+  const std::vector<std::string> header = split(header_line, ',');
+  const std::optional<std::pair<int, int>> size = header.size() >= 3 ? size_from_column(header[2]) : std::nullopt;
+  if (header.size() < 6 || header[0] != "frame" || header[1] != "joint_id" || header[4] != "visible" || !size) {
     return corrupt_data(
-        fmt::format("'{}' does not start with the header frame,joint_id,x_WxH,y_WxH,visible,pck_thr...: '{}'",
-                    path.string(), line));
+        fmt::format("'{}' does not start with the header frame,joint_id,x_WxH,y_WxH,visible,pck_thr... (W and H the "
+                    "image size, 1 to {}): '{}'",
+                    source, io::kMaxImageSidePx, header_line.substr(0, 200)));
   }
   BadjaAnnotations annotations;
-  annotations.width = std::stoi(size_match[1].str());
-  annotations.height = std::stoi(size_match[2].str());
+  annotations.width = size->first;
+  annotations.height = size->second;
   std::map<int64_t, BadjaFrame> frames;
-  int line_number = 1;
-  while (std::getline(in, line)) {
+  int64_t line_number = 1;
+  while (const std::optional<std::string_view> raw = next_line()) {
     ++line_number;
-    if (line.empty() || line == "\r") continue;
+    const std::string line(trimmed(*raw));
+    if (line.empty()) continue;
     const std::vector<std::string> fields = split(line, ',');
     int64_t frame = 0;
     BadjaJoint joint;
@@ -219,64 +288,110 @@ Expected<BadjaAnnotations> load_badja_csv(const std::filesystem::path& path) {
         !parse_number(fields[2], joint.x_px) || !parse_number(fields[3], joint.y_px) ||
         !parse_number(fields[4], visible) || !parse_number(fields[5], threshold) || frame < 0 ||
         (visible != 0 && visible != 1)) {
-      return corrupt_data(fmt::format("'{}' line {}: malformed row '{}'", path.string(), line_number, line));
+      return corrupt_data(fmt::format("'{}' line {}: malformed row '{}'", source, line_number, line.substr(0, 200)));
+    }
+    if (frame >= io::kMaxFrameIndex || joint.joint_id < 0 || joint.joint_id >= kMaxBadjaJoints) {
+      return corrupt_data(
+          fmt::format("'{}' line {}: frame {} or joint {} is out of range (frames below {}, joints "
+                      "below {})",
+                      source, line_number, frame, joint.joint_id, io::kMaxFrameIndex, kMaxBadjaJoints));
+    }
+    if (!std::isfinite(joint.x_px) || !std::isfinite(joint.y_px) || !std::isfinite(threshold) || threshold < 0.0) {
+      return corrupt_data(fmt::format("'{}' line {}: positions must be finite and the threshold a finite number >= 0",
+                                      source, line_number));
     }
     joint.visible = visible == 1;
+    if (joint.visible && !io::plausible_position(joint.x_px, joint.y_px, annotations.width, annotations.height)) {
+      return corrupt_data(fmt::format("'{}' line {}: joint {} at ({}, {}) is not plausible: {}", source, line_number,
+                                      joint.joint_id, joint.x_px, joint.y_px,
+                                      io::position_bounds_text(annotations.width, annotations.height)));
+    }
     BadjaFrame& entry = frames[frame];
     if (!entry.joints.empty() && entry.pck_threshold_px != threshold) {
-      return corrupt_data(fmt::format("'{}' line {}: frame {} has two thresholds ({} and {})", path.string(),
-                                      line_number, frame, entry.pck_threshold_px, threshold));
+      return corrupt_data(fmt::format("'{}' line {}: frame {} has two thresholds ({} and {})", source, line_number,
+                                      frame, entry.pck_threshold_px, threshold));
+    }
+    for (const BadjaJoint& other : entry.joints) {
+      if (other.joint_id == joint.joint_id) {
+        return corrupt_data(fmt::format("'{}' line {}: joint {} of frame {} appears twice", source, line_number,
+                                        joint.joint_id, frame));
+      }
     }
     entry.frame = frame;
     entry.pck_threshold_px = threshold;
     entry.joints.push_back(joint);
   }
-  if (frames.empty()) return corrupt_data(fmt::format("'{}' has no annotation rows", path.string()));
+  if (frames.empty()) return corrupt_data(fmt::format("'{}' has no annotation rows", source));
   for (auto& [frame, entry] : frames) annotations.frames.push_back(std::move(entry));
   sort_frames(annotations);
   return annotations;
 }
 
 Expected<BadjaAnnotations> load_badja_json(const std::filesystem::path& path, int source_width, int source_height) {
-  std::ifstream in(path);
-  if (!in) return not_found(fmt::format("cannot open BADJA annotations '{}'", path.string()));
+  Expected<std::string> text = read_annotation_file(path);
+  if (!text) return text.status();
+  return badja_from_json(*text, path.string(), source_width, source_height);
+}
+
+Expected<BadjaAnnotations> badja_from_json(std::string_view text, const std::string& source, int source_width,
+                                           int source_height) {
+  if (source_width < 1 || source_height < 1 || source_width > io::kMaxImageSidePx ||
+      source_height > io::kMaxImageSidePx) {
+    return invalid_argument(
+        fmt::format("the BADJA source size {}x{} is not an image size", source_width, source_height));
+  }
   nlohmann::json document;
   try {
-    in >> document;
+    document = nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception& e) {
-    return corrupt_data(fmt::format("'{}' is not valid JSON: {}", path.string(), e.what()));
+    return corrupt_data(fmt::format("'{}' is not valid JSON: {}", source, e.what()));
   }
   if (!document.is_array() || document.empty()) {
-    return corrupt_data(fmt::format("'{}' is not a non-empty array of BADJA entries", path.string()));
+    return corrupt_data(fmt::format("'{}' is not a non-empty array of BADJA entries", source));
   }
   BadjaAnnotations annotations;
   annotations.width = source_width;
   annotations.height = source_height;
-  const std::regex frame_pattern(R"((\d+)\.[A-Za-z]+$)");
+  std::set<int64_t> seen;
   try {
     for (size_t e = 0; e < document.size(); ++e) {
       const nlohmann::json& entry = document[e];
       const std::string image_path = entry.at("image_path").get<std::string>();
-      std::smatch match;
-      if (!std::regex_search(image_path, match, frame_pattern)) {
+      const std::optional<int64_t> frame_number = frame_of_image_path(image_path);
+      if (!frame_number) {
         return corrupt_data(
-            fmt::format("'{}' entry {}: no frame number in image_path '{}'", path.string(), e, image_path));
+            fmt::format("'{}' entry {}: no frame number in image_path '{}'", source, e, image_path.substr(0, 200)));
+      }
+      if (!seen.insert(*frame_number).second) {
+        return corrupt_data(fmt::format("'{}' entry {}: frame {} is annotated twice", source, e, *frame_number));
       }
       const nlohmann::json& joints = entry.at("joints");
       const nlohmann::json& visibility = entry.at("visibility");
       if (!joints.is_array() || !visibility.is_array() || joints.size() != visibility.size()) {
-        return corrupt_data(fmt::format("'{}' entry {}: joints and visibility differ in length", path.string(), e));
+        return corrupt_data(fmt::format("'{}' entry {}: joints and visibility differ in length", source, e));
+      }
+      if (joints.size() > static_cast<size_t>(kMaxBadjaJoints)) {
+        return corrupt_data(fmt::format("'{}' entry {}: {} joints (BADJA has 37)", source, e, joints.size()));
       }
       BadjaFrame frame;
-      frame.frame = std::stoll(match[1].str());
+      frame.frame = *frame_number;
       frame.pck_threshold_px = kNaN;
       for (size_t j = 0; j < joints.size(); ++j) {
         BadjaJoint joint;
         joint.joint_id = static_cast<int>(j);
         joint.visible = visibility[j].get<bool>();
         if (joint.visible) {
-          joint.y_px = joints[j].at(0).get<double>();  // BADJA stores [row, col]
-          joint.x_px = joints[j].at(1).get<double>();
+          const nlohmann::json& position = joints[j];
+          if (!position.is_array() || position.size() < 2 || !position[0].is_number() || !position[1].is_number()) {
+            return corrupt_data(fmt::format("'{}' entry {} joint {}: expected [row, col]", source, e, j));
+          }
+          joint.y_px = position[0].get<double>();  // BADJA stores [row, col]
+          joint.x_px = position[1].get<double>();
+          if (!io::plausible_position(joint.x_px, joint.y_px, source_width, source_height)) {
+            return corrupt_data(fmt::format("'{}' entry {} joint {} at ({}, {}) is not plausible: {}", source, e, j,
+                                            joint.x_px, joint.y_px,
+                                            io::position_bounds_text(source_width, source_height)));
+          }
         } else {
           joint.x_px = joint.y_px = -1.0;
         }
@@ -285,7 +400,7 @@ Expected<BadjaAnnotations> load_badja_json(const std::filesystem::path& path, in
       annotations.frames.push_back(std::move(frame));
     }
   } catch (const nlohmann::json::exception& e) {
-    return corrupt_data(fmt::format("'{}' is not in the BADJA layout: {}", path.string(), e.what()));
+    return corrupt_data(fmt::format("'{}' is not in the BADJA layout: {}", source, e.what()));
   }
   sort_frames(annotations);
   return annotations;

@@ -18,6 +18,8 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -109,6 +111,14 @@ Expected<BadjaAnnotations> load_badja_csv(const std::filesystem::path& path);
 /// coordinates are pixels of a source_width x source_height image (1920x1080 for DAVIS full resolution). The
 /// frame index comes from the image file name (".../00026.jpg" -> 26). Thresholds are NaN: they need the masks.
 Expected<BadjaAnnotations> load_badja_json(const std::filesystem::path& path, int source_width = 1920,
+                                           int source_height = 1080);
+
+/// The same readers on the text of a file (`source` names it in messages). Both check what they read: image
+/// sizes 1 to 65536 px, frames below 2^31, joint ids below 1024 and unique per frame, visible joints at plausible
+/// positions (core/io/input_checks.h), finite thresholds >= 0; a UTF-8 byte order mark before the CSV header is
+/// accepted.
+Expected<BadjaAnnotations> badja_from_csv(std::string_view text, const std::string& source);
+Expected<BadjaAnnotations> badja_from_json(std::string_view text, const std::string& source, int source_width = 1920,
                                            int source_height = 1080);
 
 /// A track to start for the PCK protocol.

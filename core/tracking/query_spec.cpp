@@ -58,7 +58,8 @@ Expected<QuerySpec> parse_query_spec(std::string_view text) {
 }
 
 Expected<std::vector<Query>> resolve_queries(const QuerySpec& spec, const VideoInfo& video) {
-  if (!spec.is_grid()) return read_queries_csv(spec.csv);
+  // A CSV's queries are checked against the video they are for (frames within it, plausible positions).
+  if (!spec.is_grid()) return read_queries_csv(spec.csv, QueryBounds{video.width, video.height, video.frame_count});
   if (spec.grid_frame >= video.frame_count) {
     return invalid_argument(fmt::format("queries {}: frame {} is not in the video ({} frames)", spec.to_string(),
                                         spec.grid_frame, video.frame_count));

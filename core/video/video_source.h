@@ -152,6 +152,13 @@ class VideoSource {
   static Expected<std::unique_ptr<VideoSource>> open(const std::filesystem::path& path,
                                                      const VideoOpenOptions& options = {});
 
+  /// Opens a video file or a single image held in memory (`bytes`: the whole file) through FFmpeg's custom I/O,
+  /// with the same demuxers, decoders, checks and errors as open() of a file. `name` stands for the file in
+  /// VideoInfo::path and in messages (its extension helps FFmpeg's format probe). The source keeps the bytes.
+  static Expected<std::unique_ptr<VideoSource>> open_bytes(std::shared_ptr<const std::vector<uint8_t>> bytes,
+                                                           const std::string& name,
+                                                           const VideoOpenOptions& options = {});
+
   virtual const VideoInfo& info() const = 0;
 
   /// Frame `index` (0 <= index < frame_count), exactly the frame a sequential decode yields at that position,

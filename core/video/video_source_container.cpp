@@ -23,6 +23,7 @@ extern "C" {
 
 #include "core/log.h"
 #include "core/video/ffmpeg_support.h"
+#include "core/video/memory_input.h"
 #include "core/video/video_source_backends.h"
 
 namespace trackscope::core::video_backends {
@@ -51,18 +52,26 @@ bool is_text_demuxer(const char* name) {
 }
 
 // Explains a failed avformat_open_input: a known format that fails to parse is damaged, an unknown one is
-// not a video.
-Status classify_open_failure(const fs::path& path, int av_error) {
+// not a video. `memory`: the bytes of a source opened from memory (else the file is read).
+Status classify_open_failure(const fs::path& path, int av_error, const std::vector<uint8_t>* memory) {
   if (av_error == AVERROR(ENOENT)) return not_found(fmt::format("video not found: {}", path.string()));
   if (av_error == AVERROR(EACCES)) return io_error(fmt::format("permission denied reading {}", path.string()));
   std::vector<unsigned char> head(1 << 16, 0);
-  std::ifstream file(path, std::ios::binary);
-  file.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size() - AVPROBE_PADDING_SIZE));
+  const size_t probe_bytes = head.size() - AVPROBE_PADDING_SIZE;
+  size_t got = 0;
+  if (memory != nullptr) {
+    got = std::min(probe_bytes, memory->size());
+    std::copy_n(memory->begin(), got, head.begin());
+  } else {
+    std::ifstream file(path, std::ios::binary);
+    file.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(probe_bytes));
+    got = static_cast<size_t>(file.gcount());
+  }
   const std::string name = path.string();
   AVProbeData probe{};
   probe.filename = name.c_str();
   probe.buf = head.data();
-  probe.buf_size = static_cast<int>(file.gcount());
+  probe.buf_size = static_cast<int>(got);
   int score = 0;
   const AVInputFormat* format = av_probe_input_format3(&probe, 1, &score);
   if (format != nullptr && score > AVPROBE_SCORE_EXTENSION && !is_text_demuxer(format->name)) {
@@ -108,6 +117,8 @@ struct SeekPoint {
 class ContainerVideoSource final : public VideoSource {
  public:
   ContainerVideoSource(fs::path path, const VideoOpenOptions& options) : path_(std::move(path)), options_(options) {}
+  /// Reads `bytes` instead of the file at path_ (which then only names the source).
+  void read_from_memory(std::shared_ptr<const std::vector<uint8_t>> bytes) { memory_ = std::move(bytes); }
 
   Status open();
   const VideoInfo& info() const override { return info_; }
@@ -144,6 +155,8 @@ class ContainerVideoSource final : public VideoSource {
   fs::path path_;
   VideoOpenOptions options_;
   VideoInfo info_;
+  std::shared_ptr<const std::vector<uint8_t>> memory_;  // set: demux these bytes through custom I/O
+  std::unique_ptr<ffmpeg::MemoryInput> input_;          // declared before format_: it must outlive it
   ffmpeg::InputFormatPtr format_;
   ffmpeg::CodecContextPtr decoder_;
   int stream_index_ = -1;
@@ -187,8 +200,16 @@ class ContainerVideoSource final : public VideoSource {
 
 Status ContainerVideoSource::open_format() {
   AVFormatContext* raw = nullptr;
+  if (memory_) {
+    format_.reset();
+    input_ = std::make_unique<ffmpeg::MemoryInput>(memory_);  // a fresh read position for every (re)open
+    raw = avformat_alloc_context();
+    if (raw == nullptr) return out_of_memory("cannot allocate a demuxer context");
+    raw->pb = input_->io();
+    raw->flags |= AVFMT_FLAG_CUSTOM_IO;
+  }
   const int opened = avformat_open_input(&raw, path_.c_str(), nullptr, nullptr);
-  if (opened < 0) return classify_open_failure(path_, opened);
+  if (opened < 0) return classify_open_failure(path_, opened, memory_.get());
   format_.reset(raw);
   if (is_text_demuxer(format_->iformat->name)) {
     return unsupported(fmt::format("{} is a text file, not a video", path_.string()));
@@ -715,6 +736,14 @@ Expected<FramePtr> ContainerVideoSource::read_frame(int64_t index, FrameSize siz
 
 Expected<std::unique_ptr<VideoSource>> open_container(const fs::path& path, const VideoOpenOptions& options) {
   auto source = std::make_unique<ContainerVideoSource>(path, options);
+  TRACKSCOPE_RETURN_IF_ERROR(source->open());
+  return std::unique_ptr<VideoSource>(std::move(source));
+}
+
+Expected<std::unique_ptr<VideoSource>> open_container_bytes(std::shared_ptr<const std::vector<uint8_t>> bytes,
+                                                            const std::string& name, const VideoOpenOptions& options) {
+  auto source = std::make_unique<ContainerVideoSource>(name, options);
+  source->read_from_memory(std::move(bytes));
   TRACKSCOPE_RETURN_IF_ERROR(source->open());
   return std::unique_ptr<VideoSource>(std::move(source));
 }

@@ -4,8 +4,6 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/ivalue.h>
-#include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/jit/serialization/import_read.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,6 +14,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/io/checkpoint.h"
 #include "core/io/safetensors.h"
 #include "core/io/sha256.h"
 #include "core/log.h"
@@ -99,45 +98,25 @@ core::Expected<weights::StateDict> read_safetensors(const std::filesystem::path&
   return state;
 }
 
+// torch.save checkpoints through the project's restricted unpickler (core/io/checkpoint.h), not LibTorch's: it
+// reads every layout Python writes (LibTorch 1.13 stops at the SETITEM of a one-item dict) and refuses objects
+// instead of constructing them. Both LibTorch versions then see the same plain tensors.
 core::Expected<weights::StateDict> read_checkpoint(const std::filesystem::path& path) {
-  c10::IValue root;
-  try {
-    caffe2::serialize::PyTorchStreamReader reader(path.string());
-    // pickle_load() with map_location=cpu: checkpoints saved from CUDA tensors load on a CPU-only build too.
-    root = torch::jit::readArchiveAndTensors("data", /*pickle_prefix=*/"", /*tensor_prefix=*/"", c10::nullopt,
-                                             c10::nullopt, at::Device(at::kCPU), reader);
-  } catch (const c10::Error& e) {
-    const std::string what = e.what_without_backtrace();
-    return core::corrupt_data(
-        fmt::format("cannot read the PyTorch checkpoint '{}': {}. If the file is intact but holds "
-                    "objects LibTorch cannot unpickle, {}",
-                    path.string(), what.substr(0, what.find('\n')), kConverterHint));
-  }
-  if (!root.isGenericDict()) {
-    return core::unsupported(
-        fmt::format("'{}' holds a {} instead of a dict of tensors; {}", path.string(), root.tagKind(), kConverterHint));
-  }
-  c10::impl::GenericDict dict = root.toGenericDict();
-  for (const auto& item : root.toGenericDict()) {
-    if (item.key().isString() && item.key().toStringRef() == "state_dict" && item.value().isGenericDict()) {
-      dict = item.value().toGenericDict();  // Lightning: {"state_dict": {...}, "epoch": ..., ...}
-      break;
-    }
-  }
+  core::Expected<core::io::Checkpoint> checkpoint = core::io::read_checkpoint(path);
+  if (!checkpoint) return checkpoint.status();
   weights::StateDict state;
   state.format = "pytorch checkpoint";
   state.files = {path};
-  for (const auto& item : dict) {
-    if (!item.key().isString()) continue;
-    if (!item.value().isTensor()) {
-      return core::unsupported(fmt::format("'{}': entry '{}' of the state dict is a {}, not a tensor", path.string(),
-                                           item.key().toStringRef(), item.value().tagKind()));
+  for (core::io::CheckpointTensor& entry : checkpoint->tensors) {
+    const std::optional<at::ScalarType> type = scalar_type_of(entry.dtype);
+    if (!type) {
+      return core::unsupported(fmt::format("'{}': tensor '{}' has the dtype {}, which the model cannot use",
+                                           path.string(), entry.name, core::io::dtype_name(entry.dtype)));
     }
-    state.tensors.emplace_back(strip_model_prefix(item.key().toStringRef()), item.value().toTensor().contiguous());
-  }
-  if (state.tensors.empty()) {
-    return core::invalid_argument(
-        fmt::format("'{}' holds no tensors (neither a state dict nor a 'state_dict' entry)", path.string()));
+    at::Tensor tensor = at::empty(entry.shape, at::TensorOptions().dtype(*type));
+    if (!entry.data.empty()) std::memcpy(tensor.data_ptr(), entry.data.data(), entry.data.size());
+    entry.data = {};  // release as we go: the file's tensors are held once, as tensors
+    state.tensors.emplace_back(strip_model_prefix(entry.name), std::move(tensor));
   }
   return state;
 }
@@ -228,16 +207,27 @@ const at::Tensor* StateDict::find(const std::string& key) const {
 }
 
 core::Expected<StateDict> read_state_dict(const std::filesystem::path& path) {
-  std::array<char, 4> magic{};
-  {
+  std::array<std::byte, 16> head{};
+  size_t head_size = 0;
+  std::error_code error;
+  const bool is_file = std::filesystem::is_regular_file(path, error);
+  const uint64_t file_size = is_file ? std::filesystem::file_size(path, error) : 0;
+  if (is_file) {
     std::ifstream in(path, std::ios::binary);
-    if (in) in.read(magic.data(), magic.size());
+    if (in) in.read(reinterpret_cast<char*>(head.data()), head.size());
+    head_size = static_cast<size_t>(in.gcount());
   }
-  const bool zip = magic[0] == 'P' && magic[1] == 'K' && magic[2] == '\x03' && magic[3] == '\x04';
-  if (zip) return read_checkpoint(path);
-  if (static_cast<unsigned char>(magic[0]) == 0x80 && path.extension() != ".safetensors") {
-    return core::unsupported(
-        fmt::format("'{}' is a legacy (pre-1.6) torch.save file; {}", path.string(), kConverterHint));
+  const std::span<const std::byte> bytes(head.data(), head_size);
+  switch (is_file ? core::io::detect_weights_file(bytes, file_size) : core::io::WeightsFileKind::safetensors) {
+    case core::io::WeightsFileKind::torch_zip: return read_checkpoint(path);
+    case core::io::WeightsFileKind::torch_legacy:
+      return core::unsupported(fmt::format(
+          "'{}' is a legacy torch.save file (PyTorch before 1.6, or _use_new_zipfile_serialization=False); {}",
+          path.string(), kConverterHint));
+    case core::io::WeightsFileKind::safetensors: return read_safetensors(path);  // also shard sets and patterns
+    case core::io::WeightsFileKind::unknown:
+      if (path.extension() == ".safetensors") return read_safetensors(path);  // its reader explains the damage
+      return core::corrupt_data(core::io::describe_unknown_weights_file(path, bytes));
   }
   return read_safetensors(path);
 }

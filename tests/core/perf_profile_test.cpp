@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -260,6 +261,75 @@ TEST(ProfileJson, TheSchemaDocumentsExampleParses) {
   Expected<Profile> again = profile_from_json(profile_to_json(*example));
   ASSERT_TRUE(again);
   EXPECT_EQ(*again, *example);
+}
+
+}  // namespace
+}  // namespace trackscope::core
+
+namespace trackscope::core {
+namespace {
+
+// Issue 18 item 7: sense checks on load. Every profile the project ships still loads; negative or absurd
+// timings, counts that overflow and numbers beyond a double are refused with the field named.
+TEST(ProfileSenseChecks, EveryShippedProfileLoads) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(TRACKSCOPE_SOURCE_DIR) / "docs/profiles")) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    if (text.find("\"trackscope.profile\"") == std::string::npos) continue;  // other result files live there too
+    Expected<Profile> profile = read_profile(entry.path());
+    EXPECT_TRUE(profile) << entry.path() << ": " << profile.status().message();
+    ++count;
+  }
+  EXPECT_GT(count, 5);
+}
+
+TEST(ProfileSenseChecks, NegativeAndAbsurdValuesAreRefusedWithTheFieldNamed) {
+  struct Case {
+    std::string name;
+    std::function<void(nlohmann::json&)> edit;
+    std::string words;
+  };
+  const std::vector<Case> cases = {
+      {"negative stage median", [](nlohmann::json& j) { j["cases"][0]["stages"][0]["stats"]["median_ms"] = -5.0; },
+       "cases[0].stages[0].stats.median_ms"},
+      {"negative repeat",
+       [](nlohmann::json& j) {
+         j["cases"][0]["stages"][0]["repeat_ms"] = {1.0, -2.0};
+       },
+       "repeat_ms[1]"},
+      {"median above max", [](nlohmann::json& j) { j["cases"][0]["end_to_end"]["median_ms"] = 1e6; },
+       "outside [min_ms, max_ms]"},
+      {"points beyond int", [](nlohmann::json& j) { j["cases"][0]["config"]["points"] = 1e300; },
+       "cases[0].config.points"},
+      {"points wraps", [](nlohmann::json& j) { j["cases"][0]["config"]["points"] = int64_t{1} << 40; }, "out of range"},
+      {"negative points", [](nlohmann::json& j) { j["cases"][0]["config"]["points"] = -1; }, "must be >= 0"},
+      {"negative memory", [](nlohmann::json& j) { j["cases"][0]["peak_device_memory_bytes"] = -1; },
+       "peak_device_memory_bytes"},
+      {"huge schema version", [](nlohmann::json& j) { j["schema_version"] = "99999999999.0"; }, "MAJOR.MINOR"},
+      {"chunk sample",
+       [](nlohmann::json& j) {
+         j["cases"][0]["stages"][0]["chunk_samples"] = {{{"ms", -1.0}}};
+       },
+       "chunk_samples[0].ms"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = nlohmann::json::parse(profile_to_json(rich_profile()));
+    c.edit(j);
+    Expected<Profile> loaded = profile_from_json(j.dump());
+    ASSERT_FALSE(loaded) << c.name;
+    EXPECT_EQ(loaded.status().code(), StatusCode::corrupt_data) << c.name;
+    EXPECT_NE(loaded.status().message().find(c.words), std::string::npos)
+        << c.name << ": " << loaded.status().message();
+  }
+  // A number beyond a double's range is damage, not a crash.
+  std::string text = profile_to_json(rich_profile());
+  const size_t at = text.find("\"median_ms\": ");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + 13, "1e999");
+  text.erase(at + 13 + 5, text.find_first_of(",\n}", at + 13 + 5) - (at + 13 + 5));
+  EXPECT_EQ(profile_from_json(text).status().code(), StatusCode::corrupt_data);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -232,6 +233,40 @@ TEST(LocoTrackWeights, LoadsATorchSaveCheckpointWithModelPrefix) {
   const std::vector<char> bytes = torch::jit::pickle_save(plain);
   std::ofstream(folder / "plain.pt", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   EXPECT_TRUE(weights::load_locotrack(folder / "plain.pt")) << "plain state dict";
+}
+
+// Issue 18: checkpoints are read by the project's restricted unpickler, so every layout Python's torch.save writes
+// loads on LibTorch 1.13 as on 2.x: {'state_dict': {...}} (a one-item dict: SETITEM, "Unknown opcode 0x73" on
+// LibTorch 1.13's own unpickler), a plain state dict (OrderedDict with _metadata) and a Lightning checkpoint with
+// optimizer state and hyper-parameters. The files are written by tests/data/make_checkpoints.py with Python's
+// pickle module, as torch.save lays them out.
+TEST(LocoTrackWeights, LoadsEveryTorchSaveLayoutWrittenByPython) {
+  const fs::path folder = temp_folder("python_layouts");
+  core::Expected<weights::LoadedModel> fixture = weights::load_locotrack(fixture_weights(ModelSize::small));
+  ASSERT_TRUE(fixture) << fixture.status().message();
+  const fs::path source = folder / "small_f32.safetensors";
+  ASSERT_TRUE(weights::save_model_safetensors(*fixture->model, source, at::kFloat).ok());
+  const auto expected = fixture->model->named_parameters();
+  for (const std::string layout : {"nested", "plain", "lightning"}) {
+    SCOPED_TRACE(layout);
+    const fs::path checkpoint = folder / ("small_" + layout + ".ckpt");
+    const std::string command = fmt::format("python3 '{}/tests/data/make_checkpoints.py' from-safetensors '{}' '{}' {}",
+                                            TRACKSCOPE_SOURCE_DIR, source.string(), checkpoint.string(), layout);
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    core::Expected<weights::LoadedModel> loaded = weights::load_locotrack(checkpoint);
+    ASSERT_TRUE(loaded) << loaded.status().message();
+    EXPECT_EQ(loaded->info.format, "pytorch checkpoint");
+    EXPECT_EQ(loaded->info.model_name, "LocoTrack-S");
+    for (const auto& item : loaded->model->named_parameters()) {
+      EXPECT_TRUE(at::equal(item.value(), expected[item.key()])) << item.key();
+    }
+  }
+  // A random file named .ckpt is called what it is, not "a damaged safetensors file".
+  std::ofstream(folder / "random.ckpt", std::ios::binary) << std::string("\x3f\xa2\x00\x17 random bytes", 17);
+  core::Expected<weights::LoadedModel> random = weights::load_locotrack(folder / "random.ckpt");
+  ASSERT_FALSE(random);
+  EXPECT_NE(random.status().message().find("not a PyTorch checkpoint"), std::string::npos) << random.status().message();
+  EXPECT_EQ(random.status().message().find("safetensors file:"), std::string::npos) << random.status().message();
 }
 
 TEST(LocoTrackWeights, ConvertWritesStrictSafetensorsInEachDtype) {

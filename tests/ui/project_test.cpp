@@ -250,6 +250,50 @@ class ProjectTest : public QObject {
     QVERIFY(core::io::leftover_temporary_files(project.toStdString()).empty());
     QVERIFY(!QFile::exists(b.projects()->recovery_file()));
   }
+
+  // Issue 18: a recovery file holding a number beyond a double (1e999) aborted every start of the app. Now it is
+  // reported once, moved aside, and the app starts; the next start does not mention it again.
+  void an_unreadable_recovery_file_is_moved_aside_and_never_blocks_the_start() {
+    QTemporaryDir dir;
+    const QString video = dir.filePath("clip.mp4");
+    testing::write_fake_video_file(video, 100000, 9);
+    const QString recovery = dir.filePath("recovery");
+    QVERIFY(QDir().mkpath(recovery));
+    std::string text;
+    {
+      ProjectBench a({video}, dir.filePath("first-session"));
+      QVERIFY(a.open(video));
+      QVERIFY(a.add_and_track(40.5, 60.5));
+      std::optional<core::io::Project> project = a.projects()->current_project();
+      QVERIFY(project.has_value());
+      project->recovery = core::io::RecoveryInfo{"", "2025-01-01T00:00:00Z"};
+      text = core::io::project_to_json(*project);
+    }
+    const size_t at = text.find("\"frames_per_second\": ");
+    QVERIFY(at != std::string::npos);
+    const size_t value = at + 21, end = text.find_first_of(",\n}", value);
+    text.replace(value, end - value, "1e999");
+    const QString damaged = QDir(recovery).filePath("session-1-1.trackscope-recovery");
+    const QString truncated = QDir(recovery).filePath("session-2-2.trackscope-recovery");
+    QVERIFY(core::io::write_file_atomically(damaged.toStdString(), text).ok());
+    QVERIFY(core::io::write_file_atomically(truncated.toStdString(), text.substr(0, text.size() / 3)).ok());
+    {
+      ProjectBench b({video}, recovery);
+      b.answers->recovery = ui::RecoveryChoice::recover;
+      QTRY_COMPARE_WITH_TIMEOUT(b.bench.errors.size(), 2, 5000);
+      QVERIFY2(b.bench.errors.join('\n').contains(QStringLiteral("too large")), qPrintable(b.bench.errors.join('\n')));
+      QVERIFY(b.bench.errors.join('\n').contains(QStringLiteral("moved aside")));
+      QVERIFY(b.answers->asked.isEmpty());  // nothing was offered
+      QVERIFY(!QFile::exists(damaged));
+      QVERIFY(QFile::exists(damaged + ".unreadable"));
+      QVERIFY(QFile::exists(truncated + ".unreadable"));
+      QVERIFY(b.open(video));  // the window lives (no abort) and works
+    }
+    ProjectBench c({video}, recovery);
+    QTest::qWait(200);
+    QVERIFY2(c.bench.errors.isEmpty(), qPrintable(c.bench.errors.join('\n')));
+    QVERIFY(c.answers->asked.isEmpty());
+  }
 };
 
 QTEST_MAIN(ProjectTest)

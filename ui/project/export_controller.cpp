@@ -101,6 +101,7 @@ int ExportController::import_tracks(const QString& path) {
   core::io::TrackImportOptions options;
   options.width = window_->session()->info().width;
   options.height = window_->session()->info().height;
+  options.frame_count = window_->session()->info().frame_count;  // tracks longer than the video are refused
   core::Expected<core::io::TrackTable> table = core::io::read_tracks(path_from_qstring(path), *format, options);
   if (!table) {
     window_->report_error(tr("Could not import tracks"),

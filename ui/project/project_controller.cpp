@@ -8,6 +8,8 @@
 #include <QProgressBar>
 #include <QStatusBar>
 
+#include <fmt/format.h>
+
 #include "core/log.h"
 #include "ui/annotation_controller.h"
 #include "ui/annotation_editor.h"
@@ -26,6 +28,30 @@ const char* const kProjectFilter = "Trackscope projects (*.trackscope);;All file
 const QString kRecoverySuffix = QStringLiteral(".trackscope-recovery");
 
 QString absolute(const QString& path) { return QFileInfo(path).absoluteFilePath(); }
+
+// A recovery file is read at every start: whatever it holds, reading it must not throw into the event loop.
+core::Expected<core::io::Project> load_recovery_file(const QString& path) {
+  try {
+    return core::io::load_project(path_from_qstring(path));
+  } catch (const std::exception& error) {
+    return core::corrupt_data(fmt::format("{} could not be read: {}", path.toStdString(), error.what()));
+  }
+}
+
+// Renames an unreadable recovery file to "<name>.unreadable" (or "<name>.unreadable-<time>" when that exists)
+// beside itself: it is kept for the user, and no longer matches the recovery files looked for at start.
+// Returns the new path, "" when the rename failed.
+QString move_aside(const QString& path) {
+  QString target = path + QStringLiteral(".unreadable");
+  if (QFileInfo::exists(target))
+    target += QDateTime::currentDateTimeUtc().toString(QStringLiteral("-yyyyMMdd-HHmmss-zzz"));
+  if (!QFile::rename(path, target)) {
+    core::log::warn("could not move the unreadable recovery file {} aside", path.toStdString());
+    return {};
+  }
+  core::log::warn("moved the unreadable recovery file {} aside to {}", path.toStdString(), target.toStdString());
+  return target;
+}
 
 }  // namespace
 
@@ -358,12 +384,18 @@ void ProjectController::check_recovery() {
     lock.setStaleLockTime(0);
     // A live session holds its lock; a crashed one left a stale lock (or none), which tryLock takes over.
     if (!lock.tryLock(0)) continue;
-    core::Expected<core::io::Project> project = core::io::load_project(path_from_qstring(file.absoluteFilePath()));
+    core::Expected<core::io::Project> project = load_recovery_file(file.absoluteFilePath());
     if (!project) {
-      window_->report_error(tr("Could not read a recovery file"),
-                            tr("%1\n\nThe file is kept at %2.")
-                                .arg(QString::fromStdString(project.status().message()),
-                                     QDir::toNativeSeparators(file.absoluteFilePath())));
+      // Moved aside, so that a damaged file is reported once and never stands between the user and the app.
+      const QString aside = move_aside(file.absoluteFilePath());
+      window_->report_error(
+          tr("Could not read a recovery file"),
+          aside.isEmpty()
+              ? tr("%1\n\nThe file is kept at %2; delete it to stop this message.")
+                    .arg(QString::fromStdString(project.status().message()),
+                         QDir::toNativeSeparators(file.absoluteFilePath()))
+              : tr("%1\n\nIt was moved aside to %2 and will not be offered again. Trackscope started normally.")
+                    .arg(QString::fromStdString(project.status().message()), QDir::toNativeSeparators(aside)));
       continue;
     }
     const QString belongs_to = project->recovery ? QString::fromStdString(project->recovery->project_path) : QString();

@@ -19,6 +19,8 @@
 // "recovery" object) in the recovery folder when the annotation changed since the last autosave and is not
 // saved. A clean shutdown deletes both. At start, recovery files whose session lock is stale (its process died)
 // are offered: Recover opens them as unsaved edits of their project, Discard deletes them, Later keeps them.
+// A recovery file that cannot be read (damaged, truncated, absurd values) is renamed beside itself to
+// "<name>.unreadable" and reported once (non-modal): it never stops the app from starting.
 // Threads: GUI thread only. Saving runs on the GUI thread (a project of 100 tracks x 10,000 frames is ~30 MB of
 // JSON, well under a second).
 

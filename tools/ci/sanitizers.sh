@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# CI sanitizer jobs (issue 18), each in its own build folder:
+#   tools/ci/sanitizers.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer over the unit, ui and CLI tests of
+#                                 core, ui and app (and the fuzz corpora replay), labels unit|ui, gpu/ tests left out
+#   tools/ci/sanitizers.sh tsan   ThreadSanitizer over the concurrency tests: the frame server, the tracking job,
+#                                 the tracker service (GUI side) and the telemetry samplers
+# The project's own code outside gpu/ is instrumented; gpu/ (LibTorch) compiles with the normal build's flags
+# (TRACKSCOPE_SANITIZE_GPU=OFF) so that ccache serves it, and runs uninstrumented. For those cache hits across build
+# folders, ccache must not hash the build folder: CCACHE_NOHASHDIR=1 and CCACHE_BASEDIR=<checkout> (set below, and
+# needed for the normal build too; .ci/run exports them).
+# Environment: BUILD_DIR (default build-asan / build-tsan), JOBS (default nproc). Extra arguments go to ctest.
+#   ASAN_TESTS=ci (default)  the CI sample: every reader of untrusted input (projects and recovery files, track
+#                            formats, safetensors, checkpoints, profiles, queries, video from bytes, the fuzz corpora
+#                            and findings replayed), limits, annotation/track editing, the GUI's project and settings
+#                            handling, and three CLI tests; only their executables are built
+#   ASAN_TESTS=all           every test labelled unit|ui outside gpu/ (builds everything; ~3x longer)
+#   ASAN_TESTS='<ctest regex>' with ASAN_TARGETS='<targets>'  any other selection
+#   TSAN_TESTS=ci (default) the four tests above; TSAN_TESTS=core only the three core ones (no Qt build)
+#   SANITIZER_SHARD=K/N      run every N-th selected test starting at K (1-based; ctest -I K,,N)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+MODE=${1:-}
+shift || true
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+JOBS=${JOBS:-$(nproc)}
+common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRACKSCOPE_BUILD_TESTS=ON -DTRACKSCOPE_SANITIZE_GPU=OFF
+  -DTRACKSCOPE_BUILD_GPU_TESTS=OFF -DTRACKSCOPE_CHECK_CUDA_KERNELS=OFF)
+shard=()
+if [ -n "${SANITIZER_SHARD:-}" ]; then shard=(-I "${SANITIZER_SHARD%/*},,${SANITIZER_SHARD#*/}"); fi
+start=$SECONDS
+case "$MODE" in
+  asan)
+    BUILD_DIR=${BUILD_DIR:-build-asan}
+    cmake -S . -B "$BUILD_DIR" "${common[@]}" -DTRACKSCOPE_SANITIZE_ADDRESS=ON -DTRACKSCOPE_SANITIZE_UNDEFINED=ON \
+      > /dev/null
+    ASAN_TESTS=${ASAN_TESTS:-ci}
+    if [ "$ASAN_TESTS" = ci ]; then
+      tests=(core/input_sense core/checkpoint core/project core/track_formats core/video_bytes core/io_safetensors
+        core/perf_profile core/limits core/annotation core/track_edit core/memory_video core/video_errors
+        fuzz/regressions ui/project ui/settings)
+      targets=()
+      for t in "${tests[@]}"; do targets+=("test_${t//\//_}"); done
+      tests+=(app/cli_info_missing app/cli_compare_bad_file app/cli_limits)
+      selection=(-R "^($(IFS='|'; echo "${tests[*]}"))\$")
+      cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}"
+      # The CLI last: it links libtrackscope_gpu.so, whose objects ccache serves from the normal build.
+      cmake --build "$BUILD_DIR" -j "$JOBS" --target trackscope-cli
+    elif [ "$ASAN_TESTS" = all ]; then
+      selection=(-L 'unit|ui')
+      cmake --build "$BUILD_DIR" -j "$JOBS"
+    else
+      selection=(-R "$ASAN_TESTS")
+      # shellcheck disable=SC2086
+      cmake --build "$BUILD_DIR" -j "$JOBS" --target ${ASAN_TARGETS:?ASAN_TARGETS names the executables of ASAN_TESTS}
+    fi
+    build_seconds=$((SECONDS - start))
+    # Leaks of the uninstrumented libraries (Qt, fontconfig, LibTorch's static registries) are theirs: suppressed.
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
+    export LSAN_OPTIONS=suppressions=$PWD/tools/ci/lsan.supp:print_suppressions=0
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" "${selection[@]}" -LE 'gpu|bench|slow' "${shard[@]}" "$@"
+    ;;
+  tsan)
+    BUILD_DIR=${BUILD_DIR:-build-tsan}
+    cmake -S . -B "$BUILD_DIR" "${common[@]}" -DTRACKSCOPE_SANITIZE_THREAD=ON > /dev/null
+    tests=(core/frame_server core/tracking_job core/perf_telemetry)
+    # TSAN_TESTS=core leaves out ui/tracking_service (and so the Qt library: about half of the job's build)
+    if [ "${TSAN_TESTS:-ci}" != core ]; then tests+=(ui/tracking_service); fi
+    targets=()
+    for t in "${tests[@]}"; do targets+=("test_${t//\//_}"); done
+    cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}"
+    build_seconds=$((SECONDS - start))
+    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/ci/tsan.supp
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" -R "^($(IFS='|'; echo "${tests[*]}"))\$" \
+      "${shard[@]}" "$@"
+    ;;
+  *)
+    echo "usage: $0 asan|tsan [ctest arguments]" >&2
+    exit 2
+    ;;
+esac
+echo "sanitizers $MODE: build ${build_seconds} s, total $((SECONDS - start)) s"
