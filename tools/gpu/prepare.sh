@@ -42,4 +42,5 @@ esac
 cd "$ROOT"
 "$ROOT/../shared/device/prepare_carry.sh" "${EXTRA[@]}" \
   --deb nlohmann-json3-dev --deb libcli11-dev --deb libfmt-dev --deb libfmt9 --deb libzip-dev --deb libzip4 \
+  --deb libjpeg62-turbo-dev --deb libjpeg62-turbo --deb libpng-dev --deb libpng16-16 \
   "${DATA[@]}" "$CARRY"
