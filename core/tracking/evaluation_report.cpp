@@ -12,6 +12,10 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Bins with fewer predictions than this are left out of the suspicious threshold (BADJA has 147 p_far pairs in
+// 10 bins: 20 would leave one bin).
+constexpr int64_t kThresholdMinBinCount = 10;
+
 Json number(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
 
 Json model_json(const EvaluationReport::Model& model) {
@@ -66,15 +70,16 @@ Json calibration_object(const Calibration& c, std::string_view outcome) {
                     {"mean_predicted", number(b.mean_predicted)},
                     {"observed_frequency", number(b.observed_frequency)}});
   }
-  return {{"outcome", std::string(outcome)},
-          {"count", c.count},
-          {"expected_calibration_error", number(c.expected_calibration_error)},
-          {"max_calibration_error", number(c.max_calibration_error)},
-          {"brier_score", number(c.brier_score)},
-          {"mean_predicted", number(c.mean_predicted)},
-          {"base_rate", number(c.base_rate)},
-          {"suspicious_threshold", optional_number(calibrated_threshold(c, kSuspiciousErrorRate))},
-          {"bins", bins}};
+  return {
+      {"outcome", std::string(outcome)},
+      {"count", c.count},
+      {"expected_calibration_error", number(c.expected_calibration_error)},
+      {"max_calibration_error", number(c.max_calibration_error)},
+      {"brier_score", number(c.brier_score)},
+      {"mean_predicted", number(c.mean_predicted)},
+      {"base_rate", number(c.base_rate)},
+      {"suspicious_threshold", optional_number(calibrated_threshold(c, kSuspiciousErrorRate, kThresholdMinBinCount))},
+      {"bins", bins}};
 }
 
 Json track_calibration_json(const TrackCalibration& calibration) {
@@ -87,7 +92,7 @@ Json track_calibration_json(const TrackCalibration& calibration) {
 
 std::string format_calibration(const TrackCalibration& calibration) {
   auto part = [](const char* name, const Calibration& c) {
-    const std::optional<double> threshold = calibrated_threshold(c, kSuspiciousErrorRate);
+    const std::optional<double> threshold = calibrated_threshold(c, kSuspiciousErrorRate, kThresholdMinBinCount);
     return fmt::format("{} ECE {:.3f} (n {}, predicted {:.3f}, observed {:.3f}, suspicious from {})", name,
                        c.expected_calibration_error, c.count, c.mean_predicted, c.base_rate,
                        threshold ? fmt::format("{:.2f}", *threshold) : std::string("-"));
