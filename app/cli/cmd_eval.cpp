@@ -90,6 +90,8 @@ core::Expected<EvalPlan> make_plan(const EvalArguments& args) {
     plan.stability_queries = *spec;
     plan.stability_queries_text = args.queries;
     plan.video = args.video;
+    plan.badja_options.end_frame = args.end_frame;
+    TRACKSCOPE_RETURN_IF_ERROR(plan.badja_options.check());
   }
   if (args.stability || !args.queries.empty()) {
     if (args.badja.empty() && args.queries.empty()) {
@@ -186,6 +188,7 @@ core::Expected<core::StabilityEvaluation> run_stability(core::TrackerFactory& fa
     reference = result.badja->tracks;
   } else {
     request.queries = inputs.stability_queries;
+    request.end_frame = plan.badja_options.end_frame;
     core::ProgressBar progress(!plan.quiet, "model reference");
     core::Expected<core::TrackSet> tracks = tracker.track(*inputs.video, request, progress, {});
     if (!tracks) return tracks.status().with_context("tracking the stability reference");
@@ -320,7 +323,7 @@ void add_eval_command(CLI::App& app, CliContext& context) {
                       "folder of per-frame foreground masks (00026.png ...): PCK thresholds 0.2 sqrt(area)");
   command
       ->add_option("--end-frame", args->end_frame,
-                   "BADJA: track frames [0, N) only, score the annotated frames inside (-1 = all)")
+                   "BADJA and --queries: track frames [0, N) only (BADJA: score the annotated frames inside; -1 = all)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40))
       ->capture_default_str();
   CLI::Option* seed = command->add_option("--synthetic", args->synthetic_seed,

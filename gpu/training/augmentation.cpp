@@ -77,18 +77,24 @@ at::Tensor jpeg_like(const at::Tensor& rgb255, const at::Tensor& quality) {
   if (padded_h != height || padded_w != width)
     x = at::replication_pad2d(x, {0, padded_w - width, 0, padded_h - height});
   at::Tensor r = x.select(1, 0), g = x.select(1, 1), b = x.select(1, 2);
-  at::Tensor y = (0.299 * r + 0.587 * g + 0.114 * b).unsqueeze(1);
-  at::Tensor cb = -0.168736 * r - 0.331264 * g + 0.5 * b;
-  at::Tensor cr = 0.5 * r - 0.418688 * g - 0.081312 * b;
-  at::Tensor chroma = at::avg_pool2d(at::stack({cb, cr}, 1), {2, 2});  // 4:2:0 (already centred on 0)
+  // libjpeg keeps every stage in 8-bit samples: YCbCr rounded after the conversion, chroma after the 2x2 mean,
+  // every plane after the inverse DCT.
+  at::Tensor y = (0.299 * r + 0.587 * g + 0.114 * b).round_().unsqueeze(1);
+  at::Tensor cb = (-0.168736 * r - 0.331264 * g + 0.5 * b + 128.0).round_();
+  at::Tensor cr = (0.5 * r - 0.418688 * g - 0.081312 * b + 128.0).round_();
+  at::Tensor chroma = at::avg_pool2d(at::stack({cb, cr}, 1), {2, 2}).round_();  // 4:2:0
   const at::Tensor dct = dct_matrix(options);
   const at::Tensor per_frame_quality = quality.to(at::kCPU, at::kDouble).repeat_interleave(t_count);
-  y = quantise_blocks(y - 128.0, quantisation_tables(per_frame_quality, false, options), dct) + 128.0;
-  chroma = quantise_blocks(chroma, quantisation_tables(per_frame_quality, true, options), dct);
+  y = (quantise_blocks(y - 128.0, quantisation_tables(per_frame_quality, false, options), dct) + 128.0)
+          .round_()
+          .clamp_(0.0, 255.0);
+  chroma = (quantise_blocks(chroma - 128.0, quantisation_tables(per_frame_quality, true, options), dct) + 128.0)
+               .round_()
+               .clamp_(0.0, 255.0);
   // Fancy upsampling: the 3/4, 1/4 triangle filter, which is bilinear interpolation at half-pixel centres.
   chroma = at::upsample_bilinear2d(chroma, at::IntArrayRef{padded_h, padded_w}, /*align_corners=*/false);
-  cb = chroma.select(1, 0);
-  cr = chroma.select(1, 1);
+  cb = chroma.select(1, 0) - 128.0;
+  cr = chroma.select(1, 1) - 128.0;
   y = y.squeeze(1);
   at::Tensor out = at::stack({y + 1.402 * cr, y - 0.344136 * cb - 0.714136 * cr, y + 1.772 * cb}, 1);
   out = out.narrow(2, 0, height).narrow(3, 0, width).round_().clamp_(0.0, 255.0);

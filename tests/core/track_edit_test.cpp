@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/io/sha256.h"
 #include "core/tracking/annotation_history.h"
 #include "core/tracking/track_edit.h"
 #include "core/tracking/track_quality.h"
@@ -278,6 +279,19 @@ TEST(TrackQuality, CalibratedThresholdsComeFromTheModelManifest) {
   track.track.at(8).p_far = 0.4f;
   EXPECT_EQ(assess_track(track, fallback).flags_at(8), quality_uncertain);
   EXPECT_EQ(assess_track(track, found.options).flags_at(8), 0);
+}
+
+// The bundled default model's manifest matches its weights and carries thresholds the GUI will use.
+TEST(TrackQuality, BundledManifestCalibratesTheDefaultModel) {
+  const std::filesystem::path weights =
+      std::filesystem::path(TRACKSCOPE_SOURCE_DIR) / "resources/models/locotrack_small_default.safetensors";
+  Expected<std::string> sha256 = io::sha256_file_hex(weights);
+  ASSERT_TRUE(sha256) << sha256.status().message();
+  const CalibratedQualityOptions options = quality_options_for_weights(weights, *sha256);
+  EXPECT_TRUE(options.calibrated) << options.source;
+  EXPECT_GT(options.options.uncertain_p_far, 0.0f);
+  EXPECT_LT(options.options.uncertain_p_far, 1.0f);
+  EXPECT_LT(options.options.uncertain_p_occluded, 1.0f);
 }
 
 }  // namespace

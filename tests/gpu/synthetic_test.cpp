@@ -459,7 +459,9 @@ TEST(Augmentation, JpegLikeIsCloseToLibjpeg) {
     std::printf("quality %d: libjpeg changes the frames by %.2f grey levels, the emulation is %.2f from libjpeg\n",
                 quality, libjpeg_loss, difference);
     EXPECT_GT(libjpeg_loss, 0.5) << "quality " << quality;
-    EXPECT_LT(difference, 0.5 * libjpeg_loss) << "quality " << quality << ": libjpeg loses " << libjpeg_loss;
+    // Measured: libjpeg changes these frames by 5.3 (q90) and 8.5 (q50) levels; the emulation is 1.0 and 0.8
+    // levels from libjpeg's pixels (float DCT and rounding against libjpeg's integer islow DCT).
+    EXPECT_LT(difference, 0.3 * libjpeg_loss) << "quality " << quality << ": libjpeg loses " << libjpeg_loss;
   }
 }
 
