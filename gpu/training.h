@@ -52,18 +52,62 @@ struct SyntheticOptions {
   double max_noise_std = 0.02;             // additive pixel noise, colour units in [0, 1], per clip in [0, max]
   double max_lighting_change = 0.15;       // per-frame gain in [1 - x, 1 + x], bias in +-x/10
   // Closer to real footage (all off by default, so seeded streams of earlier runs stay the same):
-  double limb_fraction = 0.0;       // share of foreground objects that are swinging limbs: elongated
-                                    // ellipses pivoting about one end (pendulum swing) around a moving pivot
-  double max_aspect_squeeze = 1.0;  // half of the clips are stretched along one axis by a factor in
-                                    // [1, x] (a 16:9 video resized to 256x256 is stretched 1.78x in y)
-  double max_temporal_blur = 0.0;   // half of the clips blend each frame with its neighbours, weight in
-                                    // [0, x] each (exposure over the frame interval: motion blur of
-                                    // moving layers, ghosting of fast ones); the ground truth stays at
-                                    // the frame's centre time
+  double limb_fraction = 0.0;         // share of foreground objects that are swinging limbs: elongated
+                                      // ellipses pivoting about one end (pendulum swing) around a moving pivot
+  double max_aspect_squeeze = 1.0;    // half of the clips are stretched along one axis by a factor in
+                                      // [1, x] (a 16:9 video resized to 256x256 is stretched 1.78x in y)
+  double max_temporal_blur = 0.0;     // half of the clips blend each frame with its neighbours, weight in
+                                      // [0, x] each (exposure over the frame interval: motion blur of
+                                      // moving layers, ghosting of fast ones); the ground truth stays at
+                                      // the frame's centre time
+  double articulated_fraction = 0.0;  // share of limbs that carry a second segment (a lower leg: its own swing
+                                      // about the first segment's far end, drawn in front of it)
+  double occluder_fraction = 0.0;     // share of clips whose top-most object is a thin bar (a pole, a fence
+                                      // rail) drifting slowly across the scene
+  double max_camera_shake = 0.0;      // half of the clips shake: every layer moves by the same random offset
+                                      // per frame, each axis uniform in [-x, x] normalised units (<= 0.1)
   SyntheticVideoFormat format = SyntheticVideoFormat::float_signed;
   bool render_layer_ids = false;    // also output the top-most layer index of every pixel (tests, debugging)
   bool skip_temporal_blur = false;  // draw the clips' temporal blur but do not apply it (tests: the same
                                     // clip sharp)
+
+  core::Status check() const;
+};
+
+/// Photometric and compression augmentation of the training clips (gpu/training/augmentation.h), drawn per clip
+/// from the batch's seed and applied to the rendered frames (the ground truth does not move). Off by default,
+/// so the data of earlier runs stays the same. When any part is on, every augmented frame is also rounded to
+/// 8-bit levels, as real video is.
+struct AugmentationOptions {
+  double probability = 1.0;            // share of clips augmented (when any part below is on)
+  double max_brightness_levels = 0.0;  // offset uniform in [-x, x] grey levels (of 255)
+  double max_contrast = 0.0;           // gain about mid-grey uniform in [1 - x, 1 + x]
+  double max_gamma = 0.0;              // exponent exp(u), u uniform in [-x, x]
+  double jpeg_probability = 0.0;       // share of augmented clips passed through a JPEG-like round trip
+  int jpeg_min_quality = 50;           // its quality, uniform in [min, max] (IJG scale, as PIL's `quality`)
+  int jpeg_max_quality = 95;
+
+  bool enabled() const;
+  core::Status check() const;
+};
+
+/// Consistency between two perturbed copies of each clip (both augmented independently, both supervised): the
+/// tracks and occlusion probabilities of copy A are pulled towards copy B's. Off when weight is 0.
+struct ConsistencyOptions {
+  double weight = 0.0;     // weight of the consistency term in the loss
+  bool symmetric = false;  // gradients through both copies; default: copy B is a fixed target (stop-gradient)
+  double huber_delta_px = 4.0;
+
+  core::Status check() const;
+};
+
+/// The stability check of the trainer's validation: the first `clips` validation clips tracked again with
+/// their frames shifted by +-brightness_levels grey levels, passed through the JPEG-like round trip at
+/// jpeg_quality, and (on CUDA) under bf16 and fp16 autocast, against the model in fp32 on the plain frames.
+struct ValidationStabilityOptions {
+  int64_t clips = 4;  // 0 = off
+  double brightness_levels = 2.0;
+  int jpeg_quality = 90;
 
   core::Status check() const;
 };
@@ -134,10 +178,13 @@ struct TrainingOptions {
 
   SyntheticOptions data;             // training batches; data.batch_size is the batch size
   uint64_t data_seed = 1;            // batch `step` is generated from (data_seed, step): resumable
+  AugmentationOptions augmentation;  // applied to the training clips (never to the validation set)
+  ConsistencyOptions consistency;    // needs augmentation (two identical copies would agree trivially)
   SyntheticOptions validation_data;  // defaults: query-first protocol (query_first_fraction 1)
   int64_t validation_clips = 32;
   uint64_t validation_seed = 1'000'000;  // the fixed validation set
   int64_t validation_every_steps = 500;  // 0 = only at the end of the call
+  ValidationStabilityOptions validation_stability;
 
   LossOptions loss;
   OptimizerOptions optimizer;
@@ -156,11 +203,21 @@ struct TrainingOptions {
   core::Status check() const;
 };
 
+/// One row of the validation's stability check: the change of the final tracks at 256x256 px.
+struct ValidationStabilityRow {
+  std::string name;  // "brightness +2", "brightness -2", "jpeg-like q90", "bf16", "fp16"
+  std::optional<core::TrackChange> change;
+  std::string skipped;  // why not run (e.g. "autocast needs CUDA")
+};
+
 struct ValidationSummary {
   int64_t step = 0;
   double loss = 0.0;
   core::TapVidMetrics metrics;              // query-first TAP-Vid metrics of the model, 256x256
   core::TapVidMetrics stationary_baseline;  // the same for "the point does not move"
+  core::Calibration occluded_calibration;   // p_occluded vs ground truth (the query-first scored pairs)
+  core::Calibration far_calibration;        // p_far vs "more than 6 px off" (visible pairs)
+  std::vector<ValidationStabilityRow> stability;
   double seconds = 0.0;
 };
 

@@ -62,12 +62,52 @@ core::Status SyntheticOptions::check() const {
                                      fmt::format("max_temporal_blur {} not in [0, 0.45] (the frame's own weight "
                                                  "1 - 2x must stay above its neighbours')",
                                                  max_temporal_blur)));
+  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(articulated_fraction, 0, 1) && in_range(occluder_fraction, 0, 1), what,
+                                     fmt::format("articulated_fraction {} and occluder_fraction {} must lie in [0, 1]",
+                                                 articulated_fraction, occluder_fraction)));
+  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_camera_shake, 0, 0.1), what,
+                                     fmt::format("max_camera_shake {} not in [0, 0.1] (the camera window must stay on "
+                                                 "the background texture)",
+                                                 max_camera_shake)));
   const double pixels = static_cast<double>(batch_size) * static_cast<double>(frames) * static_cast<double>(height) *
                         static_cast<double>(width);
   TRACKSCOPE_RETURN_IF_ERROR(require(pixels <= 2147483648.0, what,
                                      fmt::format("{} x {} x {}x{} is {:.2g} pixels per batch, more than 2^31",
                                                  batch_size, frames, width, height, pixels)));
   return {};
+}
+
+bool AugmentationOptions::enabled() const {
+  return probability > 0.0 &&
+         (max_brightness_levels > 0.0 || max_contrast > 0.0 || max_gamma > 0.0 || jpeg_probability > 0.0);
+}
+
+core::Status AugmentationOptions::check() const {
+  const std::string_view what = "augmentation options";
+  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(probability, 0, 1) && in_range(jpeg_probability, 0, 1), what,
+                                     "probabilities must lie in [0, 1]"));
+  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_brightness_levels, 0, 64), what,
+                                     fmt::format("brightness {} levels not in [0, 64]", max_brightness_levels)));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(in_range(max_contrast, 0, 0.5) && in_range(max_gamma, 0, 0.7), what,
+              fmt::format("contrast {} not in [0, 0.5] or gamma {} not in [0, 0.7]", max_contrast, max_gamma)));
+  return require(
+      jpeg_min_quality >= 1 && jpeg_min_quality <= jpeg_max_quality && jpeg_max_quality <= 100, what,
+      fmt::format("JPEG qualities [{}, {}] must satisfy 1 <= min <= max <= 100", jpeg_min_quality, jpeg_max_quality));
+}
+
+core::Status ConsistencyOptions::check() const {
+  return require(in_range(weight, 0, 1e3) && in_range(huber_delta_px, 1e-6, 1e3), "consistency options",
+                 fmt::format("weight {} must be >= 0 and the Huber delta {} positive", weight, huber_delta_px));
+}
+
+core::Status ValidationStabilityOptions::check() const {
+  return require(
+      clips >= 0 && clips <= 4096 && in_range(brightness_levels, 0, 255) && jpeg_quality >= 1 && jpeg_quality <= 100,
+      "validation stability options",
+      fmt::format("clips {} not in [0, 4096], shift {} levels not in [0, 255] or JPEG quality {} not in "
+                  "[1, 100]",
+                  clips, brightness_levels, jpeg_quality));
 }
 
 core::Status LossOptions::check() const {
@@ -185,6 +225,13 @@ core::Status TrainingOptions::check() const {
   TRACKSCOPE_RETURN_IF_ERROR(data.check().with_context("training data"));
   TRACKSCOPE_RETURN_IF_ERROR(validation_data.check().with_context("validation data"));
   TRACKSCOPE_RETURN_IF_ERROR(loss.check());
+  TRACKSCOPE_RETURN_IF_ERROR(augmentation.check());
+  TRACKSCOPE_RETURN_IF_ERROR(consistency.check());
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(consistency.weight == 0.0 || augmentation.enabled(), what,
+              "the consistency loss compares two perturbed copies of each clip: turn on an augmentation "
+              "(brightness, contrast, gamma or JPEG)"));
+  TRACKSCOPE_RETURN_IF_ERROR(validation_stability.check());
   TRACKSCOPE_RETURN_IF_ERROR(optimizer.check());
   TRACKSCOPE_RETURN_IF_ERROR(schedule.check());
   TRACKSCOPE_RETURN_IF_ERROR(require(validation_clips >= 0 && validation_every_steps >= 0 && max_steps >= 0 &&

@@ -32,6 +32,9 @@ AnnotationController::AnnotationController(MainWindow* window, TrackerService* s
   window->add_below_timeline(strip_);
   window->timeline()->slider()->installEventFilter(this);
   connect(service, &TrackerService::consistency_checked, quality_, &TrackQualityModel::set_consistency);
+  // The "uncertain" cue uses the thresholds calibrated for the model that made the tracks (its manifest).
+  connect(service, &TrackerService::run_completed, quality_,
+          [this](const CompletedRun& run) { quality_->use_model(run.tracker); });
   connect_actions();
   set_merge_policy(window->settings().merge_policy());
   set_quality_strip_visible(window->settings().show_quality_strip());

@@ -2,6 +2,8 @@
 // reported by core/tracking/evaluation_report.h.
 //   --badja ANNOTATIONS --video FRAMES_DIR_OR_FILE [--masks DIR] [--end-frame N]   BADJA PCK on a real clip
 //   --synthetic SEED [--clips N] [--frames T] [--points N]                         TAP-Vid metrics, query-first
+//   --stability [--brightness L] [--jpeg-quality Q] [--stability-precisions P,P]   track change under small changes
+//   --video V --queries Q.csv|grid:16x16@frame0                                    stability only, on any clip
 // Prints a short table on stdout (progress on stderr) and writes --json OUT. Baselines: "the point does not move"
 // (always) and the same model architecture with random weights (--baseline-weights FILE).
 // Exit codes: 0 ok, 2 bad arguments (before anything is loaded), 1 any other error (one line on stderr).
@@ -18,8 +20,10 @@
 #include "core/limits.h"
 #include "core/tracking/evaluation.h"
 #include "core/tracking/evaluation_report.h"
+#include "core/tracking/evaluation_stability.h"
 #include "core/tracking/point_tracker.h"
 #include "core/tracking/progress_bar.h"
+#include "core/tracking/query_spec.h"
 #include "gpu/cpu_runtime.h"
 #include "gpu/tracker_factory.h"
 #include "gpu/training.h"
@@ -45,6 +49,11 @@ struct EvalArguments {
   std::string json;
   int threads = 0;
   bool quiet = false;
+  bool stability = false;
+  std::string queries;
+  int brightness = 2;
+  int jpeg_quality = 90;
+  std::vector<std::string> stability_precisions = {"fp16", "bf16"};
 };
 
 // Everything the command does, checked and parsed.
@@ -59,13 +68,52 @@ struct EvalPlan {
   std::string json;
   int threads = 0;
   bool quiet = false;
+  std::optional<core::StabilityOptions> stability;
+  std::optional<core::QuerySpec> stability_queries;  // --queries: stability on a clip without annotations
+  std::string stability_queries_text;
 };
 
 core::Expected<EvalPlan> make_plan(const EvalArguments& args) {
   EvalPlan plan;
-  if (args.badja.empty() && !args.synthetic) {
+  if (args.badja.empty() && !args.synthetic && args.queries.empty()) {
     return core::invalid_argument(
-        "nothing to evaluate: give --badja ANNOTATIONS --video VIDEO and/or --synthetic SEED");
+        "nothing to evaluate: give --badja ANNOTATIONS --video VIDEO, --synthetic SEED and/or --video VIDEO "
+        "--queries Q --stability");
+  }
+  if (!args.queries.empty()) {
+    if (!args.badja.empty()) {
+      return core::invalid_argument(
+          "--queries is for a clip without annotations: with --badja the queries are the "
+          "joints of the first annotated frame");
+    }
+    if (args.video.empty()) return core::invalid_argument("--queries needs --video (the clip to track)");
+    core::Expected<core::QuerySpec> spec = core::parse_query_spec(args.queries);
+    if (!spec) return spec.status();
+    plan.stability_queries = *spec;
+    plan.stability_queries_text = args.queries;
+    plan.video = args.video;
+    plan.badja_options.end_frame = args.end_frame;
+    TRACKSCOPE_RETURN_IF_ERROR(plan.badja_options.check());
+  }
+  if (args.stability || !args.queries.empty()) {
+    if (args.badja.empty() && args.queries.empty()) {
+      return core::invalid_argument(
+          "--stability needs a clip: --badja ANNOTATIONS --video V, or --video V --queries Q");
+    }
+    core::StabilityOptions stability;
+    stability.brightness_levels.clear();
+    if (args.brightness != 0) stability.brightness_levels = {+args.brightness, -args.brightness};
+    stability.jpeg_qualities.clear();
+    if (args.jpeg_quality != 0) stability.jpeg_qualities = {args.jpeg_quality};
+    stability.precisions.clear();
+    for (const std::string& name : args.stability_precisions) {
+      if (name == "none") continue;
+      core::Expected<core::Precision> precision = core::parse_precision(name);
+      if (!precision) return precision.status();
+      stability.precisions.push_back(*precision);
+    }
+    TRACKSCOPE_RETURN_IF_ERROR(stability.check());
+    plan.stability = stability;
   }
   if (!args.badja.empty()) {
     if (args.video.empty()) return core::invalid_argument("--badja needs --video (the clip's frames folder or file)");
@@ -74,8 +122,8 @@ core::Expected<EvalPlan> make_plan(const EvalArguments& args) {
     plan.masks = args.masks;
     plan.badja_options.end_frame = args.end_frame;
     TRACKSCOPE_RETURN_IF_ERROR(plan.badja_options.check());
-  } else if (!args.video.empty() || !args.masks.empty()) {
-    return core::invalid_argument("--video and --masks belong to --badja");
+  } else if ((!args.video.empty() && args.queries.empty()) || !args.masks.empty()) {
+    return core::invalid_argument("--video and --masks belong to --badja (or --video to --queries)");
   }
   if (args.synthetic) {
     gpu::SyntheticEvaluationOptions synthetic;
@@ -112,6 +160,7 @@ struct RunResult {
   core::TrackerDescription description;
   std::optional<core::BadjaEvaluation> badja;
   std::optional<core::TapVidEvaluation> synthetic;
+  std::optional<core::StabilityEvaluation> stability;
 };
 
 // Inputs loaded once and shared by the model and the baseline.
@@ -119,6 +168,7 @@ struct EvalInputs {
   core::BadjaAnnotations annotations;
   std::unique_ptr<core::VideoSource> video;
   std::vector<core::TapVidClip> clips;
+  std::vector<core::Query> stability_queries;  // --queries, resolved on the video
 };
 
 core::Expected<core::BadjaAnnotations> load_annotations(const EvalPlan& plan) {
@@ -130,8 +180,35 @@ core::Expected<core::BadjaAnnotations> load_annotations(const EvalPlan& plan) {
   return annotations;
 }
 
+// The stability rows of the model's tracks: on the BADJA run's queries and frames, or on --queries (tracked here
+// first, as the reference).
+core::Expected<core::StabilityEvaluation> run_stability(core::TrackerFactory& factory,
+                                                        const core::TrackerOptions& options, const EvalPlan& plan,
+                                                        EvalInputs& inputs, core::PointTracker& tracker,
+                                                        const RunResult& result) {
+  core::TrackRequest request;
+  core::TrackSet reference;
+  if (result.badja) {
+    for (const core::BadjaQuery& q : result.badja->queries) request.queries.push_back(q.query);
+    request.first_frame = result.badja->first_frame;
+    request.end_frame = result.badja->end_frame;
+    reference = result.badja->tracks;
+  } else {
+    request.queries = inputs.stability_queries;
+    request.end_frame = plan.badja_options.end_frame;
+    core::ProgressBar progress(!plan.quiet, "model reference");
+    core::Expected<core::TrackSet> tracks = tracker.track(*inputs.video, request, progress, {});
+    if (!tracks) return tracks.status().with_context("tracking the stability reference");
+    reference = std::move(*tracks);
+  }
+  core::ProgressBar progress(!plan.quiet, "model stability");
+  return core::evaluate_stability(factory, options, tracker, *inputs.video, request, reference, *plan.stability,
+                                  progress);
+}
+
 core::Expected<RunResult> run_tracker(core::TrackerFactory& factory, const core::TrackerOptions& options,
-                                      const EvalPlan& plan, EvalInputs& inputs, const std::string& label) {
+                                      const EvalPlan& plan, EvalInputs& inputs, const std::string& label,
+                                      bool with_stability) {
   core::Expected<std::unique_ptr<core::PointTracker>> tracker = factory.create(options);
   if (!tracker) return tracker.status().with_context(fmt::format("loading {} '{}'", label, options.model));
   RunResult result;
@@ -156,6 +233,12 @@ core::Expected<RunResult> run_tracker(core::TrackerFactory& factory, const core:
     if (!synthetic) return synthetic.status().with_context(fmt::format("synthetic clips with {}", label));
     result.synthetic = std::move(*synthetic);
   }
+  if (with_stability && plan.stability) {
+    core::Expected<core::StabilityEvaluation> stability =
+        run_stability(factory, options, plan, inputs, **tracker, result);
+    if (!stability) return stability.status().with_context(fmt::format("stability of {}", label));
+    result.stability = std::move(*stability);
+  }
   return result;
 }
 
@@ -175,6 +258,10 @@ core::EvaluationReport make_report(const EvalPlan& plan, RunResult model, std::o
         {o.seed, o.clips, o.data.frames, o.data.points, o.data.width, o.data.height}, std::move(*model.synthetic), {}};
     if (baseline) report.synthetic->random_weights = baseline->synthetic->model;
   }
+  if (model.stability) {
+    report.stability = core::EvaluationReport::Stability{
+        plan.video, plan.badja ? std::string("badja") : plan.stability_queries_text, std::move(*model.stability)};
+  }
   return report;
 }
 
@@ -191,21 +278,29 @@ int run_eval(const EvalArguments& args) {
     core::Expected<core::BadjaAnnotations> annotations = load_annotations(*plan);
     if (!annotations) return fail(annotations.status(), 1);
     inputs.annotations = std::move(*annotations);
+  }
+  if (plan->badja || plan->stability_queries) {
     core::Expected<std::unique_ptr<core::VideoSource>> video = core::VideoSource::open(plan->video);
     if (!video) return fail(video.status(), 1);
     inputs.video = std::move(*video);
   }
+  if (plan->stability_queries) {
+    core::Expected<std::vector<core::Query>> queries =
+        core::resolve_queries(*plan->stability_queries, inputs.video->info());
+    if (!queries) return fail(queries.status(), 1);
+    inputs.stability_queries = std::move(*queries);
+  }
   gpu::keep_freed_host_memory();
   if (plan->threads > 0) gpu::set_cpu_threads(plan->threads);
   std::unique_ptr<core::TrackerFactory> factory = gpu::make_tracker_factory({});
-  core::Expected<RunResult> model = run_tracker(*factory, plan->tracker, *plan, inputs, "model");
+  core::Expected<RunResult> model = run_tracker(*factory, plan->tracker, *plan, inputs, "model", true);
   if (!model) return fail(model.status(), 1);
   std::optional<RunResult> baseline;
   if (!plan->baseline_weights.empty()) {
     core::TrackerOptions options = plan->tracker;
     options.model = plan->baseline_weights;
     options.device = model->description.device.id;  // the same device as the model, also for "auto"
-    core::Expected<RunResult> random = run_tracker(*factory, options, *plan, inputs, "random weights");
+    core::Expected<RunResult> random = run_tracker(*factory, options, *plan, inputs, "random weights", false);
     if (!random) return fail(random.status(), 1);
     baseline = std::move(*random);
   }
@@ -225,7 +320,8 @@ void add_eval_command(CLI::App& app, CliContext& context) {
   CLI::App* command = app.add_subcommand(
       "eval",
       "accuracy on BADJA (PCK) and/or seeded synthetic clips (TAP-Vid AJ, delta_avg, occlusion accuracy), "
-      "next to the 'does not move' and random-weights baselines");
+      "next to the 'does not move' and random-weights baselines, with the calibration of p_occluded and p_far; "
+      "--stability: how far the tracks move under a +-2 grey-level shift, JPEG re-encoding and fp16/bf16");
   auto args = std::make_shared<EvalArguments>();
   command->add_option("--badja", args->badja,
                       "BADJA joint annotations: derived CSV (with thresholds) or BADJA JSON (needs --masks)");
@@ -234,7 +330,7 @@ void add_eval_command(CLI::App& app, CliContext& context) {
                       "folder of per-frame foreground masks (00026.png ...): PCK thresholds 0.2 sqrt(area)");
   command
       ->add_option("--end-frame", args->end_frame,
-                   "BADJA: track frames [0, N) only, score the annotated frames inside (-1 = all)")
+                   "BADJA and --queries: track frames [0, N) only (BADJA: score the annotated frames inside; -1 = all)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40))
       ->capture_default_str();
   CLI::Option* seed = command->add_option("--synthetic", args->synthetic_seed,
@@ -260,6 +356,22 @@ void add_eval_command(CLI::App& app, CliContext& context) {
   command
       ->add_option("--threads", args->threads,
                    "CPU threads for LibTorch (0 = leave the default; at most the machine's)")
+      ->capture_default_str();
+  command->add_flag("--stability", args->stability,
+                    "also track the clip's queries again under small input and precision changes and report the "
+                    "track change (the BADJA clip, or --video with --queries)");
+  command->add_option("--queries", args->queries,
+                      "stability on a clip without annotations: Q.csv (frame,x,y) or grid:COLSxROWS[@frameN]");
+  command->add_option("--brightness", args->brightness, "stability: grey-level shift, applied up and down (0 = none)")
+      ->check(CLI::Range(0, 255))
+      ->capture_default_str();
+  command->add_option("--jpeg-quality", args->jpeg_quality, "stability: JPEG re-encoding quality (0 = none)")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  command
+      ->add_option("--stability-precisions", args->stability_precisions,
+                   "stability: the same model at these precisions (fp16, bf16, tf32; none)")
+      ->delimiter(',')
       ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bars");
   command->callback([&context, args, seed] {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <vector>
 
 #include "core/io/atomic_file.h"
 #include "core/log.h"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   std::string precision = "bf16", schedule = "one-cycle", weights_dtype = "fp32", summary_path;
   int64_t size_px = 256, data_bench_batches = 0;
   double max_shard_mib = 15.0;
+  std::vector<int> jpeg_qualities = {o.augmentation.jpeg_min_quality, o.augmentation.jpeg_max_quality};
   bool no_self_check = false, no_cycle_momentum = false, verbose = false;
 
   CLI::App app{
@@ -66,6 +68,40 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--temporal-blur", o.data.max_temporal_blur,
                  "largest weight of each neighbouring frame in a frame (half the clips)")
+      ->capture_default_str();
+  app.add_option("--articulated", o.data.articulated_fraction,
+                 "share of limbs with a second segment hanging from their far end (a lower leg)")
+      ->capture_default_str();
+  app.add_option("--occluders", o.data.occluder_fraction,
+                 "share of clips whose top-most object is a thin bar drifting across (a pole, a fence rail)")
+      ->capture_default_str();
+  app.add_option("--camera-shake", o.data.max_camera_shake,
+                 "largest per-frame shake of the whole image, image half-widths (half the clips; <= 0.1)")
+      ->capture_default_str();
+  app.add_option("--aug-brightness", o.augmentation.max_brightness_levels,
+                 "augmentation: brightness offset up to +-L grey levels per clip")
+      ->capture_default_str();
+  app.add_option("--aug-contrast", o.augmentation.max_contrast, "augmentation: contrast gain in [1 - x, 1 + x]")
+      ->capture_default_str();
+  app.add_option("--aug-gamma", o.augmentation.max_gamma, "augmentation: gamma exp(u), u in [-x, x]")
+      ->capture_default_str();
+  app.add_option("--aug-jpeg", o.augmentation.jpeg_probability,
+                 "augmentation: share of clips passed through a JPEG-like round trip (on the device)")
+      ->capture_default_str();
+  app.add_option("--aug-jpeg-quality", jpeg_qualities, "augmentation: JPEG quality range MIN,MAX (IJG scale)")
+      ->delimiter(',')
+      ->expected(2)
+      ->capture_default_str();
+  app.add_option("--aug-probability", o.augmentation.probability, "augmentation: share of clips augmented")
+      ->capture_default_str();
+  app.add_option("--consistency", o.consistency.weight,
+                 "weight of the consistency loss between two augmented copies of each clip (0 = off; doubles the "
+                 "clips per step)")
+      ->capture_default_str();
+  app.add_flag("--consistency-symmetric", o.consistency.symmetric,
+               "consistency gradients through both copies (default: the second copy is a fixed target)");
+  app.add_option("--val-stability-clips", o.validation_stability.clips,
+                 "validation clips tracked again under +-2 levels, JPEG-like q90 and bf16/fp16 (0 = off)")
       ->capture_default_str();
   app.add_option("--data-seed", o.data_seed, "seed of the training stream (batch s = f(seed, s))")
       ->capture_default_str();
@@ -114,6 +150,8 @@ int main(int argc, char** argv) {
   o.validation_data.min_objects = o.data.min_objects;
   o.validation_data.max_objects = o.data.max_objects;
   o.self_check = !no_self_check;
+  o.augmentation.jpeg_min_quality = jpeg_qualities.at(0);
+  o.augmentation.jpeg_max_quality = jpeg_qualities.at(1);
   o.schedule.cycle_momentum = !no_cycle_momentum;
   o.max_shard_bytes = static_cast<int64_t>(max_shard_mib * 1024.0 * 1024.0);
   auto parsed_precision = core::parse_precision(precision);
@@ -159,7 +197,17 @@ int main(int argc, char** argv) {
     out["validation"] = {{"step", summary->validation->step},
                          {"loss", summary->validation->loss},
                          {"model", metrics_json(summary->validation->metrics)},
-                         {"stationary", metrics_json(summary->validation->stationary_baseline)}};
+                         {"stationary", metrics_json(summary->validation->stationary_baseline)},
+                         {"ece",
+                          {{"p_occluded", summary->validation->occluded_calibration.expected_calibration_error},
+                           {"p_far", summary->validation->far_calibration.expected_calibration_error}}}};
+    for (const gpu::ValidationStabilityRow& row : summary->validation->stability) {
+      if (row.change) {
+        out["validation"]["stability"][row.name] = {{"mean_px", row.change->mean_px},
+                                                    {"p99_px", row.change->p99_px},
+                                                    {"visible_mean_px", row.change->visible_mean_px}};
+      }
+    }
   }
   std::cout << out.dump(2) << "\n";
   if (!summary_path.empty()) {

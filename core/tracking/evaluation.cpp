@@ -83,6 +83,32 @@ class ClipProgress final : public TrackObserver {
   size_t count_;
 };
 
+// Error of an estimate against a ground-truth position, in px of the frame scaled to 256x256.
+double error_px256(double dx_px, double dy_px, double width, double height) {
+  return std::hypot(dx_px * 256.0 / width, dy_px * 256.0 / height);
+}
+
+// The calibration pairs of the BADJA protocol: every started joint on every later annotated frame.
+void add_badja_calibration(BadjaEvaluation& result) {
+  const BadjaAnnotations& annotations = result.annotations;
+  const auto width = static_cast<double>(annotations.width), height = static_cast<double>(annotations.height);
+  for (size_t f = 1; f < annotations.frames.size(); ++f) {
+    const BadjaFrame& frame = annotations.frames[f];
+    for (size_t q = 0; q < result.queries.size(); ++q) {
+      const Track& track = result.tracks.tracks[q];
+      if (!track.covers(frame.frame)) continue;
+      const TrackPoint& estimate = track.at(frame.frame);
+      const auto joint = std::find_if(frame.joints.begin(), frame.joints.end(),
+                                      [&](const BadjaJoint& j) { return j.joint_id == result.queries[q].joint_id; });
+      const bool visible = joint != frame.joints.end() && joint->visible;
+      result.calibration.occluded.add(estimate.p_occluded, !visible);
+      if (!visible) continue;
+      const double error = error_px256(estimate.x_px - joint->x_px, estimate.y_px - joint->y_px, width, height);
+      result.calibration.far.add(estimate.p_far, error > kFarThresholdPx256);
+    }
+  }
+}
+
 }  // namespace
 
 // ---- BADJA ---------------------------------------------------------------------------------------------------
@@ -172,6 +198,7 @@ Expected<BadjaEvaluation> evaluate_badja(PointTracker& tracker, VideoSource& vid
   Expected<PckResult> pck = compute_badja_pck(result.annotations, result.tracks);
   if (!pck) return pck.status();
   result.pck = std::move(*pck);
+  add_badja_calibration(result);
   const TrackSet still =
       make_stationary_tracks(request.queries, result.first_frame, result.end_frame - result.first_frame);
   Expected<PckResult> stationary = compute_badja_pck(result.annotations, still);
@@ -248,6 +275,27 @@ Expected<TapVidVideo> make_tapvid_video(const TapVidClip& clip, const TrackSet& 
   return video;
 }
 
+Status add_tapvid_calibration(const TapVidClip& clip, const TrackSet& predicted, TrackCalibration& calibration) {
+  TRACKSCOPE_RETURN_IF_ERROR(clip.check());
+  const int64_t t_count = clip.frame_count(), n_count = clip.track_count();
+  TRACKSCOPE_RETURN_IF_ERROR(check_tracks(predicted, clip.queries, 0, t_count));
+  const auto width = static_cast<double>(clip.width), height = static_cast<double>(clip.height);
+  for (int64_t n = 0; n < n_count; ++n) {
+    const Track& track = predicted.tracks[static_cast<size_t>(n)];
+    for (int64_t t = clip.queries[static_cast<size_t>(n)].frame + 1; t < t_count; ++t) {
+      const auto i = static_cast<size_t>(n * t_count + t);
+      const TrackPoint& p = track.at(t);
+      const bool occluded = clip.gt_occluded[i] != 0;
+      calibration.occluded.add(p.p_occluded, occluded);
+      if (occluded) continue;
+      const double error =
+          error_px256(p.x_px - clip.gt_tracks_xy[2 * i], p.y_px - clip.gt_tracks_xy[2 * i + 1], width, height);
+      calibration.far.add(p.p_far, error > kFarThresholdPx256);
+    }
+  }
+  return {};
+}
+
 Expected<TapVidEvaluation> evaluate_tapvid(PointTracker& tracker, const std::vector<TapVidClip>& clips,
                                            TrackObserver& observer, std::stop_token stop) {
   if (clips.empty()) return invalid_argument("no clip to evaluate");
@@ -280,6 +328,7 @@ Expected<TapVidEvaluation> evaluate_tapvid(PointTracker& tracker, const std::vec
     Expected<TapVidMetrics> stationary = compute_tapvid_metrics(*still, QueryMode::first);
     if (!stationary) return stationary.status();
 
+    TRACKSCOPE_RETURN_IF_ERROR(add_tapvid_calibration(clip, *tracks, result.calibration));
     clip_result.model = *model;
     clip_result.stationary = *stationary;
     model_metrics.push_back(*model);

@@ -33,6 +33,24 @@
 
 namespace trackscope::core {
 
+// ---- Calibration ---------------------------------------------------------------------------------------------
+
+/// Bins of the reliability diagrams and the error that makes an estimate "far" (the expected-distance head's
+/// training target: more than 6 px from the ground truth at 256x256).
+inline constexpr int kCalibrationBins = 10;
+inline constexpr double kFarThresholdPx256 = 6.0;
+/// The observed error rate from which an estimate counts as suspicious: the quality strip's calibrated
+/// thresholds are where the reliability curve reaches it (calibrated_threshold in metrics.h).
+inline constexpr double kSuspiciousErrorRate = 0.5;
+
+/// Calibration of a tracker's two probabilities against ground truth, over the scored (track, frame) pairs:
+/// p_occluded against "occluded in the ground truth" (all pairs), p_far against "farther than
+/// kFarThresholdPx256 px (positions scaled to 256x256) from the ground truth" (pairs visible in the ground truth).
+struct TrackCalibration {
+  CalibrationAccumulator occluded{kCalibrationBins};
+  CalibrationAccumulator far{kCalibrationBins};
+};
+
 // ---- BADJA ---------------------------------------------------------------------------------------------------
 
 /// Sets each annotated frame's PCK threshold to 0.2 * sqrt(foreground area), the area counted on the mask of
@@ -58,6 +76,9 @@ struct BadjaEvaluation {
   PckResult pck;               // the tracker
   PckResult stationary;        // "the point does not move": every track stays at its query
   double track_seconds = 0.0;  // wall time of the tracker's track() call
+  /// Over the PCK's (frame, joint) pairs: p_far against the annotated visible joints, p_occluded against the
+  /// annotated visibility of every started joint (few pairs: 147 on horsejump-high, so coarse).
+  TrackCalibration calibration;
 };
 
 /// The BADJA protocol (../shared/testdata/SOURCES.md): one query at each visible joint of the first annotated
@@ -95,6 +116,10 @@ struct TapVidClip {
 /// predicted occluded = !visible), positions scaled to 256x256. invalid_argument when they do not match.
 Expected<TapVidVideo> make_tapvid_video(const TapVidClip& clip, const TrackSet& predicted);
 
+/// Adds the (track, frame) pairs the query-first protocol scores (frames after each query) of `predicted`
+/// against `clip`'s ground truth to `calibration`. invalid_argument when they do not match.
+Status add_tapvid_calibration(const TapVidClip& clip, const TrackSet& predicted, TrackCalibration& calibration);
+
 struct TapVidClipResult {
   std::string name;
   TapVidMetrics model;
@@ -107,6 +132,7 @@ struct TapVidEvaluation {
   TapVidMetrics model;       // average_over_videos of the clips' metrics (query-first)
   TapVidMetrics stationary;  // the same for "the point does not move" (predicted visible at the query)
   double track_seconds = 0.0;
+  TrackCalibration calibration;  // over every clip's scored pairs
 };
 
 /// Tracks every clip's queries through the whole clip (an in-memory video) and scores them with

@@ -12,6 +12,10 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Bins with fewer predictions than this are left out of the suspicious threshold (BADJA has 147 p_far pairs in
+// 10 bins: 20 would leave one bin).
+constexpr int64_t kThresholdMinBinCount = 10;
+
 Json number(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
 
 Json model_json(const EvaluationReport::Model& model) {
@@ -55,6 +59,101 @@ Json tapvid_json(const TapVidMetrics& m) {
           {"evaluated_points", m.counts.evaluated_points}};
 }
 
+Json optional_number(const std::optional<double>& value) { return value ? number(*value) : Json(nullptr); }
+
+Json calibration_object(const Calibration& c, std::string_view outcome) {
+  Json bins = Json::array();
+  for (const ReliabilityBin& b : c.bins) {
+    bins.push_back({{"lower", b.lower},
+                    {"upper", b.upper},
+                    {"count", b.count},
+                    {"mean_predicted", number(b.mean_predicted)},
+                    {"observed_frequency", number(b.observed_frequency)}});
+  }
+  return {
+      {"outcome", std::string(outcome)},
+      {"count", c.count},
+      {"expected_calibration_error", number(c.expected_calibration_error)},
+      {"max_calibration_error", number(c.max_calibration_error)},
+      {"brier_score", number(c.brier_score)},
+      {"mean_predicted", number(c.mean_predicted)},
+      {"base_rate", number(c.base_rate)},
+      {"suspicious_threshold", optional_number(calibrated_threshold(c, kSuspiciousErrorRate, kThresholdMinBinCount))},
+      {"bins", bins}};
+}
+
+Json track_calibration_json(const TrackCalibration& calibration) {
+  return {{"bins", kCalibrationBins},
+          {"suspicious_error_rate", kSuspiciousErrorRate},
+          {"p_occluded", calibration_object(calibration.occluded.result(), "occluded in the ground truth")},
+          {"p_far", calibration_object(calibration.far.result(),
+                                       "farther than 6 px (at 256x256) from a point visible in the ground truth")}};
+}
+
+std::string format_calibration(const TrackCalibration& calibration) {
+  auto part = [](const char* name, const Calibration& c) {
+    const std::optional<double> threshold = calibrated_threshold(c, kSuspiciousErrorRate, kThresholdMinBinCount);
+    return fmt::format("{} ECE {:.3f} (n {}, predicted {:.3f}, observed {:.3f}, suspicious from {})", name,
+                       c.expected_calibration_error, c.count, c.mean_predicted, c.base_rate,
+                       threshold ? fmt::format("{:.2f}", *threshold) : std::string("-"));
+  };
+  return fmt::format("  calibration, {:2} bins: {}\n                         {}\n", kCalibrationBins,
+                     part("p_occluded", calibration.occluded.result()), part("p_far", calibration.far.result()));
+}
+
+Json change_object(const TrackChange& c) {
+  return {{"pairs", c.pairs},
+          {"mean_px", number(c.mean_px)},
+          {"p99_px", number(c.p99_px)},
+          {"max_px", number(c.max_px)},
+          {"visible_pairs", c.visible_pairs},
+          {"visible_mean_px", number(c.visible_mean_px)},
+          {"visible_p99_px", number(c.visible_p99_px)},
+          {"visible_max_px", number(c.visible_max_px)},
+          {"visibility_agreement", number(c.visibility_agreement)}};
+}
+
+Json stability_json(const EvaluationReport::Stability& section) {
+  const StabilityEvaluation& s = section.model;
+  Json rows = Json::array();
+  for (const StabilityRow& row : s.rows) {
+    Json r = {{"name", row.name}, {"kind", row.kind}, {"track_seconds", row.track_seconds}};
+    if (row.change) r["change"] = change_object(*row.change);
+    if (!row.skipped.empty()) r["skipped"] = row.skipped;
+    rows.push_back(r);
+  }
+  return {{"video", section.video.string()},
+          {"queries", section.queries},
+          {"reference", s.reference},
+          {"tracks", s.tracks},
+          {"frames", {s.first_frame, s.end_frame}},
+          {"protocol",
+           "distance in video px between the tracks of the changed run and the reference, over every (track, "
+           "frame) pair except the query frames; visible pairs: visible in the reference; p99 by linear "
+           "interpolation"},
+          {"rows", rows}};
+}
+
+std::string format_stability(const EvaluationReport::Stability& section) {
+  const StabilityEvaluation& s = section.model;
+  std::string out = fmt::format(
+      "stability on {} ({} tracks from {}, frames [{}, {})): track change against {}, video px\n",
+      section.video.filename().string(), s.tracks, section.queries, s.first_frame, s.end_frame, s.reference);
+  out += fmt::format("  {:<16} {:>8} {:>8} {:>8}   {:>8} {:>8} {:>8}  {:>9}\n", "change", "mean", "p99", "max",
+                     "vis mean", "vis p99", "vis max", "same vis");
+  for (const StabilityRow& row : s.rows) {
+    if (!row.change) {
+      out += fmt::format("  {:<16} not run: {}\n", row.name, row.skipped);
+      continue;
+    }
+    const TrackChange& c = *row.change;
+    out +=
+        fmt::format("  {:<16} {:8.2f} {:8.2f} {:8.2f}   {:8.2f} {:8.2f} {:8.2f}  {:9.3f}\n", row.name, c.mean_px,
+                    c.p99_px, c.max_px, c.visible_mean_px, c.visible_p99_px, c.visible_max_px, c.visibility_agreement);
+  }
+  return out;
+}
+
 std::string format_badja(const EvaluationReport::Badja& section) {
   const BadjaEvaluation& b = section.model;
   std::string out = fmt::format("BADJA {} on {} ({}x{}): frames [{}, {}), {} tracks, PCK within 0.2 sqrt(area)\n",
@@ -79,6 +178,7 @@ std::string format_badja(const EvaluationReport::Badja& section) {
     }
     out += "\n";
   }
+  out += format_calibration(b.calibration);
   return out;
 }
 
@@ -94,15 +194,22 @@ std::string format_synthetic(const EvaluationReport::Synthetic& section) {
   row("model", section.model.model);
   row("stationary", section.model.stationary);
   if (section.random_weights) row("random weights", *section.random_weights);
+  out += format_calibration(section.model.calibration);
   return out;
 }
 
 }  // namespace
 
+std::string calibration_json(const Calibration& calibration, std::string_view outcome) {
+  return calibration_object(calibration, outcome).dump();
+}
+
+std::string track_change_json(const TrackChange& change) { return change_object(change).dump(); }
+
 std::string evaluation_report_json(const EvaluationReport& report) {
   Json doc;
   doc["format"] = "trackscope.eval";
-  doc["version"] = "1.0";
+  doc["version"] = "1.1";
   doc["model"] = model_json(report.model);
   doc["device"] = report.model.description.device.id;
   doc["device_name"] = report.model.description.device.name;
@@ -124,6 +231,7 @@ std::string evaluation_report_json(const EvaluationReport& report) {
     section["track_seconds"] = b.track_seconds;
     section["baselines"]["stationary"] = pck_json(b.stationary, b.annotations);
     if (s.random_weights) section["baselines"]["random_weights"] = pck_json(*s.random_weights, b.annotations);
+    section["calibration"] = track_calibration_json(b.calibration);
     doc["badja"] = section;
   }
   if (report.synthetic) {
@@ -138,8 +246,10 @@ std::string evaluation_report_json(const EvaluationReport& report) {
     section["track_seconds"] = s.model.track_seconds;
     section["baselines"]["stationary"] = tapvid_json(s.model.stationary);
     if (s.random_weights) section["baselines"]["random_weights"] = tapvid_json(*s.random_weights);
+    section["calibration"] = track_calibration_json(s.model.calibration);
     doc["synthetic"] = section;
   }
+  if (report.stability) doc["stability"] = stability_json(*report.stability);
   return doc.dump(2) + "\n";
 }
 
@@ -153,6 +263,7 @@ std::string format_evaluation_report(const EvaluationReport& report) {
                                 d.weights_sha256, d.device.id, to_string(d.precision), to_string(report.resize));
   if (report.badja) out += format_badja(*report.badja);
   if (report.synthetic) out += format_synthetic(*report.synthetic);
+  if (report.stability) out += format_stability(*report.stability);
   return out;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // The report of `trackscope-cli eval`: a model's accuracy on BADJA and/or seeded synthetic clips next to its
-// baselines ("the point does not move", and optionally the same architecture with random weights), as the JSON
-// file (format "trackscope.eval", version 1.0) and as the text table the command prints.
+// baselines ("the point does not move", and optionally the same architecture with random weights), the
+// calibration of its probabilities (ECE and reliability bins of p_occluded and p_far, with the thresholds where the
+// observed error rate reaches kSuspiciousErrorRate) and the stability of its tracks (evaluation_stability.h), as
+// the JSON file (format "trackscope.eval", version 1.1) and as the text table the command prints.
 //
 //   EvaluationReport report;
 //   report.model = {tracker->description(), "default"};
@@ -15,9 +17,11 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 #include "core/tracking/evaluation.h"
+#include "core/tracking/evaluation_stability.h"
 #include "core/tracking/point_tracker.h"
 
 namespace trackscope::core {
@@ -49,12 +53,26 @@ struct EvaluationReport {
     std::optional<TapVidMetrics> random_weights;
   };
 
+  /// The stability of the model's tracks of one clip (the BADJA clip's queries, or --video with --queries).
+  struct Stability {
+    std::filesystem::path video;
+    std::string queries;  // where the queries came from: "badja", a CSV path or a grid spec
+    StabilityEvaluation model;
+  };
+
   Model model;
   InputResize resize = InputResize::lanczos;
   std::optional<Model> random_weights_model;
   std::optional<Badja> badja;
   std::optional<Synthetic> synthetic;
+  std::optional<Stability> stability;
 };
+
+/// The JSON objects of the report's parts, as text (the trainer's validation log writes the same objects):
+/// a calibration {outcome, count, expected_calibration_error, ..., suspicious_threshold, bins [...]}, and a
+/// track change {pairs, mean_px, p99_px, max_px, visible_pairs, visible_mean_px, ..., visibility_agreement}.
+std::string calibration_json(const Calibration& calibration, std::string_view outcome);
+std::string track_change_json(const TrackChange& change);
 
 /// The JSON document (2-space indented, newline-terminated).
 std::string evaluation_report_json(const EvaluationReport& report);

@@ -474,4 +474,165 @@ TrackSet make_stationary_tracks(const std::vector<Query>& queries, int64_t first
   return set;
 }
 
+// ---- Calibration ---------------------------------------------------------------------------------------------
+
+CalibrationAccumulator::CalibrationAccumulator(int bins)
+    : counts_(static_cast<size_t>(std::max(bins, 1)), 0),
+      positives_(counts_.size(), 0),
+      predicted_sums_(counts_.size(), 0.0) {}
+
+void CalibrationAccumulator::add(double probability, bool outcome) {
+  if (!std::isfinite(probability)) return;
+  const double p = std::clamp(probability, 0.0, 1.0);
+  const auto bins = static_cast<int64_t>(counts_.size());
+  const auto bin = static_cast<size_t>(std::min(bins - 1, static_cast<int64_t>(p * static_cast<double>(bins))));
+  ++counts_[bin];
+  positives_[bin] += outcome ? 1 : 0;
+  predicted_sums_[bin] += p;
+  ++count_;
+  const double error = p - (outcome ? 1.0 : 0.0);
+  squared_error_sum_ += error * error;
+}
+
+Status CalibrationAccumulator::merge(const CalibrationAccumulator& other) {
+  if (other.counts_.size() != counts_.size()) {
+    return invalid_argument(
+        fmt::format("cannot merge reliability bins: {} bins and {} bins", counts_.size(), other.counts_.size()));
+  }
+  for (size_t b = 0; b < counts_.size(); ++b) {
+    counts_[b] += other.counts_[b];
+    positives_[b] += other.positives_[b];
+    predicted_sums_[b] += other.predicted_sums_[b];
+  }
+  count_ += other.count_;
+  squared_error_sum_ += other.squared_error_sum_;
+  return {};
+}
+
+Calibration CalibrationAccumulator::result() const {
+  Calibration c;
+  c.count = count_;
+  const auto bins = static_cast<double>(counts_.size());
+  double predicted_sum = 0.0;
+  int64_t positives = 0;
+  c.expected_calibration_error = count_ > 0 ? 0.0 : kNaN;
+  c.max_calibration_error = count_ > 0 ? 0.0 : kNaN;
+  for (size_t b = 0; b < counts_.size(); ++b) {
+    ReliabilityBin bin;
+    bin.lower = static_cast<double>(b) / bins;
+    bin.upper = static_cast<double>(b + 1) / bins;
+    bin.count = counts_[b];
+    bin.mean_predicted = counts_[b] > 0 ? predicted_sums_[b] / static_cast<double>(counts_[b]) : kNaN;
+    bin.observed_frequency = ratio(positives_[b], counts_[b]);
+    if (counts_[b] > 0) {
+      const double gap = std::abs(bin.mean_predicted - bin.observed_frequency);
+      c.expected_calibration_error += gap * static_cast<double>(counts_[b]) / static_cast<double>(count_);
+      c.max_calibration_error = std::max(c.max_calibration_error, gap);
+    }
+    predicted_sum += predicted_sums_[b];
+    positives += positives_[b];
+    c.bins.push_back(bin);
+  }
+  c.brier_score = count_ > 0 ? squared_error_sum_ / static_cast<double>(count_) : kNaN;
+  c.mean_predicted = count_ > 0 ? predicted_sum / static_cast<double>(count_) : kNaN;
+  c.base_rate = ratio(positives, count_);
+  return c;
+}
+
+std::optional<double> calibrated_threshold(const Calibration& calibration, double target_frequency, int64_t min_count) {
+  std::vector<double> predicted, frequency, weight;
+  for (const ReliabilityBin& bin : calibration.bins) {
+    if (bin.count < std::max<int64_t>(min_count, 1)) continue;
+    predicted.push_back(bin.mean_predicted);
+    frequency.push_back(bin.observed_frequency);
+    weight.push_back(static_cast<double>(bin.count));
+  }
+  if (predicted.empty()) return std::nullopt;
+  // Pool adjacent violators: blocks of consecutive bins share their weighted mean frequency until the curve
+  // no longer decreases.
+  struct Block {
+    double frequency, weight;
+    size_t bins;
+  };
+  std::vector<Block> blocks;
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    blocks.push_back({frequency[i], weight[i], 1});
+    while (blocks.size() >= 2 && blocks[blocks.size() - 2].frequency > blocks.back().frequency) {
+      const Block last = blocks.back();
+      blocks.pop_back();
+      Block& previous = blocks.back();
+      const double total = previous.weight + last.weight;
+      previous.frequency = (previous.frequency * previous.weight + last.frequency * last.weight) / total;
+      previous.weight = total;
+      previous.bins += last.bins;
+    }
+  }
+  std::vector<double> fitted;
+  for (const Block& block : blocks) fitted.insert(fitted.end(), block.bins, block.frequency);
+  if (fitted.front() >= target_frequency) return predicted.front();
+  for (size_t i = 1; i < fitted.size(); ++i) {
+    if (fitted[i] < target_frequency) continue;
+    const double x0 = predicted[i - 1], x1 = predicted[i], y0 = fitted[i - 1], y1 = fitted[i];
+    return y1 > y0 ? x0 + (x1 - x0) * (target_frequency - y0) / (y1 - y0) : x1;
+  }
+  return std::nullopt;
+}
+
+// ---- Track change (stability) --------------------------------------------------------------------------------
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return kNaN;
+  std::sort(values.begin(), values.end());
+  const double rank = std::clamp(q, 0.0, 100.0) / 100.0 * static_cast<double>(values.size() - 1);
+  const auto below = static_cast<size_t>(std::floor(rank));
+  const size_t above = std::min(below + 1, values.size() - 1);
+  return values[below] + (values[above] - values[below]) * (rank - static_cast<double>(below));
+}
+
+Expected<TrackChange> compute_track_change(const TrackSet& reference, const TrackSet& other) {
+  if (reference.tracks.size() != other.tracks.size()) {
+    return invalid_argument(
+        fmt::format("cannot compare {} tracks with {} tracks", reference.tracks.size(), other.tracks.size()));
+  }
+  std::vector<double> all, visible;
+  int64_t agree = 0;
+  for (size_t i = 0; i < reference.tracks.size(); ++i) {
+    const Track& a = reference.tracks[i];
+    const Track& b = other.tracks[i];
+    if (!(a.query == b.query)) {
+      return invalid_argument(
+          fmt::format("track {} answers query (frame {}, {:.2f}, {:.2f}) in one set and (frame {}, "
+                      "{:.2f}, {:.2f}) in the other",
+                      i, a.query.frame, a.query.x_px, a.query.y_px, b.query.frame, b.query.x_px, b.query.y_px));
+    }
+    for (int64_t frame = std::max(a.first_frame, b.first_frame); frame < std::min(a.end_frame(), b.end_frame());
+         ++frame) {
+      if (frame == a.query.frame) continue;
+      const TrackPoint& p = a.at(frame);
+      const TrackPoint& q = b.at(frame);
+      const double distance = std::hypot(static_cast<double>(p.x_px) - q.x_px, static_cast<double>(p.y_px) - q.y_px);
+      all.push_back(distance);
+      if (p.visible) visible.push_back(distance);
+      if (p.visible == q.visible) ++agree;
+    }
+  }
+  auto mean = [](const std::vector<double>& v) {
+    double sum = 0.0;
+    for (double x : v) sum += x;
+    return v.empty() ? kNaN : sum / static_cast<double>(v.size());
+  };
+  auto maximum = [](const std::vector<double>& v) { return v.empty() ? kNaN : *std::max_element(v.begin(), v.end()); };
+  TrackChange change;
+  change.pairs = static_cast<int64_t>(all.size());
+  change.visible_pairs = static_cast<int64_t>(visible.size());
+  change.mean_px = mean(all);
+  change.p99_px = percentile(all, 99.0);
+  change.max_px = maximum(all);
+  change.visible_mean_px = mean(visible);
+  change.visible_p99_px = percentile(visible, 99.0);
+  change.visible_max_px = maximum(visible);
+  change.visibility_agreement = ratio(agree, change.pairs);
+  return change;
+}
+
 }  // namespace trackscope::core

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
@@ -153,5 +154,83 @@ Expected<PckResult> compute_badja_pck(const BadjaAnnotations& annotations, const
 /// The "does not move" baseline: every track stays at its query position on every frame of
 /// [first_frame, first_frame + frame_count), visible.
 TrackSet make_stationary_tracks(const std::vector<Query>& queries, int64_t first_frame, int64_t frame_count);
+
+// ---- Calibration ---------------------------------------------------------------------------------------------
+
+/// One bin of a reliability diagram: predictions in [lower, upper) (the last bin includes 1).
+struct ReliabilityBin {
+  double lower = 0.0;
+  double upper = 0.0;
+  int64_t count = 0;
+  double mean_predicted = 0.0;      // mean predicted probability in the bin (NaN when empty)
+  double observed_frequency = 0.0;  // share of positive outcomes in the bin (NaN when empty)
+};
+
+/// How well predicted probabilities match observed frequencies.
+struct Calibration {
+  std::vector<ReliabilityBin> bins;         // equal width over [0, 1]
+  int64_t count = 0;                        // predictions scored
+  double expected_calibration_error = 0.0;  // ECE = sum_b (n_b / N) |mean_predicted_b - observed_frequency_b|
+  double max_calibration_error = 0.0;       // the largest |mean_predicted - observed_frequency| of a non-empty bin
+  double brier_score = 0.0;                 // mean (p - outcome)^2
+  double mean_predicted = 0.0;              // over every prediction
+  double base_rate = 0.0;                   // share of positive outcomes
+};
+
+/// Collects (probability, outcome) pairs into equal-width bins; NaN-free result once count() > 0 (an empty
+/// accumulator gives NaN metrics). Probabilities are clamped to [0, 1]; a non-finite probability is ignored.
+///
+///   CalibrationAccumulator occluded(10);
+///   for (...) occluded.add(point.p_occluded, gt_occluded);
+///   Calibration c = occluded.result();   // c.expected_calibration_error, c.bins
+class CalibrationAccumulator {
+ public:
+  explicit CalibrationAccumulator(int bins = 10);
+  void add(double probability, bool outcome);
+  /// Adds another accumulator's pairs (same bin count; invalid_argument otherwise).
+  Status merge(const CalibrationAccumulator& other);
+  int64_t count() const { return count_; }
+  int bin_count() const { return static_cast<int>(counts_.size()); }
+  Calibration result() const;
+
+ private:
+  std::vector<int64_t> counts_;
+  std::vector<int64_t> positives_;
+  std::vector<double> predicted_sums_;
+  int64_t count_ = 0;
+  double squared_error_sum_ = 0.0;
+};
+
+/// The predicted probability from which the outcome is observed at least `target_frequency` of the time: the
+/// reliability curve is made non-decreasing (pool-adjacent-violators over the non-empty bins, weighted by their
+/// counts), and the threshold is where it crosses the target, linearly interpolated between the bins' mean
+/// predictions. nullopt when no bin reaches the target (or there is nothing to go by); the lowest bin's mean
+/// prediction when every bin does. Bins with fewer than `min_count` predictions are left out.
+std::optional<double> calibrated_threshold(const Calibration& calibration, double target_frequency,
+                                           int64_t min_count = 20);
+
+// ---- Track change (stability) --------------------------------------------------------------------------------
+
+/// How far one set of tracks is from a reference set of the same queries (e.g. the same clip tracked after a
+/// grey-level shift, a JPEG round trip or at another precision). Distances in the tracks' pixels. Pairs are
+/// (track, frame) over every frame both cover except each track's query frame; "visible" pairs are those the
+/// reference calls visible. Statistics of an empty set are NaN.
+struct TrackChange {
+  int64_t pairs = 0;
+  int64_t visible_pairs = 0;
+  double mean_px = 0.0;  // all pairs
+  double p99_px = 0.0;   // 99th percentile (linear interpolation between order statistics, as numpy)
+  double max_px = 0.0;
+  double visible_mean_px = 0.0;
+  double visible_p99_px = 0.0;
+  double visible_max_px = 0.0;
+  double visibility_agreement = 0.0;  // share of pairs whose visible flag is the same in both sets
+};
+
+/// invalid_argument when the sets have different track counts or a track's query differs.
+Expected<TrackChange> compute_track_change(const TrackSet& reference, const TrackSet& other);
+
+/// The q-th percentile (0..100) of `values` by linear interpolation (numpy.percentile's default); NaN if empty.
+double percentile(std::vector<double> values, double q);
 
 }  // namespace trackscope::core

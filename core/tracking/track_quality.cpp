@@ -1,7 +1,11 @@
 #include "core/tracking/track_quality.h"
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
 
 namespace trackscope::core {
@@ -9,6 +13,8 @@ namespace trackscope::core {
 Status QualityOptions::check() const {
   if (!(uncertain_p_far > 0.0f && uncertain_p_far <= 1.0f))
     return invalid_argument("uncertain_p_far must be in (0, 1]");
+  if (!(uncertain_p_occluded > 0.0f && uncertain_p_occluded <= 1.0f))
+    return invalid_argument("uncertain_p_occluded must be in (0, 1]");
   if (!(outlier_factor > 0.0) || !(outlier_min_px >= 0.0))
     return invalid_argument("outlier thresholds must be positive");
   if (!(consistency_threshold_px > 0.0)) return invalid_argument("consistency_threshold_px must be positive");
@@ -52,7 +58,10 @@ TrackQuality assess_track(const PointTrack& point_track, const QualityOptions& o
     if (point_track.is_keyframe(frame)) continue;
     const TrackPoint& point = track.points[i];
     uint8_t flags = 0;
-    if (point.visible && point.p_far >= options.uncertain_p_far) flags |= quality_uncertain;
+    if (point.visible && (point.p_far >= options.uncertain_p_far ||
+                          (options.uncertain_p_occluded < 1.0f && point.p_occluded >= options.uncertain_p_occluded))) {
+      flags |= quality_uncertain;
+    }
     if (second[i] > outlier_px) flags |= quality_velocity_outlier;
     if (i < consistency_error_px.size() && std::isfinite(consistency_error_px[i]) &&
         consistency_error_px[i] > options.consistency_threshold_px) {
@@ -62,6 +71,46 @@ TrackQuality assess_track(const PointTrack& point_track, const QualityOptions& o
   }
   if (consistency_error_px.size() == n) quality.consistency_error_px = consistency_error_px;
   return quality;
+}
+
+CalibratedQualityOptions quality_options_for_weights(const std::filesystem::path& weights_path,
+                                                     std::string_view weights_sha256, const QualityOptions& fallback) {
+  CalibratedQualityOptions result{fallback, "defaults (no manifest with calibrated thresholds beside the weights)",
+                                  false};
+  std::vector<std::filesystem::path> candidates = {std::filesystem::path(weights_path).replace_extension(".json")};
+  const std::string stem = weights_path.stem().string();
+  if (stem.size() > 2 && stem.compare(stem.size() - 2, 2, "-0") == 0) {
+    candidates.push_back(weights_path.parent_path() / (stem.substr(0, stem.size() - 2) + ".json"));
+  }
+  for (const std::filesystem::path& path : candidates) {
+    std::ifstream in(path);
+    if (!in) continue;
+    const nlohmann::json manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!manifest.is_object() || manifest.value("format", "") != "trackscope.model-manifest") continue;
+    const std::string sha256 = manifest.value("sha256", "");
+    if (!sha256.empty() && !weights_sha256.empty() && sha256 != weights_sha256) {
+      result.source = fmt::format("defaults ({} describes other weights: sha256 {:.12})", path.string(), sha256);
+      return result;
+    }
+    const nlohmann::json thresholds =
+        manifest.value("calibration", nlohmann::json::object()).value("suspicious_thresholds", nlohmann::json());
+    if (!thresholds.is_object()) continue;
+    QualityOptions options = fallback;
+    bool any = false;
+    auto read = [&](const char* key, float& value) {
+      const auto found = thresholds.find(key);
+      if (found == thresholds.end() || !found->is_number()) return;
+      const double x = found->get<double>();
+      if (!(x > 0.0 && x <= 1.0)) return;
+      value = static_cast<float>(x);
+      any = true;
+    };
+    read("p_far", options.uncertain_p_far);
+    read("p_occluded", options.uncertain_p_occluded);
+    if (!any || !options.check()) continue;
+    return {options, path.string(), true};
+  }
+  return result;
 }
 
 std::optional<Query> consistency_anchor(const Track& track) {

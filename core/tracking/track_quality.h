@@ -2,7 +2,9 @@
 // Quality cues of a track, per frame, for the quality strip and the "next suspicious frame" navigation:
 //  * the model's own probabilities (p_occluded, p_far) are in the track itself;
 //  * uncertain: a visible estimate whose p_far (probability of an error above 6 px at 256x256) is at least
-//    QualityOptions::uncertain_p_far;
+//    QualityOptions::uncertain_p_far, or whose p_occluded is at least uncertain_p_occluded. A model's manifest
+//    can hold thresholds calibrated on its validation data (quality_options_for_weights): where the observed
+//    error rate of its estimates reaches kSuspiciousErrorRate (evaluation.h);
 //  * velocity outlier: the second difference |p[t+1] - 2 p[t] + p[t-1]| (px per frame^2, on three consecutive
 //    visible frames) exceeds max(outlier_min_px, outlier_factor * its median over the track): a jump or a
 //    one-frame glitch, which real motion at video rates rarely makes;
@@ -18,7 +20,10 @@
 // Threads: pure functions.
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -28,7 +33,9 @@
 namespace trackscope::core {
 
 struct QualityOptions {
-  float uncertain_p_far = 0.35f;          // visible with p_far >= this: uncertain
+  float uncertain_p_far = 0.35f;          // visible with p_far >= this: uncertain (the uncalibrated fallback)
+  float uncertain_p_occluded = 1.0f;      // visible with p_occluded >= this: uncertain (1 = never: a visible
+                                          // estimate has p_occluded <= 0.5; calibrated models set it)
   double outlier_factor = 8.0;            // times the median second difference
   double outlier_min_px = 4.0;            // a second difference below this is never an outlier
   double consistency_threshold_px = 4.0;  // forward-backward distance above this: inconsistent
@@ -55,6 +62,23 @@ struct TrackQuality {
   bool flagged(int64_t frame) const { return flags_at(frame) != 0; }
   int64_t flagged_count() const;
 };
+
+/// Quality options for the tracks of a model, and where their thresholds came from.
+struct CalibratedQualityOptions {
+  QualityOptions options;
+  std::string source;  // the manifest's path, or "defaults (...why...)"
+  bool calibrated = false;
+};
+
+/// The quality options for tracks made with the weights at `weights_path`: `fallback` with the suspicious
+/// thresholds of the model's manifest when it has them. The manifest is `<stem>.json` beside the weights (for
+/// a shard set `stem-0.safetensors`, also `stem.json`), format "trackscope.model-manifest", with
+/// "calibration": {"suspicious_thresholds": {"p_far": x, "p_occluded": y}} (each optional, in (0, 1]). It is
+/// ignored (fallback) when its "sha256" is given and differs from `weights_sha256` (other weights under that
+/// name), or when it is missing or unreadable. Reads one small file; never fails.
+CalibratedQualityOptions quality_options_for_weights(const std::filesystem::path& weights_path,
+                                                     std::string_view weights_sha256,
+                                                     const QualityOptions& fallback = {});
 
 /// The cues of `track` (see the header comment). `consistency_error_px`, when not empty, holds one distance per
 /// frame of the track (NaN: unknown), as consistency_error() returns it.

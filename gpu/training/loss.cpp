@@ -65,4 +65,37 @@ LossTerms tapir_loss(const TrackerOutputs& outputs, const at::Tensor& target_poi
   return terms;
 }
 
+at::Tensor consistency_loss(const TrackerOutputs& a, const TrackerOutputs& b, const at::Tensor& occluded,
+                            int64_t height, int64_t width, const ConsistencyOptions& options) {
+  TORCH_CHECK(a.iterations.size() == b.iterations.size() && !a.iterations.empty(), "consistency_loss: the copies have ",
+              a.iterations.size(), " and ", b.iterations.size(), " estimates");
+  at::Tensor total;
+  for (size_t k = 0; k < a.iterations.size(); ++k) {
+    const TrackEstimate& x = a.iterations[k];
+    const TrackEstimate& y = b.iterations[k];
+    at::Tensor target_xy = to_256(y.tracks_xy.to(at::kFloat), height, width);
+    at::Tensor target_occlusion = at::sigmoid(y.occlusion_logits.to(at::kFloat));
+    if (!options.symmetric) {
+      target_xy = target_xy.detach();
+      target_occlusion = target_occlusion.detach();
+    }
+    at::Tensor position = huber_position_loss(to_256(x.tracks_xy.to(at::kFloat), height, width), target_xy, occluded,
+                                              options.huber_delta_px);
+    at::Tensor occlusion = (at::sigmoid(x.occlusion_logits.to(at::kFloat)) - target_occlusion).abs().mean();
+    at::Tensor sum = position + occlusion;
+    total = total.defined() ? total + sum : sum;
+  }
+  return total;
+}
+
+TrackerOutputs slice_outputs(const TrackerOutputs& outputs, int64_t first, int64_t count) {
+  TrackerOutputs slice;
+  for (const TrackEstimate& e : outputs.iterations) {
+    slice.iterations.push_back(
+        {e.tracks_xy.narrow(0, first, count), e.occlusion_logits.narrow(0, first, count),
+         e.expected_dist_logits.defined() ? e.expected_dist_logits.narrow(0, first, count) : at::Tensor()});
+  }
+  return slice;
+}
+
 }  // namespace trackscope::gpu::training

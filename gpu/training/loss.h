@@ -39,6 +39,16 @@ at::Tensor expected_dist_loss(const at::Tensor& tracks_xy, const at::Tensor& exp
 /// BCE of the occlusion logit against the occlusion flag, mean over all entries.
 at::Tensor occlusion_loss(const at::Tensor& occlusion_logits, const at::Tensor& occluded);
 
+/// The consistency of two copies of the same clips (outputs a and b, same queries), summed over iterations:
+/// mean(Huber_delta(|tracks_a - tracks_b|) x visible) + mean(|sigmoid(occ_a) - sigmoid(occ_b)|), positions at
+/// 256x256, visible = not occluded in the ground truth. Copy b is a fixed target (detached) unless
+/// options.symmetric. Unweighted (the caller multiplies by options.weight).
+at::Tensor consistency_loss(const TrackerOutputs& a, const TrackerOutputs& b, const at::Tensor& occluded,
+                            int64_t height, int64_t width, const ConsistencyOptions& options);
+
+/// The clips [first, first + count) of every estimate of `outputs` (the two copies of a doubled batch).
+TrackerOutputs slice_outputs(const TrackerOutputs& outputs, int64_t first, int64_t count);
+
 /// The summed loss over outputs.iterations. Outputs may be bf16 (autocast): they are computed in float32.
 /// target_points_xy [B,N,T,2] px and occluded [B,N,T] bool as the generator gives them; height/width of the
 /// video scale positions to 256x256.

@@ -319,8 +319,9 @@ void draw_background(Uniforms& u, const SyntheticOptions& o, double* frames_out)
     zoom[i] = std::clamp(zoom0 * std::exp(zoom_rate * s), 2.0, 3.5);
     cx[i] = c0x + speed * std::cos(heading) * s + ax * s * s;
     cy[i] = c0y + speed * std::sin(heading) * s + ay * s * s;
-    // The image corners lie within sqrt(2)/zoom of the window centre in texture units.
-    const double bound = 0.98 - std::sqrt(2.0) / zoom[i];
+    // The image corners lie within sqrt(2)/zoom of the window centre in texture units; camera shake moves the
+    // window by up to sqrt(2) x max_shake / zoom more (zoom >= 2).
+    const double bound = 0.98 - std::sqrt(2.0) / zoom[i] - std::sqrt(2.0) * o.max_camera_shake / 2.0;
     excess = std::max(excess, std::max(std::abs(cx[i]), std::abs(cy[i])) / bound);
   }
   for (int64_t t = 0; t < t_count; ++t) {
@@ -375,6 +376,47 @@ void draw_limb(Uniforms& u, const SyntheticOptions& o, double* frames_out) {
     // n = M r + P with the pivot texture point r = (-kLimbPivot, 0) at pivot(t).
     write_affine(frames_out + t * kGeometryParams, m00, m01, m10, m11, pivot.x(s) + m00 * kLimbPivot,
                  pivot.y(s) + m10 * kLimbPivot);
+  }
+}
+
+// The lower segment of an articulated limb: a limb of its own whose pivot stays at the far end (texture point
+// (+kLimbPivot, 0)) of the parent limb `parent` on every frame, at the parent's angle plus a knee angle that
+// swings on its own, slightly shorter than the parent.
+void draw_child_limb(Uniforms& u, const SyntheticOptions& o, const double* parent, double* frames_out) {
+  const int64_t t_count = o.frames;
+  const double knee0 = u.uniform(-1.2, 1.2), swing = u.uniform(0.2, 0.9);
+  const double cycles = u.uniform(0.5, 2.5), phase = u.uniform(0.0, 2.0 * kPi);
+  const double length = u.uniform(0.7, 1.0);
+  for (int64_t t = 0; t < t_count; ++t) {
+    const double* q = parent + t * kGeometryParams;
+    // The parent's forward map n = M r + P at its tip, and its rotation and scale.
+    const double tip_x = q[kM00] * kLimbPivot + q[kPx], tip_y = q[kM10] * kLimbPivot + q[kPy];
+    const double parent_scale = std::sqrt(std::abs(q[kM00] * q[kM11] - q[kM01] * q[kM10]));
+    const double parent_angle = std::atan2(q[kM10], q[kM00]);
+    const double s = tau(t, t_count);
+    const double angle = parent_angle + knee0 + swing * std::sin(2.0 * kPi * cycles * s + phase);
+    const double scale = parent_scale * length;
+    const double c = std::cos(angle), sn = std::sin(angle);
+    const double m00 = c * scale, m01 = -sn * scale, m10 = sn * scale, m11 = c * scale;
+    write_affine(frames_out + t * kGeometryParams, m00, m01, m10, m11, tip_x + m00 * kLimbPivot,
+                 tip_y + m10 * kLimbPivot);
+  }
+}
+
+// An occluder: a long thin bar (drawn as a limb-like ellipse) across much of the image, at a nearly constant
+// angle, drifting slowly: a pole or a fence rail in front of the scene.
+void draw_occluder(Uniforms& u, const SyntheticOptions& o, double* frames_out) {
+  const int64_t t_count = o.frames;
+  const double x0 = u.uniform(-0.7, 0.7), y0 = u.uniform(-0.7, 0.7);
+  const double speed = u.uniform(0.0, 0.25) * std::max(o.max_object_speed, 0.1), heading = u.uniform(0.0, 2.0 * kPi);
+  const double angle0 = u.uniform(0.0, kPi), spin = u.uniform(-0.15, 0.15);
+  const double scale = u.uniform(0.7, 1.3);
+  for (int64_t t = 0; t < t_count; ++t) {
+    const double s = tau(t, t_count);
+    const double angle = angle0 + spin * s;
+    const double c = std::cos(angle), sn = std::sin(angle);
+    write_affine(frames_out + t * kGeometryParams, c * scale, -sn * scale, sn * scale, c * scale,
+                 x0 + speed * std::cos(heading) * s, y0 + speed * std::sin(heading) * s);
   }
 }
 
@@ -442,7 +484,7 @@ void draw_texture(Uniforms& u, double frequency_scale, double* q) {
   q[kGradientGain] = u.uniform(0.5, 1.5);
 }
 
-void draw_shape(Uniforms& u, bool active, bool limb, double* q) {
+void draw_shape(Uniforms& u, bool active, bool limb, double* q, bool bar = false) {
   const double pick = u.next();
   const int64_t kind = limb ? 0 : pick < 0.3 ? 0 : pick < 0.7 ? 1 : 2;
   for (int64_t i = 0; i < 3; ++i) q[kEllipseWeight + i] = i == kind ? 1.0 : 0.0;
@@ -451,7 +493,7 @@ void draw_shape(Uniforms& u, bool active, bool limb, double* q) {
   q[kEllipseRotation] = u.uniform(0.0, kPi);
   if (limb) {  // long and thin along texture x, reaching the pivot at x = -kLimbPivot
     q[kSemiAxisA] = 0.92;
-    q[kSemiAxisB] = u.uniform(0.12, 0.3);
+    q[kSemiAxisB] = bar ? u.uniform(0.03, 0.09) : u.uniform(0.12, 0.3);
     q[kEllipseRotation] = 0.0;
   }
   q[kBlobBase] = u.uniform(0.5, 0.7);
@@ -487,19 +529,29 @@ Scene draw_scene(Uniforms& u, const SyntheticOptions& o) {
     draw_background(u, o, geometry + (b * (layers + 1)) * t_count * kGeometryParams);
     draw_texture(u, 2.0, textures + (b * (layers + 1)) * kTextureParams);
     texture_keys[b * (layers + 1)] = u.key();
+    const bool occluder = o.occluder_fraction > 0.0 && u.chance(o.occluder_fraction);
+    const double* parent_limb = nullptr;  // the previous layer's geometry when it is a limb without a child
     for (int64_t k = 1; k <= layers; ++k) {
       // Extra draws only where a feature is on: streams with the features off stay those of earlier runs.
-      const bool limb = o.limb_fraction > 0.0 && u.chance(o.limb_fraction);
       double* object_geometry = geometry + (b * (layers + 1) + k) * t_count * kGeometryParams;
-      if (limb) {
+      const bool bar = occluder && k == objects;  // the top-most object of the clip
+      const bool child =
+          !bar && o.articulated_fraction > 0.0 && parent_limb != nullptr && u.chance(o.articulated_fraction);
+      const bool limb = !bar && !child && o.limb_fraction > 0.0 && u.chance(o.limb_fraction);
+      if (bar) {
+        draw_occluder(u, o, object_geometry);
+      } else if (child) {
+        draw_child_limb(u, o, parent_limb, object_geometry);
+      } else if (limb) {
         draw_limb(u, o, object_geometry);
       } else {
         const bool warped = draw_object(u, o, object_geometry);
         scene.layer_warped[static_cast<size_t>(k)] = scene.layer_warped[static_cast<size_t>(k)] || warped;
       }
+      parent_limb = limb ? object_geometry : nullptr;
       draw_texture(u, 1.0, textures + (b * (layers + 1) + k) * kTextureParams);
       texture_keys[b * (layers + 1) + k] = u.key();
-      draw_shape(u, k <= objects, limb, shapes + (b * layers + k - 1) * kShapeParams);
+      draw_shape(u, k <= objects, limb || child || bar, shapes + (b * layers + k - 1) * kShapeParams, bar);
       shape_keys[b * layers + k - 1] = u.key();
     }
     if (o.max_aspect_squeeze > 1.0 && u.chance(0.5)) {
@@ -512,6 +564,17 @@ Scene draw_scene(Uniforms& u, const SyntheticOptions& o) {
         for (int64_t t = 0; t < t_count; ++t) {
           double* q = geometry + ((b * (layers + 1) + k) * t_count + t) * kGeometryParams;
           write_affine(q, dx * q[kM00], dx * q[kM01], dy * q[kM10], dy * q[kM11], dx * q[kPx], dy * q[kPy]);
+        }
+      }
+    }
+    if (o.max_camera_shake > 0.0 && u.chance(0.5)) {
+      // Hand-held shake: every layer moves by the same offset on each frame (n' = n + d_t).
+      const double amplitude = u.uniform(0.2, 1.0) * o.max_camera_shake;
+      for (int64_t t = 0; t < t_count; ++t) {
+        const double dx = u.uniform(-amplitude, amplitude), dy = u.uniform(-amplitude, amplitude);
+        for (int64_t k = 0; k <= layers; ++k) {
+          double* q = geometry + ((b * (layers + 1) + k) * t_count + t) * kGeometryParams;
+          write_affine(q, q[kM00], q[kM01], q[kM10], q[kM11], q[kPx] + dx, q[kPy] + dy);
         }
       }
     }

@@ -18,8 +18,10 @@
 #include "core/tracking/metrics.h"
 #include "gpu/devices.h"
 #include "gpu/torch_compat_autocast.h"
+#include "gpu/training/augmentation.h"
 #include "gpu/training/checkpoint.h"
 #include "gpu/training/loss.h"
+#include "gpu/training/trainer_internal.h"
 
 namespace trackscope::gpu {
 
@@ -27,74 +29,8 @@ namespace training {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using Json = nlohmann::json;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-void synchronize(const at::Device& device) {
-  if (device.is_cuda()) c10::impl::VirtualGuardImpl(device.type()).getStream(device).synchronize();
-}
-
-// A torch exception as a Status: its first line only (c10 messages carry a backtrace), out of memory recognised.
-core::Status torch_error(const std::exception& error, std::string_view during) {
-  std::string what = error.what();
-  what = what.substr(0, what.find('\n'));
-  if (what.find("out of memory") != std::string::npos) {
-    return core::out_of_memory(
-        fmt::format("{}: out of device memory ({}); lower the batch size, points or frames", during, what));
-  }
-  return core::internal_error(fmt::format("{}: {}", during, what));
-}
-
-template <typename Function>
-auto guarded(std::string_view during, Function&& function) -> decltype(function()) {
-  try {
-    return function();
-  } catch (const std::exception& error) {
-    return torch_error(error, during);
-  }
-}
-
-at::Tensor model_input(const at::Tensor& video) {
-  return video.scalar_type() == at::kByte ? video.to(at::kFloat).div_(255.0 / 2.0).sub_(1.0) : video;
-}
-
-Json metrics_json(const core::TapVidMetrics& m) {
-  return {{"average_jaccard", m.average_jaccard},
-          {"average_pts_within", m.average_pts_within},
-          {"occlusion_accuracy", m.occlusion_accuracy},
-          {"jaccard", m.jaccard},
-          {"pts_within", m.pts_within},
-          {"videos", m.videos},
-          {"evaluated_points", m.counts.evaluated_points}};
-}
-
-// TAP-Vid inputs of clip b, positions scaled to 256x256 as the benchmark expects.
-core::TapVidVideo tapvid_video(const SyntheticBatch& batch, const at::Tensor& pred_tracks,
-                               const at::Tensor& pred_occluded, int64_t b) {
-  const int64_t n_count = batch.target_points_xy.size(1), t_count = batch.target_points_xy.size(2);
-  const int64_t height = batch.video.size(2), width = batch.video.size(3);
-  at::Tensor scale = at::tensor({256.0f / static_cast<float>(width), 256.0f / static_cast<float>(height)});
-  auto floats = [](const at::Tensor& t) {
-    at::Tensor c = t.to(at::kCPU, at::kFloat).contiguous();
-    return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-  };
-  auto bytes = [](const at::Tensor& t) {
-    at::Tensor c = t.to(at::kCPU, at::kByte).contiguous();
-    return std::vector<uint8_t>(c.data_ptr<uint8_t>(), c.data_ptr<uint8_t>() + c.numel());
-  };
-  core::TapVidVideo v;
-  v.track_count = n_count;
-  v.frame_count = t_count;
-  at::Tensor frames = batch.query_points_tyx[b].select(-1, 0).to(at::kCPU, at::kDouble).contiguous();
-  v.query_frames.assign(frames.data_ptr<double>(), frames.data_ptr<double>() + n_count);
-  v.gt_occluded = bytes(batch.occluded[b]);
-  v.gt_tracks_xy = floats(batch.target_points_xy[b].cpu() * scale);
-  v.pred_occluded = bytes(pred_occluded[b]);
-  v.pred_tracks_xy = floats(pred_tracks[b].to(at::kCPU, at::kFloat) * scale);
-  return v;
-}
+// Salt of the augmentation seeds (derive_seed(batch seed ^ salt, copy)).
+constexpr uint64_t kAugmentationSalt = 0xA5C3'9E1D'4B27'F00DULL;
 
 Json read_json(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -169,6 +105,30 @@ TrackerOutputs Trainer::run_model(const at::Tensor& video, const at::Tensor& que
   if (!autocast_) return model_.forward(video, queries);
   compat::CudaAutocast autocast(at::kBFloat16);
   return model_.forward(video, queries);
+}
+
+TrackerOutputs Trainer::run_model_as(const at::Tensor& video, const at::Tensor& queries, at::ScalarType dtype) {
+  if (dtype != at::kFloat) {
+    compat::CudaAutocast autocast(dtype);
+    return model_.forward(video, queries);
+  }
+  if (!device_.is_cuda()) return model_.forward(video, queries);
+  // Exact float32: TF32 off for this call, the trainer's setting restored afterwards.
+  auto& context = at::globalContext();
+  const bool cublas = context.allowTF32CuBLAS(), cudnn = context.allowTF32CuDNN();
+  context.setAllowTF32CuBLAS(false);
+  context.setAllowTF32CuDNN(false);
+  TrackerOutputs outputs;
+  try {
+    outputs = model_.forward(video, queries);
+  } catch (...) {
+    context.setAllowTF32CuBLAS(cublas);
+    context.setAllowTF32CuDNN(cudnn);
+    throw;
+  }
+  context.setAllowTF32CuBLAS(cublas);
+  context.setAllowTF32CuDNN(cudnn);
+  return outputs;
 }
 
 core::Status Trainer::load_initial_weights(const std::filesystem::path& weights) {
@@ -307,19 +267,42 @@ core::Expected<StepRecord> Trainer::train_step(bool timed) {
       milliseconds = 1000.0 * seconds_since(mark);
       mark = Clock::now();
     };
-    const SyntheticBatch batch = train_data_->generate(derive_seed(options_.data_seed, static_cast<uint64_t>(step_)));
-    const at::Tensor video = model_input(batch.video);
+    const uint64_t seed = derive_seed(options_.data_seed, static_cast<uint64_t>(step_));
+    const SyntheticBatch batch = train_data_->generate(seed);
+    at::Tensor video = model_input(batch.video);
+    at::Tensor queries = batch.query_points_tyx, targets = batch.target_points_xy, occluded = batch.occluded;
+    const int64_t clips = video.size(0);
+    const bool two_copies = options_.consistency.weight > 0.0;
+    if (options_.augmentation.enabled()) {
+      // Augmentation seeds of their own: the generator's stream (and so every earlier run's data) is untouched.
+      at::Tensor first = augment_video(video, options_.augmentation, derive_seed(seed ^ kAugmentationSalt, 0));
+      if (two_copies) {
+        at::Tensor second = augment_video(video, options_.augmentation, derive_seed(seed ^ kAugmentationSalt, 1));
+        video = at::cat({first, second}, 0);
+        queries = at::cat({queries, queries}, 0);
+        targets = at::cat({targets, targets}, 0);
+        occluded = at::cat({occluded, occluded}, 0);
+      } else {
+        video = first;
+      }
+    }
     lap(r.data_ms);
     apply_schedule();
     const auto& adamw = static_cast<const torch::optim::AdamWOptions&>(optimizer_->param_groups().front().options());
     r.learning_rate = adamw.lr();
     r.beta1 = std::get<0>(adamw.betas());
     optimizer_->zero_grad();
-    const TrackerOutputs outputs = run_model(video, batch.query_points_tyx);
-    const LossTerms loss =
-        tapir_loss(outputs, batch.target_points_xy, batch.occluded, video.size(2), video.size(3), options_.loss);
+    const TrackerOutputs outputs = run_model(video, queries);
+    const LossTerms loss = tapir_loss(outputs, targets, occluded, video.size(2), video.size(3), options_.loss);
+    at::Tensor total = loss.total;
+    at::Tensor consistency = at::zeros({}, total.options());
+    if (two_copies) {
+      consistency = consistency_loss(slice_outputs(outputs, 0, clips), slice_outputs(outputs, clips, clips),
+                                     batch.occluded, video.size(2), video.size(3), options_.consistency);
+      total = total + consistency * options_.consistency.weight;
+    }
     lap(r.forward_ms);
-    loss.total.backward();
+    total.backward();
     lap(r.backward_ms);
     // The reference zeroes gradients that contain NaN before clipping; one host sync for all parameters.
     std::vector<at::Tensor> parameters, gradients;
@@ -344,66 +327,16 @@ core::Expected<StepRecord> Trainer::train_step(bool timed) {
     optimizer_->step();
     lap(r.optimizer_ms);
     const at::Tensor values =
-        at::stack({loss.total.detach(), at::stack(loss.position).sum().detach(),
-                   at::stack(loss.occlusion).sum().detach(), at::stack(loss.expected_dist).sum().detach()})
+        at::stack({total.detach(), at::stack(loss.position).sum().detach(), at::stack(loss.occlusion).sum().detach(),
+                   at::stack(loss.expected_dist).sum().detach(), consistency.detach()})
             .to(at::kCPU, at::kDouble);  // one host sync for every logged value
     r.loss = values[0].item<double>();
     r.position_loss = values[1].item<double>();
     r.occlusion_loss = values[2].item<double>();
     r.expected_dist_loss = values[3].item<double>();
+    r.consistency_loss = values[4].item<double>();
     ++step_;
     return r;
-  });
-}
-
-core::Expected<ValidationSummary> Trainer::validate() {
-  const auto start = Clock::now();
-  return guarded("validation", [&]() -> core::Expected<ValidationSummary> {
-    torch::NoGradGuard no_grad;
-    model_.module().eval();
-    std::vector<core::TapVidMetrics> model_metrics, still_metrics;
-    double loss_sum = 0.0;
-    const int64_t batch_size = options_.validation_data.batch_size;
-    for (int64_t done = 0, index = 0; done < options_.validation_clips; ++index) {
-      const SyntheticBatch batch =
-          validation_data_->generate(derive_seed(options_.validation_seed, static_cast<uint64_t>(index)));
-      const at::Tensor video = model_input(batch.video);
-      const TrackerOutputs outputs = run_model(video, batch.query_points_tyx);
-      const int64_t used = std::min(batch_size, options_.validation_clips - done);
-      loss_sum +=
-          tapir_loss(outputs, batch.target_points_xy, batch.occluded, video.size(2), video.size(3), options_.loss)
-              .total.item<double>() *
-          static_cast<double>(used);
-      const TrackEstimate& estimate = outputs.final_estimate();
-      // The model's own visibility rule: visible iff (1 - sigmoid(occ)) (1 - sigmoid(expd)) >= 0.5.
-      at::Tensor visible = 1.0 - at::sigmoid(estimate.occlusion_logits.to(at::kFloat));
-      if (estimate.expected_dist_logits.defined())
-        visible = visible * (1.0 - at::sigmoid(estimate.expected_dist_logits.to(at::kFloat)));
-      const at::Tensor predicted_occluded = visible < 0.5;
-      const int64_t frames = batch.target_points_xy.size(2);
-      const at::Tensor still_tracks =
-          batch.query_points_tyx.narrow(-1, 1, 2).flip(-1).unsqueeze(2).expand({-1, -1, frames, -1});
-      const at::Tensor still_occluded = at::zeros_like(batch.occluded);
-      for (int64_t b = 0; b < used; ++b) {
-        auto m = core::compute_tapvid_metrics(tapvid_video(batch, estimate.tracks_xy, predicted_occluded, b),
-                                              core::QueryMode::first);
-        auto s =
-            core::compute_tapvid_metrics(tapvid_video(batch, still_tracks, still_occluded, b), core::QueryMode::first);
-        if (!m) return m.status();
-        if (!s) return s.status();
-        model_metrics.push_back(*m);
-        still_metrics.push_back(*s);
-      }
-      done += used;
-    }
-    model_.module().train();
-    ValidationSummary summary;
-    summary.step = step_;
-    summary.loss = options_.validation_clips > 0 ? loss_sum / static_cast<double>(options_.validation_clips) : 0.0;
-    summary.metrics = core::average_over_videos(model_metrics);
-    summary.stationary_baseline = core::average_over_videos(still_metrics);
-    summary.seconds = seconds_since(start);
-    return summary;
   });
 }
 
@@ -418,15 +351,7 @@ core::Expected<TrainingSummary> Trainer::train() {
   double last_step_seconds = 0.0;
   StepRecord sums, timed, latest;
   int64_t interval_steps = 0;
-  auto validation_line = [](const ValidationSummary& v) {
-    return Json{{"type", "validation"},
-                {"step", v.step},
-                {"loss", v.loss},
-                {"seconds", v.seconds},
-                {"model", metrics_json(v.metrics)},
-                {"stationary", metrics_json(v.stationary_baseline)}}
-        .dump();
-  };
+  auto validation_line = [](const ValidationSummary& v) { return validation_json(v).dump(); };
   auto flush_interval = [&]() {
     if (interval_steps == 0) return;
     const double seconds = seconds_since(interval_start), n = static_cast<double>(interval_steps);
@@ -436,6 +361,7 @@ core::Expected<TrainingSummary> Trainer::train() {
                   {"position_loss", sums.position_loss / n},
                   {"occlusion_loss", sums.occlusion_loss / n},
                   {"expected_dist_loss", sums.expected_dist_loss / n},
+                  {"consistency_loss", sums.consistency_loss / n},
                   {"learning_rate", latest.learning_rate},
                   {"beta1", latest.beta1},
                   {"gradient_norm", sums.gradient_norm / n},
@@ -454,23 +380,35 @@ core::Expected<TrainingSummary> Trainer::train() {
     interval_start = Clock::now();
   };
   model_.module().train();
-  log_json(Json{{"type", "start"},
-                {"step", step_},
-                {"model", model_.describe()},
-                {"device", device_.str()},
-                {"precision", core::to_string(options_.precision)},
-                {"autocast_bf16", autocast_},
-                {"batch_size", batch_size},
-                {"frames", options_.data.frames},
-                {"points", options_.data.points},
-                {"data",
-                 {{"max_object_speed", options_.data.max_object_speed},
-                  {"limb_fraction", options_.data.limb_fraction},
-                  {"max_aspect_squeeze", options_.data.max_aspect_squeeze},
-                  {"max_temporal_blur", options_.data.max_temporal_blur}}},
-                {"max_steps", options_.max_steps},
-                {"max_minutes", options_.max_minutes}}
-               .dump());
+  log_json(
+      Json{{"type", "start"},
+           {"step", step_},
+           {"model", model_.describe()},
+           {"device", device_.str()},
+           {"precision", core::to_string(options_.precision)},
+           {"autocast_bf16", autocast_},
+           {"batch_size", batch_size},
+           {"frames", options_.data.frames},
+           {"points", options_.data.points},
+           {"data",
+            {{"max_object_speed", options_.data.max_object_speed},
+             {"limb_fraction", options_.data.limb_fraction},
+             {"max_aspect_squeeze", options_.data.max_aspect_squeeze},
+             {"max_temporal_blur", options_.data.max_temporal_blur},
+             {"articulated_fraction", options_.data.articulated_fraction},
+             {"occluder_fraction", options_.data.occluder_fraction},
+             {"max_camera_shake", options_.data.max_camera_shake}}},
+           {"augmentation",
+            {{"probability", options_.augmentation.probability},
+             {"max_brightness_levels", options_.augmentation.max_brightness_levels},
+             {"max_contrast", options_.augmentation.max_contrast},
+             {"max_gamma", options_.augmentation.max_gamma},
+             {"jpeg_probability", options_.augmentation.jpeg_probability},
+             {"jpeg_quality", {options_.augmentation.jpeg_min_quality, options_.augmentation.jpeg_max_quality}}}},
+           {"consistency", {{"weight", options_.consistency.weight}, {"symmetric", options_.consistency.symmetric}}},
+           {"max_steps", options_.max_steps},
+           {"max_minutes", options_.max_minutes}}
+          .dump());
   while (true) {
     const int64_t done = step_ - summary.first_step;
     if (options_.max_steps > 0 && done >= options_.max_steps) break;
@@ -485,6 +423,7 @@ core::Expected<TrainingSummary> Trainer::train() {
     sums.position_loss += record->position_loss;
     sums.occlusion_loss += record->occlusion_loss;
     sums.expected_dist_loss += record->expected_dist_loss;
+    sums.consistency_loss += record->consistency_loss;
     sums.gradient_norm += record->gradient_norm;
     sums.nonfinite_gradients += record->nonfinite_gradients;
     summary.last_loss = record->loss;
@@ -520,7 +459,7 @@ core::Expected<TrainingSummary> Trainer::train() {
     if (!v) return v.status();
     log_json(validation_line(*v));
     summary.validation = *v;
-    TRACKSCOPE_RETURN_IF_ERROR(write_json(options_.output_dir / "validation.json", Json::parse(validation_line(*v))));
+    TRACKSCOPE_RETURN_IF_ERROR(write_json(options_.output_dir / "validation.json", validation_json(*v)));
   }
   log_json(Json{{"type", "end"},
                 {"step", step_},

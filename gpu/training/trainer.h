@@ -1,6 +1,7 @@
 #pragma once
-// The training loop (torch side): synthetic batches -> model -> TAPIR loss -> AdamW with the schedule, gradient
-// clipping and optional bf16 autocast; JSON-lines logs, periodic validation on a fixed seeded synthetic set,
+// The training loop (torch side): synthetic batches -> optional augmentation (one copy, or two perturbed copies
+// with a consistency loss) -> model -> TAPIR loss -> AdamW with the schedule, gradient clipping and optional bf16
+// autocast; JSON-lines logs, periodic validation on a fixed seeded synthetic set,
 // checkpoints that resume to the same state. run_training() (gpu/training.h) wires it to a model by name.
 //
 //   auto trainer = Trainer::create(options, model, at::Device(at::kCUDA, 0));
@@ -37,6 +38,7 @@ struct StepRecord {
   double position_loss = 0.0;  // summed over iterations, weighted
   double occlusion_loss = 0.0;
   double expected_dist_loss = 0.0;
+  double consistency_loss = 0.0;  // summed over iterations, unweighted (0 without --consistency)
   double learning_rate = 0.0;
   double beta1 = 0.0;
   double gradient_norm = 0.0;       // before clipping (non-finite gradients zeroed first)
@@ -66,7 +68,8 @@ class Trainer {
   core::Status self_check();
   /// One optimiser step on batch step(); advances step().
   core::Expected<StepRecord> train_step(bool timed);
-  /// Query-first TAP-Vid metrics and loss of the model (and of the "does not move" baseline) on the fixed set.
+  /// Query-first TAP-Vid metrics and loss of the model (and of the "does not move" baseline) on the fixed set,
+  /// the calibration of p_occluded and p_far there, and the stability check (options.validation_stability).
   core::Expected<ValidationSummary> validate();
   /// Trains until options.max_steps / max_minutes, validating and checkpointing as configured; always writes
   /// a final checkpoint and validation.json.
@@ -85,6 +88,10 @@ class Trainer {
   void log_json(const std::string& line);
   void apply_schedule();
   TrackerOutputs run_model(const at::Tensor& video, const at::Tensor& queries);
+  /// The model under CUDA autocast to `dtype`, or in float32 with TF32 off when dtype is kFloat.
+  TrackerOutputs run_model_as(const at::Tensor& video, const at::Tensor& queries, at::ScalarType dtype);
+  /// The stability rows of the validation (trainer_validation.cpp).
+  core::Expected<std::vector<ValidationStabilityRow>> validation_stability();
 
   TrainingOptions options_;
   TrainableTracker& model_;

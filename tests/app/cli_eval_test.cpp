@@ -157,11 +157,68 @@ TEST(CliEval, SyntheticClipWithTheRandomWeightsBaseline) {
   EXPECT_DOUBLE_EQ(stationary["occlusion_accuracy"].get<double>(), expected->stationary.occlusion_accuracy);
 }
 
+// --stability on the first BADJA frames: a row per change; fp16 cannot run on the CPU with LibTorch 1.13 and says
+// so (with LibTorch 2.x it runs); the calibration is in the report. Then --queries on a clip without annotations.
+TEST(CliEval, StabilityRowsAndCalibration) {
+  fs::create_directories(kOutput);
+  const fs::path json = kOutput / "stability.json";
+  fs::remove(json);
+  const CliRun run = run_cli("--badja " + quoted(kCsv) + " --video " + quoted(kVideo) + " --model " + quoted(kFixture) +
+                             " --device cpu --threads 1 --end-frame 3 --stability -q --json " + quoted(json));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("jpeg q90"), std::string::npos) << run.output;
+  const Json report = read_json(json);
+  ASSERT_TRUE(report.is_object());
+  EXPECT_EQ(report["version"], "1.1");
+  const Json& stability = report["stability"];
+  EXPECT_EQ(stability["queries"], "badja");
+  EXPECT_EQ(stability["reference"], "fp32 on the original frames");
+  const Json& rows = stability["rows"];
+  ASSERT_EQ(rows.size(), 5u) << rows.dump();
+  const int64_t tracks = stability["tracks"].get<int64_t>();
+  EXPECT_EQ(tracks, report["badja"]["tracks"].get<int64_t>());
+  for (size_t r : {0u, 1u, 2u, 4u}) {
+    ASSERT_TRUE(rows[r].contains("change")) << rows[r].dump();
+    EXPECT_EQ(rows[r]["change"]["pairs"].get<int64_t>(), tracks * 2);  // frames 1 and 2 of [0, 3)
+    EXPECT_GE(rows[r]["change"]["mean_px"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(rows[0]["name"], "brightness +2");
+  EXPECT_EQ(rows[2]["name"], "jpeg q90");
+  EXPECT_EQ(rows[3]["name"], "fp16");
+  if (rows[3].contains("skipped")) {  // LibTorch 1.13 (Debian): no fp16 on the CPU
+    EXPECT_NE(rows[3]["skipped"].get<std::string>().find("CPU"), std::string::npos) << rows[3].dump();
+    EXPECT_NE(run.output.find("fp16             not run"), std::string::npos) << run.output;
+  } else {
+    EXPECT_TRUE(rows[3].contains("change")) << rows[3].dump();
+  }
+  EXPECT_EQ(rows[4]["name"], "bf16");
+  const Json& calibration = report["badja"]["calibration"];
+  EXPECT_EQ(calibration["p_far"]["bins"].size(), 10u);
+  EXPECT_GT(calibration["p_occluded"]["count"].get<int64_t>(), 0);
+
+  const fs::path queries_json = kOutput / "stability_queries.json";
+  const CliRun queries = run_cli(
+      "--video " + quoted(kVideo) + " --queries grid:2x2@frame0 --end-frame 3 --model " + quoted(kFixture) +
+      " --device cpu --threads 1 --jpeg-quality 0 --stability-precisions none -q --json " + quoted(queries_json));
+  ASSERT_EQ(queries.exit_code, 0) << queries.output;
+  const Json grid = read_json(queries_json);
+  EXPECT_FALSE(grid.contains("badja"));
+  EXPECT_EQ(grid["stability"]["queries"], "grid:2x2@frame0");
+  ASSERT_EQ(grid["stability"]["rows"].size(), 2u);
+  EXPECT_EQ(grid["stability"]["rows"][1]["name"], "brightness -2");
+  EXPECT_EQ(grid["stability"]["rows"][1]["change"]["pairs"], 4 * 2);
+}
+
 TEST(CliEval, BadArgumentsExitWith2) {
   for (const std::string& arguments :
        {std::string(""), "--badja " + quoted(kCsv), std::string("--synthetic 1 --clips many"),
         std::string("--synthetic 1 --precision fp8"), std::string("--synthetic 1 --bogus"),
-        "--badja " + quoted(kCsv) + " --video " + quoted(kVideo) + " --end-frame 0"}) {
+        "--badja " + quoted(kCsv) + " --video " + quoted(kVideo) + " --end-frame 0",
+        std::string("--synthetic 1 --stability"), std::string("--queries grid:2x2"),
+        "--badja " + quoted(kCsv) + " --video " + quoted(kVideo) + " --queries grid:2x2",
+        "--video " + quoted(kVideo) + " --queries grid:2x2 --stability-precisions fp8",
+        "--video " + quoted(kVideo) +
+            " --queries grid:2x2 --brightness 0 --jpeg-quality 0 --stability-precisions none"}) {
     const CliRun run = run_cli(arguments);
     EXPECT_EQ(run.exit_code, 2) << arguments << "\n" << run.output;
     EXPECT_NE(run.output.find("trackscope-cli eval: "), std::string::npos) << arguments << "\n" << run.output;

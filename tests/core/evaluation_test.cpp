@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/tracking/evaluation.h"
+#include "core/video/memory_video.h"
 
 namespace trackscope::core {
 namespace {
@@ -167,6 +168,28 @@ TEST(BadjaEvaluation, GroundTruthTrackerScoresOneOnTheWholeClip) {
   // The horse jumps: not moving is wrong on most later frames.
   EXPECT_LT(result->stationary.pck, 0.5);
   EXPECT_EQ(result->stationary.evaluated, total);
+}
+
+TEST(BadjaEvaluation, CalibrationCountsEveryStartedJointOnLaterAnnotatedFrames) {
+  Expected<BadjaAnnotations> gt = load_badja_csv(kBadjaCsv);
+  ASSERT_TRUE(gt) << gt.status().message();
+  BlankVideo video(854, 480, 50);
+  // The ground truth (the query where a joint is not annotated), p_occluded and p_far 0 everywhere.
+  FakeTracker tracker(badja_oracle(*gt));
+  ProgressLog progress;
+  Expected<BadjaEvaluation> result = evaluate_badja(tracker, video, *gt, {}, progress);
+  ASSERT_TRUE(result) << result.status().message();
+  const Calibration occluded = result->calibration.occluded.result();
+  const Calibration far = result->calibration.far.result();
+  const auto started = static_cast<int64_t>(result->queries.size());
+  const auto later_frames = static_cast<int64_t>(result->annotations.frames.size()) - 1;
+  EXPECT_EQ(occluded.count, started * later_frames);  // 19 x 9 on horsejump-high
+  EXPECT_EQ(far.count, result->pck.evaluated);        // the visible ones: 147
+  // Predicting 0 for both: p_far is right (no error), p_occluded misses the annotated-invisible joints.
+  EXPECT_DOUBLE_EQ(far.expected_calibration_error, 0.0);
+  const double invisible = static_cast<double>(occluded.count - far.count) / static_cast<double>(occluded.count);
+  EXPECT_NEAR(occluded.expected_calibration_error, invisible, 1e-12);
+  EXPECT_NEAR(occluded.base_rate, invisible, 1e-12);
 }
 
 TEST(BadjaEvaluation, QueryPositionTrackerEqualsTheStationaryBaseline) {
@@ -401,6 +424,36 @@ TEST(TapVidEvaluation, ThresholdsApplyAt256Pixels) {
   }
   EXPECT_DOUBLE_EQ(result->model.average_pts_within, 0.6);
   EXPECT_DOUBLE_EQ(result->model.occlusion_accuracy, 1.0);
+}
+
+TEST(TapVidEvaluation, CalibrationOfBothProbabilities) {
+  // 2 px in x of a 64 px clip is 8 px at 256: every visible estimate is "far"; the tracker says p_far 0.25.
+  const TapVidClip clip = three_track_clip();
+  FakeTracker::Answer oracle = tapvid_oracle(clip, 2.0, 0.0);
+  FakeTracker tracker([&](VideoSource& video, size_t q, const Query& query, int64_t t) {
+    TrackPoint p = oracle(video, q, query, t);
+    p.p_far = 0.25f;
+    return p;
+  });
+  ProgressLog progress;
+  Expected<TapVidEvaluation> result = evaluate_tapvid(tracker, {clip, clip}, progress);
+  ASSERT_TRUE(result) << result.status().message();
+  const Calibration occluded = result->calibration.occluded.result();
+  const Calibration far = result->calibration.far.result();
+  EXPECT_EQ(occluded.count, 2 * 13);                           // the scored pairs of both clips
+  EXPECT_EQ(far.count, 2 * 11);                                // ... that are visible in the ground truth
+  EXPECT_DOUBLE_EQ(occluded.expected_calibration_error, 0.0);  // 0 / 1, exactly right
+  EXPECT_NEAR(far.expected_calibration_error, 0.75, 1e-6);     // said 0.25, always far
+  EXPECT_EQ(far.bins[2].count, 22);
+  EXPECT_DOUBLE_EQ(far.bins[2].observed_frequency, 1.0);
+  // The same pairs through add_tapvid_calibration directly; a track set of other queries is refused.
+  TrackCalibration direct;
+  TrackSet tracks = *tracker.track(**MemoryVideoSource::from_rgb(kWidth, kHeight, clip.frames_rgb, {24, 1}),
+                                   {clip.queries, 0, -1}, progress, {});
+  ASSERT_TRUE(add_tapvid_calibration(clip, tracks, direct).ok());
+  EXPECT_EQ(direct.far.count(), 11);
+  tracks.tracks.pop_back();
+  EXPECT_EQ(add_tapvid_calibration(clip, tracks, direct).code(), StatusCode::invalid_argument);
 }
 
 TEST(TapVidEvaluation, FramesReachTheTrackerInOrder) {

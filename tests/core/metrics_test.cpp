@@ -2,10 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -253,6 +255,100 @@ TEST(BadjaPck, BadFilesGiveClearErrors) {
   EXPECT_EQ(load_badja_json(dir / "truncated.json").status().code(), StatusCode::corrupt_data);
   std::ofstream(dir / "wrong.json") << R"([{"image_path": "a/00001.jpg", "joints": [[1, 2]], "visibility": []}])";
   EXPECT_EQ(load_badja_json(dir / "wrong.json").status().code(), StatusCode::corrupt_data);
+}
+
+// ---- Calibration ---------------------------------------------------------------------------------------------
+
+TEST(Calibration, ExpectedCalibrationErrorOfKnownBins) {
+  CalibrationAccumulator c(10);
+  // Bin [0.1, 0.2): 10 predictions of 0.15, 1 positive (observed 0.1, gap 0.05).
+  for (int i = 0; i < 10; ++i) c.add(0.15, i == 0);
+  // Bin [0.9, 1]: 29 predictions of 0.95 (15 positive) and one of 1.0 (negative): observed 0.5.
+  for (int i = 0; i < 29; ++i) c.add(0.95, i < 15);
+  c.add(1.0, false);
+  c.add(std::nan(""), true);  // ignored
+  const Calibration r = c.result();
+  ASSERT_EQ(r.bins.size(), 10u);
+  EXPECT_EQ(r.count, 40);
+  EXPECT_EQ(r.bins[1].count, 10);
+  EXPECT_DOUBLE_EQ(r.bins[1].observed_frequency, 0.1);
+  EXPECT_EQ(r.bins[9].count, 30);
+  EXPECT_NEAR(r.bins[9].mean_predicted, (29 * 0.95 + 1.0) / 30.0, 1e-12);
+  EXPECT_DOUBLE_EQ(r.bins[9].observed_frequency, 0.5);
+  EXPECT_TRUE(std::isnan(r.bins[5].mean_predicted));
+  const double gap9 = (29 * 0.95 + 1.0) / 30.0 - 0.5;
+  EXPECT_NEAR(r.expected_calibration_error, 10.0 / 40.0 * 0.05 + 30.0 / 40.0 * gap9, 1e-12);
+  EXPECT_NEAR(r.max_calibration_error, gap9, 1e-12);
+  EXPECT_NEAR(r.base_rate, 16.0 / 40.0, 1e-12);
+  // Brier: 9 x 0.15^2 + 0.85^2 + 15 x 0.05^2 + 14 x 0.95^2 + 1
+  EXPECT_NEAR(r.brier_score, (9 * 0.0225 + 0.7225 + 15 * 0.0025 + 14 * 0.9025 + 1.0) / 40.0, 1e-12);
+  // A perfectly calibrated predictor has ECE 0; an empty one NaN; merging adds the pairs.
+  CalibrationAccumulator perfect(4);
+  for (int i = 0; i < 8; ++i) perfect.add(0.625, i < 5);
+  EXPECT_NEAR(perfect.result().expected_calibration_error, 0.0, 1e-12);
+  EXPECT_TRUE(std::isnan(CalibrationAccumulator(4).result().expected_calibration_error));
+  CalibrationAccumulator merged(10);
+  ASSERT_TRUE(merged.merge(c).ok());
+  ASSERT_TRUE(merged.merge(c).ok());
+  EXPECT_EQ(merged.result().count, 80);
+  EXPECT_NEAR(merged.result().expected_calibration_error, r.expected_calibration_error, 1e-12);
+  EXPECT_EQ(merged.merge(perfect).code(), StatusCode::invalid_argument);
+}
+
+TEST(Calibration, ThresholdWhereTheMonotoneCurveReachesTheTarget) {
+  // Observed frequency per bin (100 predictions each at the bin centre): 0.1, 0.3, 0.2 (a dip), 0.6, 0.9.
+  CalibrationAccumulator c(5);
+  const std::array<double, 5> observed = {0.1, 0.3, 0.2, 0.6, 0.9};
+  for (int b = 0; b < 5; ++b) {
+    for (int i = 0; i < 100; ++i) c.add(0.1 + 0.2 * b, i < static_cast<int>(observed[static_cast<size_t>(b)] * 100));
+  }
+  // Pooled: 0.1, 0.25, 0.25, 0.6, 0.9 -> 0.5 is crossed between 0.5 (0.25) and 0.7 (0.6): 0.5 + 0.2 * 0.25 / 0.35.
+  const std::optional<double> t = calibrated_threshold(c.result(), 0.5);
+  ASSERT_TRUE(t);
+  EXPECT_NEAR(*t, 0.5 + 0.2 * 0.25 / 0.35, 1e-9);
+  EXPECT_NEAR(*calibrated_threshold(c.result(), 0.05), 0.1, 1e-12);  // every bin reaches it: the lowest
+  EXPECT_FALSE(calibrated_threshold(c.result(), 0.95));              // none does
+  EXPECT_FALSE(calibrated_threshold(c.result(), 0.5, 101));          // every bin too small
+  EXPECT_FALSE(calibrated_threshold(CalibrationAccumulator(5).result(), 0.5));
+}
+
+// ---- Track change ----------------------------------------------------------------------------------------------
+
+TEST(TrackChange, DistancesOverAllAndVisiblePairsWithoutTheQueryFrame) {
+  EXPECT_DOUBLE_EQ(percentile({1.0, 2.0, 3.0, 4.0}, 50.0), 2.5);
+  EXPECT_DOUBLE_EQ(percentile({5.0, 1.0, 3.0}, 100.0), 5.0);
+  EXPECT_NEAR(percentile({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 99.0), 9.9, 1e-12);  // numpy.percentile
+  EXPECT_TRUE(std::isnan(percentile({}, 50.0)));
+
+  const std::vector<Query> queries = {{1, 10.0, 10.0}, {0, 50.0, 20.0}};
+  const TrackSet reference = make_stationary_tracks(queries, 0, 4);
+  TrackSet other = reference;
+  // Track 0: 3 px off on frames 0, 2, 3 (frame 1 is its query frame: not compared even if it differed).
+  for (int64_t t : {0, 1, 2, 3}) other.tracks[0].at(t).x_px += 3.0f;
+  // Track 1: 4 px off on frame 3, where the reference is occluded, and its visibility flips there.
+  other.tracks[1].at(3).y_px += 4.0f;
+  TrackSet occluded_reference = reference;
+  occluded_reference.tracks[1].at(3).visible = false;
+  Expected<TrackChange> change = compute_track_change(occluded_reference, other);
+  ASSERT_TRUE(change) << change.status().message();
+  EXPECT_EQ(change->pairs, 6);          // 3 + 3 (query frames left out)
+  EXPECT_EQ(change->visible_pairs, 5);  // track 1 frame 3 is occluded in the reference
+  EXPECT_NEAR(change->mean_px, (3.0 * 3 + 4.0) / 6.0, 1e-6);
+  EXPECT_NEAR(change->visible_mean_px, 9.0 / 5.0, 1e-6);
+  EXPECT_NEAR(change->max_px, 4.0, 1e-6);
+  EXPECT_NEAR(change->visible_max_px, 3.0, 1e-6);
+  EXPECT_NEAR(change->p99_px, percentile({3, 3, 3, 0, 0, 4}, 99.0), 1e-6);
+  EXPECT_NEAR(change->visibility_agreement, 5.0 / 6.0, 1e-12);
+  // Identical sets: no change at all.
+  Expected<TrackChange> none = compute_track_change(reference, reference);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->max_px, 0.0);
+  EXPECT_EQ(none->visibility_agreement, 1.0);
+  // Sets of other queries cannot be compared.
+  EXPECT_EQ(compute_track_change(reference, make_stationary_tracks({queries[0]}, 0, 4)).status().code(),
+            StatusCode::invalid_argument);
+  EXPECT_EQ(compute_track_change(reference, make_stationary_tracks({queries[1], queries[0]}, 0, 4)).status().code(),
+            StatusCode::invalid_argument);
 }
 
 }  // namespace

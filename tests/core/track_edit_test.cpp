@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
+#include "core/io/sha256.h"
 #include "core/tracking/annotation_history.h"
 #include "core/tracking/track_edit.h"
 #include "core/tracking/track_quality.h"
@@ -232,6 +236,62 @@ TEST(TrackQuality, VelocityOutliersUncertaintyAndConsistency) {
   EXPECT_FALSE(checked.flags_at(37) & quality_inconsistent);  // 3 px: under the 4 px threshold
   EXPECT_EQ(next_keyframe(corrected, 0), 30);
   EXPECT_EQ(next_keyframe(corrected, 30, true), 0);  // the query frame
+}
+
+TEST(TrackQuality, CalibratedThresholdsComeFromTheModelManifest) {
+  const std::filesystem::path dir = std::filesystem::path(TRACKSCOPE_TEST_OUTPUT_DIR) / "quality_manifest";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) { std::ofstream(dir / name) << text; };
+  const std::string calibrated = R"({"format": "trackscope.model-manifest", "sha256": "abc",
+      "calibration": {"suspicious_thresholds": {"p_far": 0.6, "p_occluded": 0.3}}})";
+  write("model.json", calibrated);
+  QualityOptions fallback;
+  fallback.outlier_factor = 5.0;
+  CalibratedQualityOptions found = quality_options_for_weights(dir / "model.safetensors", "abc", fallback);
+  EXPECT_TRUE(found.calibrated);
+  EXPECT_FLOAT_EQ(found.options.uncertain_p_far, 0.6f);
+  EXPECT_FLOAT_EQ(found.options.uncertain_p_occluded, 0.3f);
+  EXPECT_EQ(found.options.outlier_factor, 5.0);  // the rest from the fallback
+  EXPECT_EQ(found.source, (dir / "model.json").string());
+  // A shard set's first file finds stem.json; an unknown hash is accepted (nothing to compare).
+  EXPECT_TRUE(quality_options_for_weights(dir / "model-0.safetensors", "", fallback).calibrated);
+  // Other weights under the same name, no manifest, no calibration, bad values: the fallback.
+  CalibratedQualityOptions other = quality_options_for_weights(dir / "model.safetensors", "def", fallback);
+  EXPECT_FALSE(other.calibrated);
+  EXPECT_FLOAT_EQ(other.options.uncertain_p_far, fallback.uncertain_p_far);
+  EXPECT_NE(other.source.find("other weights"), std::string::npos);
+  EXPECT_FALSE(quality_options_for_weights(dir / "missing.safetensors", "", fallback).calibrated);
+  write("plain.json", R"({"format": "trackscope.model-manifest", "sha256": "abc"})");
+  EXPECT_FALSE(quality_options_for_weights(dir / "plain.safetensors", "abc", fallback).calibrated);
+  write("bad.json",
+        R"({"format": "trackscope.model-manifest", "calibration": {"suspicious_thresholds": {"p_far": 7}}})");
+  EXPECT_FALSE(quality_options_for_weights(dir / "bad.safetensors", "", fallback).calibrated);
+  write("broken.json", "{not json");
+  EXPECT_FALSE(quality_options_for_weights(dir / "broken.safetensors", "", fallback).calibrated);
+
+  // The calibrated p_occluded threshold flags a visible estimate that is probably hidden.
+  PointTrack track = point_track(line_track(0, 12));
+  track.track.at(5).p_occluded = 0.35f;
+  EXPECT_EQ(assess_track(track, fallback).flags_at(5), 0);
+  EXPECT_EQ(assess_track(track, found.options).flags_at(5), quality_uncertain);
+  // And the calibrated p_far threshold (0.6) no longer flags 0.4, which the default 0.35 flags.
+  track.track.at(8).p_far = 0.4f;
+  EXPECT_EQ(assess_track(track, fallback).flags_at(8), quality_uncertain);
+  EXPECT_EQ(assess_track(track, found.options).flags_at(8), 0);
+}
+
+// The bundled default model's manifest matches its weights and carries thresholds the GUI will use.
+TEST(TrackQuality, BundledManifestCalibratesTheDefaultModel) {
+  const std::filesystem::path weights =
+      std::filesystem::path(TRACKSCOPE_SOURCE_DIR) / "resources/models/locotrack_small_default.safetensors";
+  Expected<std::string> sha256 = io::sha256_file_hex(weights);
+  ASSERT_TRUE(sha256) << sha256.status().message();
+  const CalibratedQualityOptions options = quality_options_for_weights(weights, *sha256);
+  EXPECT_TRUE(options.calibrated) << options.source;
+  EXPECT_GT(options.options.uncertain_p_far, 0.0f);
+  EXPECT_LT(options.options.uncertain_p_far, 1.0f);
+  EXPECT_LT(options.options.uncertain_p_occluded, 1.0f);
 }
 
 }  // namespace

@@ -100,5 +100,38 @@ TEST(Loss, Bf16OutputsAreComputedInFloat) {
   EXPECT_NEAR(loss.occlusion[0].item<double>(), kLn2, 1e-6);
 }
 
+TEST(Loss, ConsistencyPullsCopyATowardsCopyB) {
+  Tiny t;
+  // Copy A: the Tiny tracks; copy B: 1 px to the right on every frame; occlusion logits 0 (p 0.5) and ln 3 (p 0.75).
+  at::Tensor a_tracks = t.tracks.clone().requires_grad_(true);
+  at::Tensor b_tracks = (t.tracks + at::tensor({1.0f, 0.0f})).requires_grad_(true);
+  at::Tensor a_occlusion = at::zeros({1, 1, 4}).requires_grad_(true);
+  at::Tensor b_occlusion = at::full({1, 1, 4}, static_cast<float>(std::log(3.0))).requires_grad_(true);
+  const TrackerOutputs a{{{a_tracks, a_occlusion, at::Tensor()}}};
+  const TrackerOutputs b{{{b_tracks, b_occlusion, at::Tensor()}}};
+  ConsistencyOptions options;
+  // Position: 1 px everywhere (< delta): 1/2 on the 3 visible frames, mean over 4; occlusion: |0.5 - 0.75|.
+  at::Tensor loss = consistency_loss(a, b, t.occluded, 256, 256, options);
+  EXPECT_NEAR(loss.item<double>(), 0.5 * 3.0 / 4.0 + 0.25, 1e-5);
+  loss.backward();
+  EXPECT_TRUE(a_tracks.grad().defined());
+  EXPECT_GT(a_tracks.grad().abs().sum().item<double>(), 0.0);
+  EXPECT_FALSE(b_tracks.grad().defined());  // copy B is a fixed target
+  // Symmetric: both copies get gradients, opposite in sign.
+  options.symmetric = true;
+  consistency_loss(a, b, t.occluded, 256, 256, options).backward();
+  ASSERT_TRUE(b_tracks.grad().defined());
+  EXPECT_NEAR((a_tracks.grad() / 2.0 + b_tracks.grad()).abs().max().item<double>(), 0.0, 1e-6);
+  // Identical copies agree; the positions scale to 256x256 like the supervised loss (a 128 px clip doubles them).
+  EXPECT_NEAR(consistency_loss(a, a, t.occluded, 256, 256, options).item<double>(), 0.0, 1e-9);
+  const TrackerOutputs b_plain{{{t.tracks + at::tensor({1.0f, 0.0f}), b_occlusion, at::Tensor()}}};
+  EXPECT_NEAR(consistency_loss(a, b_plain, t.occluded, 128, 128, options).item<double>(), 2.0 * 3.0 / 4.0 + 0.25, 1e-5);
+  // Slicing a doubled batch gives each copy's estimates.
+  const TrackerOutputs both{{{at::cat({t.tracks, t.tracks + 1.0}), at::zeros({2, 1, 4}), at::ones({2, 1, 4})}}};
+  const TrackerOutputs second = slice_outputs(both, 1, 1);
+  EXPECT_TRUE(at::equal(second.final_estimate().tracks_xy, t.tracks + 1.0));
+  EXPECT_EQ(second.final_estimate().expected_dist_logits.size(0), 1);
+}
+
 }  // namespace
 }  // namespace trackscope::gpu::training

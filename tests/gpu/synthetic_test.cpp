@@ -8,9 +8,14 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "core/tracking/evaluation_perturbation.h"
+#include "gpu/training/augmentation.h"
 #include "gpu/training/synthetic.h"
 
 namespace trackscope::gpu::training {
@@ -173,6 +178,41 @@ TEST(Synthetic, LimbsAndStretchedClipsKeepExactOcclusion) {
   expect_occlusion_flags_agree_with_layer_ids(realistic_options(), 4);
 }
 
+// The second round of closer-to-real options: articulated limbs (a lower segment hanging from each limb's far
+// end), a thin occluding bar on top, camera shake. Their ground truth must be as exact as the others'.
+SyntheticOptions articulated_options() {
+  SyntheticOptions o = realistic_options();
+  o.limb_fraction = 0.7;
+  o.articulated_fraction = 1.0;
+  o.occluder_fraction = 1.0;
+  o.max_camera_shake = 0.08;
+  return o;
+}
+
+TEST(Synthetic, ArticulatedLimbsOccludersAndShakeKeepExactOcclusion) {
+  SKIP_WITHOUT_DEVICE();
+  expect_occlusion_flags_agree_with_layer_ids(articulated_options(), 5);
+}
+
+TEST(Synthetic, NewOptionsAreDeterministicAndChecked) {
+  SKIP_WITHOUT_DEVICE();
+  const SyntheticOptions o = articulated_options();
+  SyntheticBatch a = generate(o, 17), b = generate(o, 17);
+  EXPECT_TRUE(at::equal(a.video, b.video));
+  EXPECT_TRUE(at::equal(a.target_points_xy, b.target_points_xy));
+  // The options change the clips (they are drawn only when on).
+  SyntheticOptions plain = realistic_options();
+  EXPECT_FALSE(at::equal(generate(plain, 17).video, a.video));
+  for (auto [field, value, name] : std::vector<std::tuple<double SyntheticOptions::*, double, const char*>>{
+           {&SyntheticOptions::articulated_fraction, 1.5, "articulated_fraction"},
+           {&SyntheticOptions::occluder_fraction, -0.1, "occluder_fraction"},
+           {&SyntheticOptions::max_camera_shake, 0.2, "max_camera_shake"}}) {
+    SyntheticOptions bad = small_options();
+    bad.*field = value;
+    EXPECT_NE(SyntheticVideoGenerator::create(bad, at::kCPU).status().message().find(name), std::string::npos) << name;
+  }
+}
+
 // Bilinear colour [3] (in [0,1]) of frame t of clip b at raster (x, y).
 std::array<double, 3> colour_at(const at::Tensor& video01, int64_t b, int64_t t, double x, double y) {
   const int64_t h = video01.size(2), w = video01.size(3);
@@ -264,6 +304,7 @@ TEST(Synthetic, ColourStaysConsistentAlongVisibleTracks) {
 TEST(Synthetic, LimbsAndStretchedClipsKeepTheColourAlongTracks) {
   SKIP_WITHOUT_DEVICE();
   expect_sharp_colour_along_tracks(realistic_options(), 22);
+  expect_sharp_colour_along_tracks(articulated_options(), 23);
 }
 
 // Temporal blur: each frame of a blurred clip is (1 - 2w) f_t + w (f_{t-1} + f_{t+1}) of the same clip rendered
@@ -333,6 +374,95 @@ TEST(Synthetic, Uint8MatchesFloatAndOptionsAreChecked) {
   bad.max_temporal_blur = 0.5;
   EXPECT_NE(SyntheticVideoGenerator::create(bad, at::kCPU).status().message().find("max_temporal_blur"),
             std::string::npos);
+}
+
+// ---- augmentation ------------------------------------------------------------------------------------------
+
+SyntheticBatch uint8_batch(uint64_t seed) {
+  SyntheticOptions o = small_options();
+  o.format = SyntheticVideoFormat::uint8;
+  return generate(o, seed);
+}
+
+TEST(Augmentation, OffIsIdentitySeededAndOnEightBitLevels) {
+  SKIP_WITHOUT_DEVICE();
+  const at::Tensor video = generate(small_options(), 40).video.to(test_device());
+  AugmentationOptions off;
+  EXPECT_FALSE(off.enabled());
+  EXPECT_TRUE(at::equal(augment_video(video, off, 1), video));
+  AugmentationOptions o;
+  o.max_brightness_levels = 8.0;
+  o.max_contrast = 0.2;
+  o.max_gamma = 0.3;
+  o.jpeg_probability = 0.5;
+  ASSERT_TRUE(o.enabled());
+  const at::Tensor a = augment_video(video, o, 7).cpu(), b = augment_video(video, o, 7).cpu();
+  EXPECT_TRUE(at::equal(a, b));
+  EXPECT_GT((augment_video(video, o, 8).cpu() - a).abs().max().item<double>(), 0.01);
+  EXPECT_EQ(a.sizes(), video.sizes());
+  EXPECT_GE(a.min().item<float>(), -1.0f);
+  EXPECT_LE(a.max().item<float>(), 1.0f);
+  const at::Tensor levels = (a + 1.0) * (255.0 / 2.0);
+  EXPECT_LT((levels - levels.round()).abs().max().item<double>(), 1e-3);  // rounded to 8-bit levels
+  // Brightness alone: each clip moves by one offset within +-8 levels (before rounding and clamping).
+  AugmentationOptions shift;
+  shift.max_brightness_levels = 8.0;
+  const at::Tensor shifted = augment_video(video, shift, 3).cpu();
+  for (int64_t clip = 0; clip < video.size(0); ++clip) {
+    const at::Tensor difference = ((shifted[clip] - video[clip].cpu()) * (255.0 / 2.0));
+    const at::Tensor inside = ((video[clip].cpu() + 1.0) * (255.0 / 2.0))
+                                  .gt(10.0)
+                                  .logical_and(((video[clip].cpu() + 1.0) * (255.0 / 2.0)).lt(245.0));
+    const at::Tensor d = difference.masked_select(inside);
+    EXPECT_LE(d.max().item<double>() - d.min().item<double>(), 1.0 + 1e-3) << "one offset per clip";
+    EXPECT_LE(d.abs().max().item<double>(), 8.5 + 1e-3);
+  }
+  // Probability 0: nothing changes even with parts on.
+  AugmentationOptions never = o;
+  never.probability = 0.0;
+  EXPECT_TRUE(at::equal(augment_video(video, never, 7), video));
+}
+
+// The JPEG emulation against libjpeg (core::encode_jpeg / decode_jpeg, PIL's settings) on rendered frames: it
+// loses about what libjpeg loses, and lands close to libjpeg's pixels.
+TEST(Augmentation, JpegLikeIsCloseToLibjpeg) {
+  SKIP_WITHOUT_DEVICE();
+  EXPECT_EQ(ijg_quantisation_table(50, false)[0], 16);  // quality 50: the standard's table itself
+  EXPECT_EQ(ijg_quantisation_table(90, false)[0], 3);   // (16 * 20 + 50) / 100
+  EXPECT_EQ(ijg_quantisation_table(90, true)[63], 20);  // (99 * 20 + 50) / 100
+  EXPECT_EQ(ijg_quantisation_table(100, true)[10], 1);
+  EXPECT_EQ(ijg_quantisation_table(1, false)[63], 255);  // force_baseline
+  const SyntheticBatch batch = uint8_batch(41);          // [2, 8, 64, 80, 3]
+  const int64_t height = batch.video.size(2), width = batch.video.size(3);
+  for (int quality : {90, 50}) {
+    const at::Tensor emulated = jpeg_like(batch.video.to(test_device()).to(at::kFloat),
+                                          at::full({2}, static_cast<double>(quality), at::kDouble))
+                                    .cpu();
+    double libjpeg_loss = 0.0, difference = 0.0;
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t t = 0; t < batch.video.size(1); ++t) {
+        const at::Tensor frame = batch.video[b][t].contiguous();
+        auto bytes =
+            core::encode_jpeg(frame.data_ptr<uint8_t>(), static_cast<int>(width), static_cast<int>(height), quality);
+        ASSERT_TRUE(bytes) << bytes.status().message();
+        auto decoded = core::decode_jpeg(*bytes);
+        ASSERT_TRUE(decoded) << decoded.status().message();
+        const at::Tensor reference =
+            at::from_blob(decoded->rgb.data(), {height, width, 3}, at::kByte).to(at::kFloat).clone();
+        libjpeg_loss += (reference - frame.to(at::kFloat)).abs().mean().item<double>();
+        difference += (reference - emulated[b][t]).abs().mean().item<double>();
+      }
+    }
+    const double frames = 2.0 * static_cast<double>(batch.video.size(1));
+    libjpeg_loss /= frames;
+    difference /= frames;
+    std::printf("quality %d: libjpeg changes the frames by %.2f grey levels, the emulation is %.2f from libjpeg\n",
+                quality, libjpeg_loss, difference);
+    EXPECT_GT(libjpeg_loss, 0.5) << "quality " << quality;
+    // Measured: libjpeg changes these frames by 5.3 (q90) and 8.5 (q50) levels; the emulation is 1.0 and 0.8
+    // levels from libjpeg's pixels (float DCT and rounding against libjpeg's integer islow DCT).
+    EXPECT_LT(difference, 0.3 * libjpeg_loss) << "quality " << quality << ": libjpeg loses " << libjpeg_loss;
+  }
 }
 
 TEST(Synthetic, CpuAndCudaAgree) {

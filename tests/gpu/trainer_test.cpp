@@ -349,7 +349,8 @@ class OracleTracker : public TrainableTracker {
 TEST(Trainer, ValidationOfAnOracleIsPerfect) {
   if (cuda_requested()) GTEST_SKIP() << "the oracle regenerates batches on the CPU";
   TrainingOptions o = tiny_options(fresh_dir("oracle"));
-  o.validation_clips = 5;  // two batches of 2 and a partial one
+  o.validation_clips = 5;            // two batches of 2 and a partial one
+  o.validation_stability.clips = 0;  // the oracle knows the validation frames only as they are
   OracleTracker oracle(o);
   auto trainer = Trainer::create(o, oracle, at::kCPU);
   ASSERT_TRUE(trainer);
@@ -360,6 +361,78 @@ TEST(Trainer, ValidationOfAnOracleIsPerfect) {
   EXPECT_DOUBLE_EQ(v->metrics.average_pts_within, 1.0);
   EXPECT_DOUBLE_EQ(v->metrics.occlusion_accuracy, 1.0);
   EXPECT_LT(v->stationary_baseline.average_jaccard, 0.9);
+  // Its probabilities (sigmoid of +-10) are as good as calibrated: ECE = sigmoid(-10) = 4.5e-5.
+  EXPECT_EQ(v->occluded_calibration.count, v->metrics.counts.evaluated_points);
+  EXPECT_NEAR(v->occluded_calibration.expected_calibration_error, 4.54e-5, 1e-6);
+  EXPECT_NEAR(v->far_calibration.expected_calibration_error, 4.54e-5, 1e-6);
+  EXPECT_GT(v->occluded_calibration.base_rate, 0.0);
+  EXPECT_TRUE(v->stability.empty());
+}
+
+// Augmented training with the consistency loss: both copies are trained, the consistency term is logged, and the
+// validation reports the calibration and the stability rows (bf16/fp16 only on CUDA).
+TEST(Trainer, AugmentationConsistencyCalibrationAndStability) {
+  SKIP_WITHOUT_DEVICE();
+  TrainingOptions o = tiny_options(fresh_dir("robust"));
+  o.consistency.weight = 0.5;
+  EXPECT_EQ(o.check().code(), core::StatusCode::invalid_argument) << "consistency needs an augmentation";
+  o.augmentation.max_brightness_levels = 6.0;
+  o.augmentation.jpeg_probability = 0.5;
+  o.data.articulated_fraction = 0.5;
+  o.data.limb_fraction = 0.5;
+  o.data.occluder_fraction = 0.5;
+  o.data.max_camera_shake = 0.05;
+  o.validation_stability.clips = 2;
+  o.max_steps = 4;
+  ASSERT_TRUE(o.check().ok()) << o.check().message();
+  auto model = seeded_tracker(5);
+  auto trainer = Trainer::create(o, *model, test_device());
+  ASSERT_TRUE(trainer) << trainer.status().message();
+  ASSERT_TRUE((*trainer)->self_check().ok());
+  double consistency = 0.0;
+  for (int i = 0; i < 4; ++i) {
+    auto record = (*trainer)->train_step(false);
+    ASSERT_TRUE(record) << record.status().message();
+    EXPECT_TRUE(std::isfinite(record->loss));
+    consistency += record->consistency_loss;
+  }
+  EXPECT_GT(consistency, 0.0) << "two differently augmented copies disagree somewhat";
+  auto v = (*trainer)->validate();
+  ASSERT_TRUE(v) << v.status().message();
+  EXPECT_GT(v->occluded_calibration.count, 0);
+  EXPECT_GT(v->far_calibration.count, 0);
+  EXPECT_GE(v->occluded_calibration.expected_calibration_error, 0.0);
+  EXPECT_LE(v->occluded_calibration.expected_calibration_error, 1.0);
+  ASSERT_EQ(v->stability.size(), 5u);
+  EXPECT_EQ(v->stability[0].name, "brightness +2");
+  EXPECT_EQ(v->stability[1].name, "brightness -2");
+  EXPECT_EQ(v->stability[2].name, "jpeg-like q90");
+  for (size_t r = 0; r < 3; ++r) {
+    ASSERT_TRUE(v->stability[r].change) << v->stability[r].name;
+    EXPECT_EQ(v->stability[r].change->pairs, 2 * 32 * 5);  // 2 clips x 32 points x (6 frames - the query frame)
+    EXPECT_GT(v->stability[r].change->max_px, 0.0) << v->stability[r].name << ": the input changed";
+  }
+  for (size_t r = 3; r < 5; ++r) EXPECT_EQ(v->stability[r].change.has_value(), test_device().is_cuda());
+
+  // The validation line of the log carries both (one more validation through train()).
+  o.max_steps = 1;
+  o.output_dir = fresh_dir("robust_log");
+  auto second = Trainer::create(o, *model, test_device());
+  ASSERT_TRUE(second);
+  ASSERT_TRUE((*second)->train());
+  std::ifstream in(o.output_dir / "validation.json");
+  const nlohmann::json validation = nlohmann::json::parse(in);
+  EXPECT_EQ(validation["calibration"]["p_far"]["bins"].size(), 10u);
+  EXPECT_TRUE(validation["calibration"]["p_occluded"].contains("suspicious_threshold"));
+  EXPECT_EQ(validation["stability"].size(), 5u);
+  std::ifstream log(o.output_dir / "train_log.jsonl");
+  bool saw_consistency = false;
+  for (std::string line; std::getline(log, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j["type"] == "train") saw_consistency = j["consistency_loss"].get<double>() > 0.0;
+    if (j["type"] == "start") EXPECT_EQ(j["consistency"]["weight"], 0.5);
+  }
+  EXPECT_TRUE(saw_consistency);
 }
 
 }  // namespace

@@ -3,7 +3,11 @@
 // with the track data asserted at every step; marking occlusion by hand; deleting a track's past; the quality
 // cues (velocity outliers, the forward-backward check) and the keyframe / suspicious-frame navigation.
 #include <QAction>
+#include <QSignalSpy>
 #include <QStatusBar>
+
+#include <filesystem>
+#include <fstream>
 
 #include "tracking_bench.h"
 #include "ui/annotation_controller.h"
@@ -235,6 +239,39 @@ class CorrectionTest : public QObject {
     }
     QVERIFY(inconsistent_before >= 10);  // every visible frame before the keyframe
     QCOMPARE(inconsistent_after, 0);
+  }
+
+  // The "uncertain" cue follows the thresholds of the model that made the tracks: the fake model has no manifest
+  // (defaults: nothing flagged, its p_far is 0.05); a model whose manifest calibrates p_far to 0.05 flags every
+  // visible frame but the query frame.
+  void uncertain_cue_uses_the_calibrated_thresholds_of_the_model() {
+    TrackingBench bench({}, "cpu");
+    QVERIFY(track_one(bench));
+    ui::TrackQualityModel* quality = bench.window->annotations()->quality();
+    QVERIFY(quality->options_source().rfind("defaults", 0) == 0);
+    QCOMPARE(quality->quality(0)->flagged_count(), int64_t{0});
+
+    const std::filesystem::path dir = std::filesystem::path(TRACKSCOPE_TEST_OUTPUT_DIR) / "calibrated_model";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "model.json") << R"({"format": "trackscope.model-manifest",
+        "calibration": {"suspicious_thresholds": {"p_far": 0.05}}})";
+    core::TrackerDescription tracker;
+    tracker.weights_path = (dir / "model.safetensors").string();
+    QSignalSpy changed(quality, &ui::TrackQualityModel::changed);
+    quality->use_model(tracker);
+    QCOMPARE(changed.count(), 1);
+    QCOMPARE(quality->options().uncertain_p_far, 0.05f);
+    QCOMPARE(QString::fromStdString(quality->options_source()), QString::fromStdString((dir / "model.json").string()));
+    int64_t visible_after_query = 0;
+    for (int64_t f = 1; f < kClipFrames; ++f) visible_after_query += track_of(bench).track.at(f).visible ? 1 : 0;
+    QCOMPARE(quality->quality(0)->flagged_count(), visible_after_query);
+    QVERIFY(quality->quality(0)->flags_at(1) & core::quality_uncertain);
+    // The same thresholds again change nothing; the model without a manifest goes back to the defaults.
+    quality->use_model(tracker);
+    QCOMPARE(changed.count(), 1);
+    quality->use_model({});
+    QCOMPARE(changed.count(), 2);
+    QCOMPARE(quality->quality(0)->flagged_count(), int64_t{0});
   }
 
   void help_lists_every_shortcut_of_the_window() {

@@ -15,6 +15,9 @@
 # files and the files named by --keep (e.g. weights) are returned next to it.
 #   --keep "GLOBS"      files to bring back: .safetensors files go into OUT, others into logs.tar.gz
 #                       (e.g. "runs/s/weights*.safetensors runs/s/*.json runs/s/*.jsonl")
+#   --targets "LIST"    build only these ninja targets after starting the training (default: everything), e.g.
+#                       "trackscope-cli" when the call only trains and evaluates: the build then competes less
+#                       with the training for the CPU
 #   --archs "LIST"      CUDA architectures (default 90, the H200 only, for build time; the recipe's full list
 #                       "75;80;86;89;90" is what CMakePresets.json's cuda preset builds, docs/building-cuda.md)
 # The build is the `cuda` preset of CMakePresets.json (a CUDA LibTorch from CMAKE_PREFIX_PATH, which
@@ -22,7 +25,7 @@
 set -uo pipefail
 OUT=${1:?usage: check.sh OUT_DIR [options]}
 shift
-TEST_MODE=gpu; TEST_REGEX=""; BENCHES=(); TRAIN_ARGS=""; EXTRA_RUNS=(); KEEP=""; ARCHS=90
+TEST_MODE=gpu; TEST_REGEX=""; BENCHES=(); TRAIN_ARGS=""; EXTRA_RUNS=(); KEEP=""; ARCHS=90; TARGETS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --tests) TEST_MODE=regex; TEST_REGEX=$2; shift ;;
@@ -34,6 +37,7 @@ while [ $# -gt 0 ]; do
     --run) EXTRA_RUNS+=("$2"); shift ;;
     --keep) KEEP=$2; shift ;;
     --archs) ARCHS=$2; shift ;;
+    --targets) TARGETS=$2; shift ;;
     *) echo "check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -69,7 +73,8 @@ if [ -n "$TRAIN_ARGS" ]; then
 fi
 
 T1=$SECONDS
-ninja -C "$BUILD" -k 0 -j"$(nproc)" > "$LOGS/build.log" 2>&1
+# shellcheck disable=SC2086  # TARGETS is a list of ninja targets (empty: all)
+ninja -C "$BUILD" -k 0 -j"$(nproc)" $TARGETS > "$LOGS/build.log" 2>&1
 rc=$?
 say "build: rc=$rc in $((SECONDS - T1)) s"
 if [ $rc -ne 0 ]; then

@@ -203,7 +203,14 @@ QString QualityStrip::describe(core::PointId id, int64_t frame) const {
   if (const core::TrackQuality* cues = quality_ ? quality_->quality(id) : nullptr) {
     const uint8_t flags = cues->flags_at(frame);
     if (flags & core::quality_velocity_outlier) text += tr(", velocity outlier");
-    if (flags & core::quality_uncertain) text += tr(", uncertain");
+    if (flags & core::quality_uncertain) {
+      const core::QualityOptions& o = quality_->options();
+      text += tr(", uncertain (p_far >= %1%2, %3 thresholds)")
+                  .arg(o.uncertain_p_far, 0, 'f', 2)
+                  .arg(o.uncertain_p_occluded < 1.0f ? tr(" or p_occluded >= %1").arg(o.uncertain_p_occluded, 0, 'f', 2)
+                                                     : QString())
+                  .arg(quality_->options_source().rfind("defaults", 0) == 0 ? tr("default") : tr("calibrated"));
+    }
     if (cues->covers(frame) && !cues->consistency_error_px.empty()) {
       const float distance = cues->consistency_error_px[static_cast<size_t>(frame - cues->first_frame)];
       if (std::isfinite(distance)) text += tr(", forward-backward %1 px").arg(distance, 0, 'f', 1);

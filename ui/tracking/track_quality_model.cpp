@@ -4,11 +4,30 @@ namespace trackscope::ui {
 
 TrackQualityModel::TrackQualityModel(std::shared_ptr<core::Annotation> annotation, core::QualityOptions options,
                                      QObject* parent)
-    : QObject(parent), annotation_(std::move(annotation)), options_(options) {
+    : QObject(parent), annotation_(std::move(annotation)), fallback_(options), options_(options) {
   annotation_->add_observer(this);
 }
 
 TrackQualityModel::~TrackQualityModel() { annotation_->remove_observer(this); }
+
+void TrackQualityModel::set_options(const core::QualityOptions& options, std::string source) {
+  options_source_ = std::move(source);
+  const core::QualityOptions& o = options_;
+  if (o.uncertain_p_far == options.uncertain_p_far && o.uncertain_p_occluded == options.uncertain_p_occluded &&
+      o.outlier_factor == options.outlier_factor && o.outlier_min_px == options.outlier_min_px &&
+      o.consistency_threshold_px == options.consistency_threshold_px) {
+    return;
+  }
+  options_ = options;
+  cache_.clear();
+  Q_EMIT changed();
+}
+
+void TrackQualityModel::use_model(const core::TrackerDescription& tracker) {
+  core::CalibratedQualityOptions calibrated =
+      core::quality_options_for_weights(tracker.weights_path, tracker.weights_sha256, fallback_);
+  set_options(calibrated.options, std::move(calibrated.source));
+}
 
 const core::TrackQuality* TrackQualityModel::quality(core::PointId id) const {
   const core::PointTrack* track = annotation_->track(id);

@@ -3,10 +3,13 @@
 // annotation, for the quality strip and the "next suspicious frame" / "next keyframe" navigation. Cues are
 // computed lazily per track and dropped when the track changes; forward-backward distances arrive from the
 // tracker service's on-demand check (set_consistency) and are dropped when their track changes afterwards.
+// The "uncertain" thresholds are the model's calibrated ones once a run tells which model made the tracks
+// (use_model: the manifest beside its weights, core::quality_options_for_weights), the constructor's otherwise.
 //
 //   TrackQualityModel quality(editor->observable_annotation(), {}, parent);
 //   connect(service, &TrackerService::consistency_checked, &quality, &TrackQualityModel::set_consistency);
-//   const core::TrackQuality* cues = quality.quality(id);          // null: no track
+//   connect(service, &TrackerService::run_completed, &quality, [&](const CompletedRun& r) {
+//   quality.use_model(r.tracker); }); const core::TrackQuality* cues = quality.quality(id);          // null: no track
 //   std::optional<int64_t> next = quality.next_suspicious_frame({id}, current_frame);
 //
 // Threads: GUI thread only.
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "core/tracking/annotation.h"
+#include "core/tracking/point_tracker.h"
 #include "core/tracking/track_quality.h"
 
 namespace trackscope::ui {
@@ -31,6 +35,13 @@ class TrackQualityModel : public QObject, public core::AnnotationObserver {
   ~TrackQualityModel() override;
 
   const core::QualityOptions& options() const { return options_; }
+  /// Where the thresholds in use came from: a manifest's path, or "defaults (...)".
+  const std::string& options_source() const { return options_source_; }
+  /// Uses `options` from now on (every track's cues are recomputed; changed() is emitted when they differ).
+  void set_options(const core::QualityOptions& options, std::string source = "set by the caller");
+  /// Uses the calibrated thresholds of the model that made the tracks (the manifest beside its weights), or the
+  /// constructor's options when it has none.
+  void use_model(const core::TrackerDescription& tracker);
   /// The cues of point `id`'s track (null when it has none). Valid until the annotation changes.
   const core::TrackQuality* quality(core::PointId id) const;
   /// True when the forward-backward check ran on the track as it is now.
@@ -56,7 +67,9 @@ class TrackQualityModel : public QObject, public core::AnnotationObserver {
   std::vector<core::PointId> selected_ids(const std::vector<core::PointId>& ids) const;
 
   std::shared_ptr<core::Annotation> annotation_;
+  core::QualityOptions fallback_;
   core::QualityOptions options_;
+  std::string options_source_ = "defaults";
   mutable std::map<core::PointId, core::TrackQuality> cache_;
   std::map<core::PointId, std::vector<float>> consistency_;
 };
