@@ -360,10 +360,9 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
                encoded.to(compute_dtype_), motion,
                at::zeros({count, frames, kMixerPaddedInput - model::kMixerInputChannels}, motion.options())},
               -1);
-  const at::Tensor update =
-      mixer_ ? mixer_->forward(input)
-             : padded_mixer_forward(*compute_model_->torch_pips_mixer, mixer_input_weight_, input)
-                   .to(at::kFloat);  // [n, T, 4]
+  const at::Tensor update = mixer_ ? mixer_->forward(input)
+                                   : padded_mixer_forward(*compute_model_->torch_pips_mixer, mixer_input_weight_, input)
+                                         .to(at::kFloat);  // [n, T, 4]
   return apply_update(update, previous);
 }
 
