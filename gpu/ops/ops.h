@@ -151,8 +151,9 @@ class CmdTopFast {
   enum class Convolution { automatic, im2col, dense, fused };
   struct Options {
     at::ScalarType compute_dtype = at::kFloat;  // dtype of the GEMM operands and output (fp32/bf16/fp16)
-    int64_t max_samples_per_pass = 4096;        // bounds the temporaries (im2col patches: 160 MB fp32 small,
-                                                // 231 MB base); on the CPU passes are also kept under 16 MB
+    int64_t max_samples_per_pass = 4096;        // bounds the CUDA temporaries (im2col patches: 160 MB fp32
+                                                // small, 231 MB base); the CPU runs blocks of samples through
+                                                // every layer in cache-sized float32 buffers instead
     Convolution convolution = Convolution::automatic;
   };
   CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options options);
@@ -180,6 +181,10 @@ class CmdTopFast {
     int64_t groups = 1;        // C_out / 16
     int64_t patch_length = 0;  // K
     at::Tensor fused_weight;   // fused kernel: [K rounded up to 16, C_out], K = (ky, kx, C_in); else undefined
+    // Geometry (SAME padding: the extra pixel of an odd total goes after) and the CPU kernel's weight.
+    int64_t kernel = 0, stride = 1, in_height = 0, in_width = 0, in_channels = 0, pad_top = 0, pad_left = 0;
+    int64_t out_width = 0;
+    at::Tensor cpu_weight;  // CPU: [C_out, k*k*C_in] float32, columns (ky, kx, ci); else undefined
   };
 
  private:
