@@ -158,6 +158,13 @@ at::Tensor Engine::prepare_frames(const at::Tensor& frames_u8) const {
   return video.squeeze(0).to(storage).contiguous();
 }
 
+model::BackboneKernels Engine::backbone_kernels() const {
+  model::BackboneKernels kernels;
+  if (uses_fused_instance_norm()) kernels.norm_relu = &fused_instance_norm_relu;
+  if (fused_ && device_.is_cpu()) kernels.l2_normalise = &ops::l2_normalise_channels;
+  return kernels;
+}
+
 model::FeatureGrids Engine::allocate_grids(int64_t frames) const {
   if (uses_cuda_graphs() && graph_grids_.lowres.defined() && graph_grids_.frames() == frames) return graph_grids_;
   const auto options = at::TensorOptions().device(device_).dtype(compute_dtype_);
@@ -180,8 +187,7 @@ void Engine::compute_features(const at::Tensor& frames, model::FeatureGrids& gri
   const int64_t total = std::max<int64_t>(1, cost_.frames);
   const auto scope = recorder.time(
       Stage::backbone, 0, 0, cost_of(Stage::backbone, 0) * (static_cast<double>(count) / static_cast<double>(total)));
-  const auto features = model::compute_frame_features(*compute_model_, frames.to(compute_dtype_),
-                                                      uses_fused_instance_norm() ? &fused_instance_norm_relu : nullptr);
+  const auto features = model::compute_frame_features(*compute_model_, frames.to(compute_dtype_), backbone_kernels());
   grids.lowres.select(0, 0).narrow(0, first, count).copy_(features[0]);
   grids.hires.select(0, 0).narrow(0, first, count).copy_(features[1]);
   grids.highest.select(0, 0).narrow(0, first, count).copy_(features[2]);
@@ -287,7 +293,10 @@ model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::
   pieces[0] = occlusion.unsqueeze(-1).to(compute_dtype_);
   pieces[1] = expected.unsqueeze(-1).to(compute_dtype_);
   pieces[5] = model::relative_motion_encoding(tracks).to(compute_dtype_);
-  const at::Tensor update = compute_model_->torch_pips_mixer->forward(at::cat(pieces, -1)).to(at::kFloat);  // [n, T, 4]
+  // On the CPU the projections run through ops::linear (oneDNN's GEMM; see gpu/ops/cpu/cpu_support.h).
+  const model::LinearFunction linear = device_.is_cpu() ? &ops::linear : nullptr;
+  const at::Tensor update =
+      compute_model_->torch_pips_mixer->forward(at::cat(pieces, -1), linear).to(at::kFloat);  // [n, T, 4]
   model::TrackState next;
   next.tracks = (update.narrow(-1, 0, 2) + tracks).unsqueeze(0);
   next.occlusion = (update.select(-1, 2) + occlusion).unsqueeze(0);

@@ -31,6 +31,14 @@ void init_planes_cpu(const at::Tensor& cost_lowres, const at::Tensor& cost_hires
 void cmdtop_forward_cpu(const at::Tensor& input, const std::vector<CmdTopFast::Layer>& layers, double eps,
                         at::Tensor& out);
 
+// x [N,C,H,W] channels-last contiguous (fp32/bf16/fp16), weight/bias [C] fp32 contiguous -> y (same shape and
+// layout, x's dtype): relu(instance_norm(x) * weight + bias).
+void instance_norm_relu_cpu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
+                            at::Tensor& y);
+
+// x [..., C] contiguous fp32/bf16 -> out (same shape, contiguous): x / sqrt(max(sum_c x^2, 1e-12)).
+void l2_normalise_channels_cpu(const at::Tensor& x, at::Tensor& out);
+
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
 void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
                        at::Tensor& corr, CorrKernel kernel);

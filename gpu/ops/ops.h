@@ -206,10 +206,26 @@ at::Tensor cmdtop_fast(const at::Tensor& corr, const CmdTopWeights& weights);
 /// weight, bias [C] float32 or x's dtype. Returns a new channels-last tensor of x's dtype.
 /// CUDA: one fused kernel set (Welford statistics in fp32, one rounding at the store) where
 /// cuda::instance_norm_eligible holds (the backbone's 64/128/256 channels), else the reference.
-/// CPU: the reference, i.e. the written-out two-pass formula of gpu/model (mean, mean of squared deviations).
+/// CPU: one statistics pass (float64 sums around a per-channel shift) and one normalisation pass (the reference's
+/// float arithmetic), AVX-512 where C % 16 == 0 and the processor has it (gpu/ops/cpu/instance_norm_kernel.cpp).
 at::Tensor instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps = 1e-5);
 /// The reference on any device, in x's dtype (float64 too): what the eager model computes.
 at::Tensor instance_norm_relu_reference(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                         double eps = 1e-5);
+
+// ---------------------------------------------------------------------------------------------------------
+// 5. The backbone's feature normalisation (stage 1).
+//
+/// x / sqrt(max(sum_c x^2, 1e-12)) along the last axis of x [..., C] (the backbone's feature normalisation, on
+/// the [N, H, W, C] view of its channels-last output) -> a new contiguous tensor of x's shape and dtype.
+/// CPU (float32/bfloat16, C % 16 == 0 with AVX-512): one read and one write, the sum in float32 like the reference
+/// (another summation order); elsewhere the reference ops (gpu/model's l2_normalise_channels).
+at::Tensor l2_normalise_channels(const at::Tensor& x);
+
+/// input x weight^T + bias: input [..., K] (float32/bfloat16/float16), weight [N, K], bias [N] or undefined (the
+/// input's dtype) -> [..., N] contiguous. CPU float32: one GEMM through the CPU kernels' sgemm (oneDNN: AVX-512 where
+/// Debian's OpenBLAS runs AVX2 kernels, gpu/ops/cpu/cpu_support.h) with the bias added in its output; elsewhere
+/// at::linear.
+at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
 
 }  // namespace trackscope::gpu::ops
