@@ -19,6 +19,8 @@ PACKAGES=(
   # numpy reads the exported TAP-Vid .npz in tests/core/track_formats_test.cpp (skipped without it)
   python3-numpy
   xvfb xauth
+  # tools/ci/package.sh validates the installed desktop file and AppStream metadata
+  desktop-file-utils appstream
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -29,20 +29,6 @@ struct CompareArguments {
   bool roofline = false;
 };
 
-core::Expected<size_t> pick_case(const core::Profile& profile, const std::string& wanted, const std::string& path) {
-  if (profile.cases.empty()) return core::invalid_argument(fmt::format("{} holds no cases", path));
-  for (size_t i = 0; i < profile.cases.size(); ++i) {
-    if (profile.cases[i].name == wanted) return i;
-  }
-  if (!wanted.empty() && wanted.find_first_not_of("0123456789") == std::string::npos) {
-    const size_t index = std::stoul(wanted);
-    if (index < profile.cases.size()) return index;
-  }
-  std::string names;
-  for (size_t i = 0; i < profile.cases.size(); ++i) names += fmt::format("\n  [{}] {}", i, profile.cases[i].name);
-  return core::not_found(fmt::format("{} has no case '{}'; its cases:{}", path, wanted, names));
-}
-
 int fail(const core::Status& status) {
   std::fprintf(stderr, "trackscope-cli compare: %s\n", status.message().c_str());
   return status.code() == core::StatusCode::invalid_argument ? 2 : 1;
@@ -60,14 +46,14 @@ void print_comparison(const core::RunRef& a, const core::RunRef& b) {
 int run_compare(const CompareArguments& args) {
   core::Expected<core::Profile> a = core::read_profile(args.a_path);
   if (!a) return fail(a.status());
-  core::Expected<size_t> a_case = pick_case(*a, args.a_case, args.a_path);
+  core::Expected<size_t> a_case = core::find_profile_case(*a, args.a_case, args.a_path);
   if (!a_case) return fail(a_case.status());
   std::optional<core::Profile> b;
   size_t b_index = 0;
   if (!args.b_path.empty()) {
     core::Expected<core::Profile> loaded = core::read_profile(args.b_path);
     if (!loaded) return fail(loaded.status());
-    core::Expected<size_t> picked = pick_case(*loaded, args.b_case, args.b_path);
+    core::Expected<size_t> picked = core::find_profile_case(*loaded, args.b_case, args.b_path);
     if (!picked) return fail(picked.status());
     b = std::move(*loaded);
     b_index = *picked;

@@ -1,16 +1,13 @@
-// trackscope-cli eval: accuracy of a tracker model next to baselines, scored by core/tracking/evaluation.h.
+// trackscope-cli eval: accuracy of a tracker model next to baselines, scored by core/tracking/evaluation.h and
+// reported by core/tracking/evaluation_report.h.
 //   --badja ANNOTATIONS --video FRAMES_DIR_OR_FILE [--masks DIR] [--end-frame N]   BADJA PCK on a real clip
 //   --synthetic SEED [--clips N] [--frames T] [--points N]                         TAP-Vid metrics, query-first
 // Prints a short table on stdout (progress on stderr) and writes --json OUT. Baselines: "the point does not move"
 // (always) and the same model architecture with random weights (--baseline-weights FILE).
 // Exit codes: 0 ok, 2 bad arguments (before anything is loaded), 1 any other error (one line on stderr).
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include <charconv>
-#include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,7 +15,9 @@
 
 #include "cli/commands.h"
 #include "core/tracking/evaluation.h"
+#include "core/tracking/evaluation_report.h"
 #include "core/tracking/point_tracker.h"
+#include "core/tracking/progress_bar.h"
 #include "gpu/cpu_runtime.h"
 #include "gpu/tracker_factory.h"
 #include "gpu/training.h"
@@ -26,25 +25,23 @@
 namespace trackscope::app {
 namespace {
 
-using Json = nlohmann::json;
-
-// Numbers are taken as text and parsed here, so that a malformed value is a bad argument (exit 2) like the rest.
 struct EvalArguments {
   std::string badja;
   std::string video;
   std::string masks;
-  std::string end_frame = "-1";
-  std::string synthetic_seed;
-  std::string clips = "32";
-  std::string frames = "24";
-  std::string points = "256";
+  int64_t end_frame = -1;
+  uint64_t synthetic_seed = 0;
+  bool synthetic = false;  // --synthetic was given
+  int64_t clips = 32;
+  int64_t frames = 24;
+  int64_t points = 256;
   std::string model = "default";
   std::string device = "auto";
   std::string precision = "fp32";
   std::string resize = "lanczos";
   std::string baseline_weights;
   std::string json;
-  std::string threads = "0";
+  int threads = 0;
   bool quiet = false;
 };
 
@@ -62,19 +59,9 @@ struct EvalPlan {
   bool quiet = false;
 };
 
-template <typename T>
-core::Status parse_integer(const std::string& text, const char* option, T low, T high, T& value) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || text.empty() || value < low || value > high) {
-    return core::invalid_argument(fmt::format("{} '{}': expected an integer in [{}, {}]", option, text, low, high));
-  }
-  return {};
-}
-
-core::Expected<EvalPlan> make_plan(const EvalArguments& args, const std::vector<std::string>& extras) {
-  if (!extras.empty()) return core::invalid_argument(fmt::format("unknown argument '{}' (see --help)", extras.front()));
+core::Expected<EvalPlan> make_plan(const EvalArguments& args) {
   EvalPlan plan;
-  if (args.badja.empty() && args.synthetic_seed.empty()) {
+  if (args.badja.empty() && !args.synthetic) {
     return core::invalid_argument(
         "nothing to evaluate: give --badja ANNOTATIONS --video VIDEO and/or --synthetic SEED");
   }
@@ -83,19 +70,17 @@ core::Expected<EvalPlan> make_plan(const EvalArguments& args, const std::vector<
     plan.badja = args.badja;
     plan.video = args.video;
     plan.masks = args.masks;
-    TRACKSCOPE_RETURN_IF_ERROR(
-        parse_integer<int64_t>(args.end_frame, "--end-frame", -1, int64_t{1} << 40, plan.badja_options.end_frame));
+    plan.badja_options.end_frame = args.end_frame;
     TRACKSCOPE_RETURN_IF_ERROR(plan.badja_options.check());
   } else if (!args.video.empty() || !args.masks.empty()) {
     return core::invalid_argument("--video and --masks belong to --badja");
   }
-  if (!args.synthetic_seed.empty()) {
+  if (args.synthetic) {
     gpu::SyntheticEvaluationOptions synthetic;
-    TRACKSCOPE_RETURN_IF_ERROR(
-        parse_integer<uint64_t>(args.synthetic_seed, "--synthetic", 0, ~uint64_t{0}, synthetic.seed));
-    TRACKSCOPE_RETURN_IF_ERROR(parse_integer<int64_t>(args.clips, "--clips", 1, 4096, synthetic.clips));
-    TRACKSCOPE_RETURN_IF_ERROR(parse_integer<int64_t>(args.frames, "--frames", 2, 4096, synthetic.data.frames));
-    TRACKSCOPE_RETURN_IF_ERROR(parse_integer<int64_t>(args.points, "--points", 1, 1 << 20, synthetic.data.points));
+    synthetic.seed = args.synthetic_seed;
+    synthetic.clips = args.clips;
+    synthetic.data.frames = args.frames;
+    synthetic.data.points = args.points;
     TRACKSCOPE_RETURN_IF_ERROR(synthetic.check());
     plan.synthetic = synthetic;
   }
@@ -108,33 +93,12 @@ core::Expected<EvalPlan> make_plan(const EvalArguments& args, const std::vector<
   if (!resize) return resize.status();
   plan.tracker.resize = *resize;
   TRACKSCOPE_RETURN_IF_ERROR(plan.tracker.check());
-  TRACKSCOPE_RETURN_IF_ERROR(parse_integer<int>(args.threads, "--threads", 0, 1024, plan.threads));
+  plan.threads = args.threads;
   plan.baseline_weights = args.baseline_weights;
   plan.json = args.json;
   plan.quiet = args.quiet;
   return plan;
 }
-
-class ProgressBar final : public core::TrackObserver {
- public:
-  ProgressBar(bool enabled, std::string label) : enabled_(enabled), label_(std::move(label)) {}
-  void on_progress(const core::TrackProgress& p) override {
-    if (!enabled_) return;
-    constexpr int kWidth = 24;
-    const int filled = static_cast<int>(p.fraction * kWidth + 0.5);
-    std::fprintf(stderr, "\r%-16s [%s%s] %3d%% %-36.36s", label_.c_str(),
-                 std::string(static_cast<size_t>(filled), '#').c_str(),
-                 std::string(static_cast<size_t>(kWidth - filled), '.').c_str(),
-                 static_cast<int>(p.fraction * 100 + 0.5), p.phase.c_str());
-    if (p.fraction >= 1.0) std::fputc('\n', stderr);
-  }
-
- private:
-  bool enabled_;
-  std::string label_;
-};
-
-// ---- results ---------------------------------------------------------------------------------------------------
 
 // One tracker's results (the model or the random-weights baseline).
 struct RunResult {
@@ -142,141 +106,6 @@ struct RunResult {
   std::optional<core::BadjaEvaluation> badja;
   std::optional<core::TapVidEvaluation> synthetic;
 };
-
-Json number(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
-
-Json model_json(const core::TrackerDescription& d, const std::string& requested) {
-  return {{"requested", requested},    {"name", d.model_name},       {"size", d.model_size},
-          {"weights", d.weights_path}, {"sha256", d.weights_sha256}, {"parameters", d.parameter_count}};
-}
-
-Json pck_json(const core::PckResult& pck, const core::BadjaAnnotations& annotations) {
-  Json frames = Json::array();
-  for (const core::PckFrame& f : pck.per_frame) {
-    double threshold = 0.0;
-    for (const core::BadjaFrame& a : annotations.frames) {
-      if (a.frame == f.frame) threshold = a.pck_threshold_px;
-    }
-    frames.push_back(
-        {{"frame", f.frame},
-         {"threshold_px", threshold},
-         {"correct", f.correct},
-         {"evaluated", f.evaluated},
-         {"pck", number(f.evaluated > 0 ? static_cast<double>(f.correct) / static_cast<double>(f.evaluated) : NAN)}});
-  }
-  return {{"pck", number(pck.pck)}, {"correct", pck.correct}, {"evaluated", pck.evaluated}, {"per_frame", frames}};
-}
-
-Json tapvid_json(const core::TapVidMetrics& m) {
-  std::vector<Json> within, jaccard;
-  for (size_t k = 0; k < core::kTapVidThresholdsPx.size(); ++k) {
-    within.push_back(number(m.pts_within[k]));
-    jaccard.push_back(number(m.jaccard[k]));
-  }
-  return {{"average_jaccard", number(m.average_jaccard)},
-          {"average_pts_within", number(m.average_pts_within)},
-          {"occlusion_accuracy", number(m.occlusion_accuracy)},
-          {"pts_within", within},
-          {"jaccard", jaccard},
-          {"videos", m.videos},
-          {"evaluated_points", m.counts.evaluated_points}};
-}
-
-Json report_json(const EvalPlan& plan, const RunResult& model, const std::optional<RunResult>& baseline) {
-  Json doc;
-  doc["format"] = "trackscope.eval";
-  doc["version"] = "1.0";
-  doc["model"] = model_json(model.description, plan.tracker.model);
-  doc["device"] = model.description.device.id;
-  doc["device_name"] = model.description.device.name;
-  doc["precision"] = core::to_string(model.description.precision);
-  doc["resize"] = core::to_string(plan.tracker.resize);
-  if (baseline) doc["random_weights_model"] = model_json(baseline->description, plan.baseline_weights);
-  if (model.badja) {
-    const core::BadjaEvaluation& b = *model.badja;
-    Json section = pck_json(b.pck, b.annotations);
-    section["annotations"] = plan.badja->string();
-    section["video"] = plan.video.string();
-    section["masks"] = plan.masks.empty() ? Json(nullptr) : Json(plan.masks.string());
-    section["protocol"] =
-        "one track per visible joint of the first annotated frame; correct within 0.2 sqrt(foreground area) px";
-    section["video_size"] = {b.annotations.width, b.annotations.height};
-    section["frames"] = {b.first_frame, b.end_frame};
-    section["tracks"] = b.queries.size();
-    section["track_seconds"] = b.track_seconds;
-    section["baselines"]["stationary"] = pck_json(b.stationary, b.annotations);
-    if (baseline) section["baselines"]["random_weights"] = pck_json(baseline->badja->pck, b.annotations);
-    doc["badja"] = section;
-  }
-  if (model.synthetic) {
-    const gpu::SyntheticEvaluationOptions& o = *plan.synthetic;
-    Json section = tapvid_json(model.synthetic->model);
-    section["seed"] = o.seed;
-    section["clips"] = o.clips;
-    section["frames"] = o.data.frames;
-    section["points"] = o.data.points;
-    section["size"] = {o.data.width, o.data.height};
-    section["protocol"] = "TAP-Vid query-first (queries on frame 0), metrics at 256x256, thresholds 1, 2, 4, 8, 16 px";
-    section["track_seconds"] = model.synthetic->track_seconds;
-    section["baselines"]["stationary"] = tapvid_json(model.synthetic->stationary);
-    if (baseline) section["baselines"]["random_weights"] = tapvid_json(baseline->synthetic->model);
-    doc["synthetic"] = section;
-  }
-  return doc;
-}
-
-void print_badja(const EvalPlan& plan, const RunResult& model, const std::optional<RunResult>& baseline) {
-  const core::BadjaEvaluation& b = *model.badja;
-  std::printf("BADJA %s on %s (%dx%d): frames [%lld, %lld), %zu tracks, PCK within 0.2 sqrt(area)\n",
-              plan.badja->filename().string().c_str(), plan.video.string().c_str(), b.annotations.width,
-              b.annotations.height, static_cast<long long>(b.first_frame), static_cast<long long>(b.end_frame),
-              b.queries.size());
-  auto row = [](const char* name, const core::PckResult& p) {
-    std::printf("  %-24s %6.3f  (%lld / %lld)\n", name, p.pck, static_cast<long long>(p.correct),
-                static_cast<long long>(p.evaluated));
-  };
-  row("model", b.pck);
-  row("stationary", b.stationary);
-  if (baseline) row("random weights", baseline->badja->pck);
-  std::printf("  %5s %7s %4s %7s %10s%s\n", "frame", "thr_px", "n", "model", "stationary", baseline ? "  random" : "");
-  for (size_t f = 0; f < b.pck.per_frame.size(); ++f) {
-    const core::PckFrame& m = b.pck.per_frame[f];
-    const double n = static_cast<double>(m.evaluated);
-    double threshold = 0.0;
-    for (const core::BadjaFrame& a : b.annotations.frames) {
-      if (a.frame == m.frame) threshold = a.pck_threshold_px;
-    }
-    std::printf("  %5lld %7.2f %4lld %7.3f %10.3f", static_cast<long long>(m.frame), threshold,
-                static_cast<long long>(m.evaluated), m.correct / n, b.stationary.per_frame[f].correct / n);
-    if (baseline) std::printf("  %6.3f", baseline->badja->pck.per_frame[f].correct / n);
-    std::printf("\n");
-  }
-}
-
-void print_synthetic(const EvalPlan& plan, const RunResult& model, const std::optional<RunResult>& baseline) {
-  const gpu::SyntheticEvaluationOptions& o = *plan.synthetic;
-  std::printf("synthetic seed %llu: %lld clips x %lld frames x %lld points, %lldx%lld, query-first, at 256x256\n",
-              static_cast<unsigned long long>(o.seed), static_cast<long long>(o.clips),
-              static_cast<long long>(o.data.frames), static_cast<long long>(o.data.points),
-              static_cast<long long>(o.data.width), static_cast<long long>(o.data.height));
-  std::printf("  %-24s %6s %9s %9s\n", "", "AJ", "delta_avg", "occ_acc");
-  auto row = [](const char* name, const core::TapVidMetrics& m) {
-    std::printf("  %-24s %6.3f %9.3f %9.3f\n", name, m.average_jaccard, m.average_pts_within, m.occlusion_accuracy);
-  };
-  row("model", model.synthetic->model);
-  row("stationary", model.synthetic->stationary);
-  if (baseline) row("random weights", baseline->synthetic->model);
-}
-
-core::Status write_report(const std::string& path, const Json& doc) {
-  std::ofstream out(path);
-  if (!out) return core::io_error(fmt::format("cannot write '{}'", path));
-  out << doc.dump(2) << "\n";
-  out.flush();
-  return out ? core::Status() : core::io_error(fmt::format("writing '{}' failed", path));
-}
-
-// ---- running -----------------------------------------------------------------------------------------------------
 
 // Inputs loaded once and shared by the model and the baseline.
 struct EvalInputs {
@@ -301,7 +130,7 @@ core::Expected<RunResult> run_tracker(core::TrackerFactory& factory, const core:
   RunResult result;
   result.description = (*tracker)->description();
   if (plan.badja) {
-    ProgressBar progress(!plan.quiet, label + " badja");
+    core::ProgressBar progress(!plan.quiet, label + " badja");
     core::Expected<core::BadjaEvaluation> badja =
         core::evaluate_badja(**tracker, *inputs.video, inputs.annotations, plan.badja_options, progress);
     if (!badja) return badja.status().with_context(fmt::format("BADJA with {}", label));
@@ -315,7 +144,7 @@ core::Expected<RunResult> run_tracker(core::TrackerFactory& factory, const core:
       if (!clips) return clips.status();
       inputs.clips = std::move(*clips);
     }
-    ProgressBar progress(!plan.quiet, label + " synthetic");
+    core::ProgressBar progress(!plan.quiet, label + " synthetic");
     core::Expected<core::TapVidEvaluation> synthetic = core::evaluate_tapvid(**tracker, inputs.clips, progress);
     if (!synthetic) return synthetic.status().with_context(fmt::format("synthetic clips with {}", label));
     result.synthetic = std::move(*synthetic);
@@ -323,12 +152,31 @@ core::Expected<RunResult> run_tracker(core::TrackerFactory& factory, const core:
   return result;
 }
 
-int run_eval(const EvalArguments& args, const std::vector<std::string>& extras) {
+core::EvaluationReport make_report(const EvalPlan& plan, RunResult model, std::optional<RunResult> baseline) {
+  core::EvaluationReport report;
+  report.model = {model.description, plan.tracker.model};
+  report.resize = plan.tracker.resize;
+  if (baseline)
+    report.random_weights_model = core::EvaluationReport::Model{baseline->description, plan.baseline_weights};
+  if (model.badja) {
+    report.badja = core::EvaluationReport::Badja{*plan.badja, plan.video, plan.masks, std::move(*model.badja), {}};
+    if (baseline) report.badja->random_weights = baseline->badja->pck;
+  }
+  if (model.synthetic) {
+    const gpu::SyntheticEvaluationOptions& o = *plan.synthetic;
+    report.synthetic = core::EvaluationReport::Synthetic{
+        {o.seed, o.clips, o.data.frames, o.data.points, o.data.width, o.data.height}, std::move(*model.synthetic), {}};
+    if (baseline) report.synthetic->random_weights = baseline->synthetic->model;
+  }
+  return report;
+}
+
+int run_eval(const EvalArguments& args) {
   auto fail = [](const core::Status& status, int code) {
     std::fprintf(stderr, "trackscope-cli eval: %s\n", status.message().c_str());
     return code;
   };
-  core::Expected<EvalPlan> plan = make_plan(args, extras);
+  core::Expected<EvalPlan> plan = make_plan(args);
   if (!plan) return fail(plan.status(), 2);
 
   EvalInputs inputs;
@@ -355,14 +203,10 @@ int run_eval(const EvalArguments& args, const std::vector<std::string>& extras) 
     baseline = std::move(*random);
   }
 
-  std::printf("model %s (%s, sha256 %.12s) on %s, %s, %s resize\n", model->description.model_name.c_str(),
-              model->description.weights_path.c_str(), model->description.weights_sha256.c_str(),
-              model->description.device.id.c_str(), core::to_string(model->description.precision),
-              core::to_string(plan->tracker.resize));
-  if (model->badja) print_badja(*plan, *model, baseline);
-  if (model->synthetic) print_synthetic(*plan, *model, baseline);
+  const core::EvaluationReport report = make_report(*plan, std::move(*model), std::move(baseline));
+  std::fputs(core::format_evaluation_report(report).c_str(), stdout);
   if (!plan->json.empty()) {
-    if (core::Status s = write_report(plan->json, report_json(*plan, *model, baseline)); !s) return fail(s, 1);
+    if (core::Status s = core::write_evaluation_report(plan->json, report); !s) return fail(s, 1);
     std::printf("wrote %s\n", plan->json.c_str());
   }
   return 0;
@@ -384,16 +228,17 @@ void add_eval_command(CLI::App& app, CliContext& context) {
   command
       ->add_option("--end-frame", args->end_frame,
                    "BADJA: track frames [0, N) only, score the annotated frames inside (-1 = all)")
-      ->type_name("INT")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40))
       ->capture_default_str();
-  command
-      ->add_option("--synthetic", args->synthetic_seed,
-                   "synthetic clips from this seed (1000000 = the trainer's validation set)")
-      ->type_name("SEED");
-  command->add_option("--clips", args->clips, "synthetic clips")->type_name("INT")->capture_default_str();
-  command->add_option("--frames", args->frames, "frames per synthetic clip")->type_name("INT")->capture_default_str();
+  CLI::Option* seed = command->add_option("--synthetic", args->synthetic_seed,
+                                          "synthetic clips from this seed (1000000 = the trainer's validation set)");
+  seed->type_name("SEED");
+  command->add_option("--clips", args->clips, "synthetic clips")->check(CLI::Range(1, 4096))->capture_default_str();
+  command->add_option("--frames", args->frames, "frames per synthetic clip")
+      ->check(CLI::Range(2, 4096))
+      ->capture_default_str();
   command->add_option("--points", args->points, "query points per synthetic clip")
-      ->type_name("INT")
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   command->add_option("--model", args->model, "default, small, base (official checkpoints) or a weights file")
       ->capture_default_str();
@@ -406,11 +251,13 @@ void add_eval_command(CLI::App& app, CliContext& context) {
                       "random weights of the same model: a second, baseline run");
   command->add_option("--json", args->json, "write the results here");
   command->add_option("--threads", args->threads, "CPU threads for LibTorch (0 = leave the default)")
-      ->type_name("INT")
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bars");
-  command->allow_extras();  // reported by run_eval as a bad argument (exit 2) like every other argument error
-  command->callback([&context, args, command] { context.exit_code = run_eval(*args, command->remaining()); });
+  command->callback([&context, args, seed] {
+    args->synthetic = seed->count() > 0;
+    context.exit_code = run_eval(*args);
+  });
 }
 
 }  // namespace trackscope::app

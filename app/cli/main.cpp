@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   CLI::App app{"trackscope-cli: track points through video with LocoTrack, headless"};
   app.require_subcommand(1);
   app.add_flag("-v,--verbose", verbose, "log debug messages to stderr");
+  app.set_version_flag("--version", [] { return app::version_text(); });
   app::CliContext context;
   app::add_devices_command(app, context);
   app::add_convert_command(app, context);
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   app::add_bench_video_command(app, context);
   app::add_track_command(app, context);
   app::add_eval_command(app, context);
+  app::add_batch_command(app, context);
   std::string command_line = "trackscope-cli";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
   app::add_bench_command(app, context, command_line);
@@ -37,7 +39,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // Every bad argument is exit 2 with one line naming the command, whether CLI11's validators or a command's
+    // own checks found it.
+    std::string name = "trackscope-cli";
+    for (const CLI::App* command : app.get_subcommands()) name += " " + command->get_name();
+    std::fprintf(stderr, "%s: %s\nRun with --help for more information.\n", name.c_str(), e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trackscope-cli: error: %s\n", e.what());
     return 1;

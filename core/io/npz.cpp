@@ -170,6 +170,9 @@ Status write_npz(const std::filesystem::path& path, const std::vector<NpyArray>&
       return internal_error(fmt::format("libzip: adding {}.npy: {}", array.name, zip_strerror(archive.get())));
     }
     zip_set_file_compression(archive.get(), static_cast<zip_uint64_t>(index), ZIP_CM_STORE, 0);
+    // A fixed member time (1980-01-01 00:00, the first DOS date) instead of the clock: the same arrays give the
+    // same bytes, so outputs can be compared between runs.
+    zip_file_set_dostime(archive.get(), static_cast<zip_uint64_t>(index), 0, (1 << 5) | 1, 0);
   }
   if (zip_close(archive.get()) != 0) {
     const std::string message = zip_strerror(archive.get());

@@ -3,6 +3,7 @@
 #include "core/io/track_formats.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <map>
 #include <sstream>
@@ -89,6 +90,21 @@ const char* default_suffix(TrackFormat format) {
     case TrackFormat::coco_json: return "_coco.json";
   }
   return "";
+}
+
+std::optional<TrackFormat> track_format_from_path(const std::filesystem::path& path) {
+  std::string name = path.filename().string();
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  // Longest endings first: "_dlc.csv" before ".csv", "_coco.json" before ".json".
+  for (const TrackFormat format : {TrackFormat::deeplabcut_csv, TrackFormat::coco_json, TrackFormat::csv,
+                                   TrackFormat::json, TrackFormat::tapvid_npz}) {
+    const std::string_view suffix = default_suffix(format);
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return format;
+    }
+  }
+  return std::nullopt;
 }
 
 bool can_read(TrackFormat format) {

@@ -120,6 +120,43 @@ std::string format_profile_summary(const Profile& p) {
   return out;
 }
 
+std::string format_bench_report(const Profile& p) {
+  std::string out =
+      fmt::format("device: {} ({}, {} SMs/threads, {:.1f} GiB, compute capability {}.{})\n", p.device.name, p.device.id,
+                  p.device.multiprocessors, static_cast<double>(p.device.memory_bytes) / (1 << 30),
+                  p.device.compute_capability_major, p.device.compute_capability_minor);
+  out += fmt::format("host: {}, {} threads; libtorch {}, CUDA {}, cuDNN {}, driver {}, trackscope kernels {}\n",
+                     p.host.cpu_model, p.host.threads, p.runtime.libtorch, p.runtime.cuda_runtime, p.runtime.cudnn,
+                     p.runtime.driver, p.runtime.trackscope_kernels ? "yes" : "no");
+  out += fmt::format("\n{:<34} {:>10} {:>10} {:>10} {:>9} {:>9}\n", "case / stage", "median ms", "p90 ms", "share",
+                     "TFLOP/s", "GB/s");
+  for (const ProfileCase& c : p.cases) {
+    const double total = c.end_to_end.median_ms;
+    out += fmt::format("{:<34} {:10.2f} {:10.2f} {:9.0f}%\n", c.name, total, c.end_to_end.p90_ms, 100.0);
+    for (const StageStats& s : c.stages) {
+      const double ms = s.stats.median_ms;
+      out += fmt::format("  {:<32} {:10.3f} {:10.3f} {:9.1f}% {:9.2f} {:9.0f}\n", s.name, ms, s.stats.p90_ms,
+                         total > 0 ? 100.0 * ms / total : 0.0, ms > 0 ? s.flops / (ms * 1e9) : 0.0,
+                         ms > 0 ? s.bytes / (ms * 1e6) : 0.0);
+    }
+  }
+  return out;
+}
+
+Expected<size_t> find_profile_case(const Profile& profile, const std::string& wanted, const std::string& source) {
+  if (profile.cases.empty()) return invalid_argument(fmt::format("{} holds no cases", source));
+  for (size_t i = 0; i < profile.cases.size(); ++i) {
+    if (profile.cases[i].name == wanted) return i;
+  }
+  if (!wanted.empty() && wanted.size() < 10 && wanted.find_first_not_of("0123456789") == std::string::npos) {
+    const size_t index = std::stoul(wanted);
+    if (index < profile.cases.size()) return index;
+  }
+  std::string names;
+  for (size_t i = 0; i < profile.cases.size(); ++i) names += fmt::format("\n  [{}] {}", i, profile.cases[i].name);
+  return not_found(fmt::format("{} has no case '{}'; its cases:{}", source, wanted, names));
+}
+
 std::string roofline_csv(const Roofline& r) {
   std::string out =
       "stage,work,ms,share_of_total,gflop,gb,precision,achieved_tflops,achieved_gbps,peak_tflops,peak_gbps,"

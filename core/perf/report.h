@@ -24,6 +24,12 @@ std::string format_roofline(const Roofline& roofline);
 std::string format_comparison(const Comparison& comparison);
 /// One line per case: name, end-to-end median and p90, points/s, peak memory.
 std::string format_profile_summary(const Profile& profile);
+/// What `trackscope-cli bench` prints: the device and host lines, then per case its end-to-end time and one row
+/// per stage (median and p90 ms, share of the case, achieved TFLOP/s and GB/s).
+std::string format_bench_report(const Profile& profile);
+/// The case of `profile` named `wanted`, or at index `wanted` (decimal digits). not_found lists the cases;
+/// invalid_argument when the profile has none.
+Expected<size_t> find_profile_case(const Profile& profile, const std::string& wanted, const std::string& source);
 
 /// CSV with a header row; numbers in plain decimal; empty cells for unknown values.
 std::string roofline_csv(const Roofline& roofline);

@@ -71,6 +71,22 @@ at::Tensor sample_supports_border(const at::Tensor& grid, const at::Tensor& quer
   return out.view({1, count, model::kSupportSize, model::kSupportSize, channels});
 }
 
+// The mixer's 854 input channels padded with zeros to a multiple of 32 elements: the input projection's GEMM then
+// reads 16-byte aligned rows (with 854-element rows cuBLAS leaves its fast reduced-precision kernels, as it did with
+// the 2401-element correlation rows: ops::kCorrPaddedRow). The zero columns add nothing to the products.
+constexpr int64_t kMixerPaddedInput = 864;
+
+// TemporalMixer::forward on input rows padded to kMixerPaddedInput, with the input projection's weight padded alike.
+at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const at::Tensor& input_weight,
+                                const at::Tensor& x) {
+  at::Tensor h = at::linear(x, input_weight, mixer.input_proj->bias);
+  const at::Tensor bias = model::alibi_bias(mixer.layers.front()->attn->heads, x.size(1), x.options());
+  for (const auto& layer : mixer.layers) h = layer->forward(h, bias);
+  h = at::layer_norm(h, {h.size(-1)}, mixer.ln_out->weight, mixer.ln_out->bias, 1e-5,
+                     at::globalContext().userEnabledCuDNN());
+  return at::linear(h, mixer.output_proj->weight.narrow(0, 0, 4), mixer.output_proj->bias.narrow(0, 0, 4));
+}
+
 }  // namespace
 
 at::ScalarType compute_dtype_of(core::Precision precision) {
@@ -121,6 +137,9 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
       cmdtop_[level].emplace(ops::CmdTopWeights::from_named(lookup, "cmdtop." + std::to_string(level) + "."), device_,
                              cmdtop_options);
     }
+    const at::Tensor& input_weight = compute_model_->torch_pips_mixer->input_proj->weight;
+    mixer_input_weight_ =
+        at::constant_pad_nd(input_weight, {0, kMixerPaddedInput - input_weight.size(1)}, 0.0).contiguous();
   }
   cost_conv_weight_ = model_->cost_conv->weight.contiguous();
   cost_conv_bias_ = model_->cost_conv->bias.contiguous();
@@ -276,7 +295,7 @@ model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::
       ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level], options_.corr_kernel);
     }
   }
-  std::vector<at::Tensor> pieces(6);
+  std::vector<at::Tensor> pieces(7);
   {
     const auto scope =
         recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
@@ -293,10 +312,17 @@ model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::
   pieces[0] = occlusion.unsqueeze(-1).to(compute_dtype_);
   pieces[1] = expected.unsqueeze(-1).to(compute_dtype_);
   pieces[5] = model::relative_motion_encoding(tracks).to(compute_dtype_);
-  // On the CPU the projections run through ops::linear (oneDNN's GEMM; see gpu/ops/cpu/cpu_support.h).
-  const model::LinearFunction linear = device_.is_cpu() ? &ops::linear : nullptr;
-  const at::Tensor update =
-      compute_model_->torch_pips_mixer->forward(at::cat(pieces, -1), linear).to(at::kFloat);  // [n, T, 4]
+  at::Tensor update;  // [n, T, 4]
+  if (device_.is_cpu()) {
+    // The CPU's projections run through ops::linear (oneDNN's GEMM: gpu/ops/cpu/cpu_support.h), which gains
+    // nothing from the padded rows that serve cuBLAS's alignment.
+    update = compute_model_->torch_pips_mixer->forward(at::cat(at::TensorList(pieces).slice(0, 6), -1), &ops::linear)
+                 .to(at::kFloat);
+  } else {
+    pieces[6] = at::zeros({count, frames, kMixerPaddedInput - model::kMixerInputChannels}, pieces[5].options());
+    update = padded_mixer_forward(*compute_model_->torch_pips_mixer, mixer_input_weight_, at::cat(pieces, -1))
+                 .to(at::kFloat);
+  }
   model::TrackState next;
   next.tracks = (update.narrow(-1, 0, 2) + tracks).unsqueeze(0);
   next.occlusion = (update.select(-1, 2) + occlusion).unsqueeze(0);

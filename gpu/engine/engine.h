@@ -160,6 +160,7 @@ class Engine {
   std::array<std::optional<ops::CmdTopFast>, 3> cmdtop_;  // level order: hires, lowres, highest
   at::Tensor cost_conv_weight_, cost_conv_bias_;          // float32 (the fused init's operands)
   at::Tensor occ_weight_, occ_bias_;                      // float32
+  at::Tensor mixer_input_weight_;  // fused path: the mixer's input projection, zero-padded to 864 input channels
   core::CostModelConfig cost_;
   // The graph cache and the reused grids: mutable because an Engine is used by one thread at a time and these
   // only memoise work (track_chunk's results are the same with or without them).

@@ -128,6 +128,18 @@ bool fused_eligible(c10::Device device, bool base) {
 #endif
 }
 
+// Samples per block of the tensor-core kernel for bf16/fp16 on this device, 0 where it is not eligible.
+int fused_mma_tile(c10::Device device, bool base, at::ScalarType dtype) {
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+  return detail::cmdtop_mma_tile_cuda(device, base, dtype);
+#else
+  (void)device;
+  (void)base;
+  (void)dtype;
+  return 0;
+#endif
+}
+
 bool is_compute_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
 
 // The layer-at-a-time building blocks of the CUDA GEMM paths (the CPU runs detail::cmdtop_forward_cpu).
@@ -221,8 +233,15 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
               options.max_samples_per_pass);
   const auto float_options = at::TensorOptions().device(device).dtype(at::kFloat);
   const bool wants_fused = options.convolution == Convolution::fused || options.convolution == Convolution::automatic;
-  fused_ = wants_fused && device.is_cuda() && options.compute_dtype == at::kFloat && is_official_stack(weights) &&
-           fused_eligible(device, weights.layers.size() == 3);
+  if (wants_fused && device.is_cuda() && is_official_stack(weights)) {
+    // float32: automatic takes the 3xTF32 tensor-core kernel, fused the FMA kernel (plain fp32 arithmetic);
+    // bf16/fp16: the tensor-core kernel either way.
+    const bool base = weights.layers.size() == 3;
+    if (options.compute_dtype != at::kFloat || options.convolution == Convolution::automatic) {
+      fused_tile_ = fused_mma_tile(device, base, options.compute_dtype);
+    }
+    fused_ = fused_tile_ > 0 || (options.compute_dtype == at::kFloat && fused_eligible(device, base));
+  }
   int64_t height = kSide, width = kSide, channels = 49;
   for (size_t i = 0; i < weights.layers.size(); ++i) {
     const CmdTopLayerWeights& w = weights.layers[i];
@@ -251,7 +270,9 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
           w.conv_weight.to(at::kCPU, at::kFloat).permute({0, 2, 3, 1}).reshape({layer.channels, -1}).contiguous();
     } else if (fused_) {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
-      layer.fused_weight = detail::cmdtop_fused_weight_cuda(w.conv_weight, device);
+      layer.fused_weight = fused_tile_ > 0
+                               ? detail::cmdtop_mma_weight_cuda(w.conv_weight, options.compute_dtype, device)
+                               : detail::cmdtop_fused_weight_cuda(w.conv_weight, device);
 #endif
     } else {
       // Patch columns ordered (ci, ky, kx): the conv weight reshaped [C_out, C_in*k*k] without a copy.
@@ -345,6 +366,12 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
 
   const at::Tensor input = padded ? corr.contiguous() : corr.reshape({samples, kCorrPerSample}).contiguous();
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
+  if (fused_tile_ > 0) {
+    const at::ScalarType dtype = options_.compute_dtype;
+    detail::cmdtop_mma_cuda(input.scalar_type() == dtype ? input : input.to(dtype), layers_, fused_tile_, kGroupNormEps,
+                            out);
+    return;
+  }
   if (fused_) {
     detail::cmdtop_fused_cuda(input.scalar_type() == at::kFloat ? input : input.to(at::kFloat), layers_, kGroupNormEps,
                               out);

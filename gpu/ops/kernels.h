@@ -57,6 +57,20 @@ at::Tensor cmdtop_fused_weight_cuda(const at::Tensor& conv_weight, c10::Device d
 /// contiguous, with the layers' fused_weight, conv_bias, norm_weight and norm_bias (2 layers small, 3 base).
 void cmdtop_fused_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer>& layers, double eps,
                        at::Tensor& out);
+/// The tile (samples per block) of the tensor-core CMDTop kernel for dtype on this device, 0 when not eligible
+/// (compute capability < 8.0, too little shared memory). bf16/fp16: 16 where the device has its shared memory, else
+/// 8 (TRACKSCOPE_CMDTOP_MMA_TILE=8 or 16 in the environment overrides the choice where it fits: tuning); float32
+/// (3xTF32): 8.
+int cmdtop_mma_tile_cuda(c10::Device device, bool base, at::ScalarType dtype);
+/// conv_weight [C_out, C_in, k, k] -> the tensor-core kernel's weight in mma B-fragment order on device:
+/// cuda::pack_cmdtop_mma_weight in dtype for bf16/fp16, cuda::pack_cmdtop_tf32_weight (float32) for float32.
+/// CmdTopFast::Layer::fused_weight.
+at::Tensor cmdtop_mma_weight_cuda(const at::Tensor& conv_weight, at::ScalarType dtype, c10::Device device);
+/// The tensor-core CMDTop: corr [M, row_stride >= 2401] bf16/fp16/float32 with unit column stride -> out [M, 256] of
+/// the same dtype, contiguous, with the layers' fused_weight (cmdtop_mma_weight_cuda), conv_bias, norm_weight and
+/// norm_bias; tile from cmdtop_mma_tile_cuda.
+void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer>& layers, int tile, double eps,
+                     at::Tensor& out);
 /// Returns false (nothing written) when the fused kernel is not eligible for these tensors.
 bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
                              at::Tensor& y);

@@ -142,12 +142,18 @@ class CmdTopFast {
   /// SAME padding, stride and (layer 0) both branch layouts into one [L_in, P*C_out] matrix and multiply the
   /// input rows directly (no patches; 2x (small) to 5x (base layer 0) the FLOPs, so it pays on tensor cores).
   /// fused: the whole encoder in one CUDA kernel per call (implicit-GEMM convolutions, GroupNorm and ReLU in
-  /// shared memory, no patches or intermediate activations in device memory; gpu/ops/cuda/cmdtop_fused_kernel.cu),
-  /// where it is eligible: a CUDA device, float32 compute, and enough opt-in shared memory per block (187 KiB
-  /// base, 214 KiB small: compute capability 9.0 and later); elsewhere fused means automatic.
-  /// automatic: fused where eligible; otherwise dense on CUDA for bf16/fp16 or the small configuration, im2col
-  /// otherwise. Layers whose kernel covers their whole unpadded input (the last 2x2 conv) are always dense in
-  /// the GEMM paths: it is a column permutation.
+  /// shared memory, no patches or intermediate activations in device memory), where eligible (a CUDA device, the
+  /// official layer stacks): for float32 the FMA kernel (gpu/ops/cuda/cmdtop_fused_kernel.cu, plain fp32
+  /// arithmetic; 187 KiB base / 214 KiB small of opt-in shared memory per block: compute capability 9.0 and later),
+  /// for bfloat16/float16 the tensor-core kernel (gpu/ops/cuda/cmdtop_mma_kernel.cuh: mma.sync with fp32
+  /// accumulation, compute capability 8.0 and later, 16-sample tiles where the device has ~175 KiB per block, else
+  /// 8); elsewhere fused means automatic.
+  /// automatic: for float32 the tensor-core kernel in 3xTF32 (each operand split into a TF32 value and a TF32
+  /// remainder, three products: float32-level accuracy, ~2e-6 on O(1-5) outputs; compute capability 8.0 and later
+  /// with ~180 KiB of shared memory per block, i.e. 9.0), else the fused FMA kernel where eligible; for bf16/fp16
+  /// the tensor-core kernel; otherwise dense on CUDA for bf16/fp16 or the small configuration, im2col otherwise.
+  /// Layers whose kernel covers their whole unpadded input (the last 2x2 conv) are always dense in the GEMM paths:
+  /// it is a column permutation.
   enum class Convolution { automatic, im2col, dense, fused };
   struct Options {
     at::ScalarType compute_dtype = at::kFloat;  // dtype of the GEMM operands and output (fp32/bf16/fp16)
@@ -167,8 +173,11 @@ class CmdTopFast {
   void forward_out(const at::Tensor& corr, at::Tensor& out) const;
 
   int64_t output_channels() const { return 2 * last_channels_; }
-  /// Whether forward() runs the fused CUDA kernel (Convolution::fused or automatic, where eligible).
+  /// Whether forward() runs a fused CUDA kernel (Convolution::fused or automatic, where eligible).
   bool fused() const { return fused_; }
+  /// Samples per block of the tensor-core kernel (bf16/fp16: 16 or 8; float32 3xTF32: 8); 0 when it does not run
+  /// (another path, or the float32 FMA kernel).
+  int fused_tile_samples() const { return fused_tile_; }
 
   struct Layer {
     at::Tensor weight_matrix;  // im2col: [C_out, K], columns in gather_index order; dense: [blocks*C_out, L_in]
@@ -180,7 +189,9 @@ class CmdTopFast {
     int64_t channels = 0;      // C_out
     int64_t groups = 1;        // C_out / 16
     int64_t patch_length = 0;  // K
-    at::Tensor fused_weight;   // fused kernel: [K rounded up to 16, C_out], K = (ky, kx, C_in); else undefined
+    at::Tensor fused_weight;   // fused FMA kernel: [K rounded up to 16, C_out] fp32, K = (ky, kx, C_in); tensor-core
+                               // kernel: the mma B-fragment order (cuda::pack_cmdtop_mma_weight in bf16/fp16,
+                               // cuda::pack_cmdtop_tf32_weight for float32); else undefined
     // Geometry (SAME padding: the extra pixel of an odd total goes after) and the CPU kernel's weight.
     int64_t kernel = 0, stride = 1, in_height = 0, in_width = 0, in_channels = 0, pad_top = 0, pad_left = 0;
     int64_t out_width = 0;
@@ -193,6 +204,7 @@ class CmdTopFast {
   Options options_;
   int64_t last_channels_ = 0;
   bool fused_ = false;
+  int fused_tile_ = 0;
 };
 
 /// Convenience: builds a CmdTopFast for corr's device and dtype float32 and runs it (tests, one-off calls).

@@ -293,6 +293,36 @@ TEST(TrackFormats, TapVidNpzRoundTripAndIndependentReader) {
   EXPECT_EQ(cut.status().code(), StatusCode::corrupt_data) << cut.status().message();
 }
 
+// The same table written twice gives the same bytes (no clock in the archive), so batch outputs can be compared
+// bit for bit between runs.
+TEST(TrackFormats, TapVidNpzIsReproducible) {
+  const fs::path dir = fresh_dir("npz_reproducible");
+  const TrackTable table = sample_table();
+  ASSERT_TRUE(write_tracks(dir / "a.npz", table, TrackFormat::tapvid_npz));
+  ::sleep(2);  // DOS timestamps in zip files have a resolution of 2 s
+  ASSERT_TRUE(write_tracks(dir / "b.npz", table, TrackFormat::tapvid_npz));
+  EXPECT_EQ(read_bytes(dir / "a.npz"), read_bytes(dir / "b.npz"));
+}
+
+TEST(TrackFormats, FormatFromPathIsOneRule) {
+  EXPECT_EQ(track_format_from_path("out/tracks.csv"), TrackFormat::csv);
+  EXPECT_EQ(track_format_from_path("out/TRACKS.CSV"), TrackFormat::csv);
+  EXPECT_EQ(track_format_from_path("tracks.json"), TrackFormat::json);
+  EXPECT_EQ(track_format_from_path("tracks.Npz"), TrackFormat::tapvid_npz);
+  EXPECT_EQ(track_format_from_path("bees_dlc.csv"), TrackFormat::deeplabcut_csv);
+  EXPECT_EQ(track_format_from_path("bees_DLC.csv"), TrackFormat::deeplabcut_csv);
+  EXPECT_EQ(track_format_from_path("bees_coco.json"), TrackFormat::coco_json);
+  EXPECT_EQ(track_format_from_path("dlc.csv/tracks.json"), TrackFormat::json);  // the file name decides
+  EXPECT_FALSE(track_format_from_path("bees.trackscope"));
+  EXPECT_FALSE(track_format_from_path("bees.txt"));
+  EXPECT_FALSE(track_format_from_path(".csv"));  // a bare ending names no file
+  EXPECT_FALSE(track_format_from_path("folder/"));
+  for (const TrackFormat format : {TrackFormat::csv, TrackFormat::json, TrackFormat::tapvid_npz,
+                                   TrackFormat::deeplabcut_csv, TrackFormat::coco_json}) {
+    EXPECT_EQ(track_format_from_path(std::string("clip") + default_suffix(format)), format) << to_string(format);
+  }
+}
+
 TEST(TrackFormats, DeepLabCutCsvReadIndependently) {
   const TrackTable table = sample_table();
   const std::string text = tracks_to_deeplabcut_csv(table);

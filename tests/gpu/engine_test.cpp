@@ -178,6 +178,8 @@ class EngineTest : public ::testing::Test {
   }
 
   void expect_parity(ModelSize size, engine::EnginePath path) {
+    TRACKSCOPE_REQUIRE_FIXTURE(fmt::format("parity_{}.safetensors", model::model_size_name(size)));
+    TRACKSCOPE_REQUIRE_FIXTURE(weights_path(size).filename().string());
     engine::EngineOptions options;
     options.path = path;
     const auto reference = read_fixture(fmt::format("parity_{}.safetensors", model::model_size_name(size)));
@@ -296,6 +298,7 @@ TEST_F(EngineTest, CudaGraphReplaysMatchTheEagerPath) {
 }
 
 TEST_F(EngineTest, StageCostsFollowTheEnginesModelAndPrecision) {
+  TRACKSCOPE_REQUIRE_FIXTURE(weights_path(ModelSize::base).filename().string());
   c10::InferenceMode inference;
   engine::EngineOptions options;
   options.precision = core::Precision::bf16;
@@ -497,6 +500,7 @@ TEST_F(EngineTest, BadRequestsAndTinyBudgetsAreClearErrors) {
 // --- the factory ----------------------------------------------------------------------------------------------
 
 TEST_F(EngineTest, FactoryLoadsWeightsChecksPrecisionAndExplainsMissingModels) {
+  TRACKSCOPE_REQUIRE_FIXTURE(weights_path(ModelSize::base).filename().string());
   TrackerFactoryOptions options;
   options.model_dirs = {TRACKSCOPE_TEST_OUTPUT_DIR "/no-models-here"};
   std::unique_ptr<core::TrackerFactory> factory = make_tracker_factory(options);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/cuda_runtime_probe.h"
 #include "gpu/ops/op_costs.h"
 #include "gpu/ops/ops.h"
 #include "ops_reference.h"
@@ -341,11 +342,13 @@ void expect_padded_rows_match(const at::Device& device, const char* label) {
     at::Tensor padded = at::zeros({30, ops::kCorrPaddedRow}, corr.options());
     padded.narrow(1, 0, 2401).copy_(corr.view({30, 2401}));
     for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense,
-                                   ops::CmdTopFast::Convolution::fused}) {
+                                   ops::CmdTopFast::Convolution::fused, ops::CmdTopFast::Convolution::automatic}) {
       const ops::CmdTopFast encoder(weights, device, {at::kFloat, 4096, convolution});
       const Difference d = difference(encoder.forward(padded), encoder.forward(corr).view({30, 256}));
       report(std::string(label) + " cmdtop padded rows vs plain " + (base ? "base" : "small") +
-                 (encoder.fused() ? " (fused kernel)" : ""),
+                 (encoder.fused_tile_samples() > 0 ? " (3xTF32 kernel)"
+                  : encoder.fused()                ? " (fused kernel)"
+                                                   : ""),
              d, "rel 1e-5");
       EXPECT_LE(d.relative(), 1e-5) << label << (base ? " base" : " small");
     }
@@ -656,15 +659,17 @@ TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
          {Precision{at::kFloat, at::kFloat, 1e-4, 1e-5}, Precision{at::kBFloat16, at::kFloat, 0.12, 6e-3},
           Precision{at::kHalf, at::kHalf, 2e-2, 1e-3}}) {
       for (const auto convolution : {ops::CmdTopFast::Convolution::im2col, ops::CmdTopFast::Convolution::dense,
-                                     ops::CmdTopFast::Convolution::fused}) {
+                                     ops::CmdTopFast::Convolution::fused, ops::CmdTopFast::Convolution::automatic}) {
         const ops::CmdTopFast encoder(weights, at::Device(at::kCUDA, 0), {p.compute, 1000, convolution});
-        // fused runs the one-kernel encoder for float32 where the device has the shared memory (and means
-        // automatic elsewhere); M = 1739 leaves a partial tile for both tile sizes (8 and 16 samples).
-        const std::string path = encoder.fused()                                       ? "fused kernel"
+        // fused runs a one-kernel encoder where eligible (float32: the FMA kernel where the device has the shared
+        // memory; bf16/fp16: the tensor-core kernel from compute capability 8.0), automatic also the 3xTF32
+        // tensor-core kernel for float32 (which must keep float32's tolerance); M = 1739 leaves a partial tile for
+        // every tile size (8 and 16 samples).
+        const std::string path = encoder.fused_tile_samples() > 0                      ? "tensor-core kernel"
+                                 : encoder.fused()                                     ? "fused kernel"
                                  : convolution == ops::CmdTopFast::Convolution::dense  ? "dense"
                                  : convolution == ops::CmdTopFast::Convolution::im2col ? "im2col"
-                                                                                       : "fused -> automatic";
-        if (encoder.fused()) EXPECT_EQ(p.compute, at::kFloat);
+                                                                                       : "automatic (GEMMs)";
         at::Tensor actual = at::full({37 * 47, 256}, kPoison, at::device(at::kCUDA).dtype(p.compute));
         encoder.forward_out(corr.to(p.input).cuda(), actual);
         const Difference d = difference(actual, expected);
@@ -675,6 +680,62 @@ TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
         EXPECT_LE(d.mean_abs_diff, p.mean_tolerance) << c10::toString(p.compute) << " " << path;
       }
     }
+  }
+}
+
+// The tensor-core CMDTop kernel (bf16/fp16 in both tile sizes, float32 as 3xTF32): padded rows [M, 2408] whose
+// padding columns hold large values (the kernel must not read them) give exactly what plain [M, 2401] rows give
+// (16-byte and scalar load paths), and both match the CPU float32 reference on the same rounded inputs; M = 203
+// leaves partial tiles.
+TEST(CmdTopCuda, TensorCoreKernelTilesAndRowLayouts) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  const at::Device device(at::kCUDA, 0);
+  struct TileOverride {  // TRACKSCOPE_CMDTOP_MMA_TILE is read when an encoder is built
+    explicit TileOverride(int tile) { setenv("TRACKSCOPE_CMDTOP_MMA_TILE", std::to_string(tile).c_str(), 1); }
+    ~TileOverride() { unsetenv("TRACKSCOPE_CMDTOP_MMA_TILE"); }
+  };
+  int runs = 0;
+  for (const bool base : {false, true}) {
+    const ops::CmdTopWeights weights = random_cmdtop_weights(base);
+    for (const at::ScalarType dtype : {at::kBFloat16, at::kHalf, at::kFloat}) {
+      const at::Tensor corr = at::randn({203, 2401}).to(dtype);
+      const at::Tensor expected =
+          ops::CmdTopFast(weights, at::kCPU, {at::kFloat, 4096}).forward(corr.to(at::kFloat).view({203, 7, 7, 7, 7}));
+      at::Tensor padded = at::full({203, ops::kCorrPaddedRow}, 30000.0, at::TensorOptions().dtype(dtype));
+      padded.narrow(1, 0, 2401).copy_(corr);
+      for (const int tile : {16, 8}) {
+        if (dtype == at::kFloat && tile == 16) continue;  // 3xTF32 has 8-sample tiles only
+        const TileOverride override_tile(tile);
+        const ops::CmdTopFast encoder(weights, device, {dtype, 4096, ops::CmdTopFast::Convolution::automatic});
+        if (encoder.fused_tile_samples() != tile) {
+          std::printf("[ops] cmdtop tensor-core tile %d not available on this device (got %d)\n", tile,
+                      encoder.fused_tile_samples());
+          continue;
+        }
+        ++runs;
+        at::Tensor from_padded = at::full({203, 256}, kPoison, at::device(device).dtype(dtype));
+        at::Tensor from_plain = at::full({203, 256}, kPoison, at::device(device).dtype(dtype));
+        encoder.forward_out(padded.to(device), from_padded);
+        encoder.forward_out(corr.to(device).view({203, 7, 7, 7, 7}), from_plain);
+        const std::string label = std::string("cmdtop tensor-core ") + (base ? "base " : "small ") +
+                                  c10::toString(dtype) + " tile " + std::to_string(tile);
+        const Difference layouts = difference(from_padded, from_plain);
+        report(label + ": padded rows vs plain rows", layouts, "0");
+        EXPECT_EQ(layouts.max_abs_diff, 0.0) << label;
+        const Difference d = difference(from_padded, expected);
+        // bf16 / fp16: the rounding of inputs, weights and activations; float32 (3xTF32): float32's own tolerance.
+        const double max_tolerance = dtype == at::kBFloat16 ? 0.12 : dtype == at::kHalf ? 2e-2 : 1e-4;
+        const double mean_tolerance = dtype == at::kBFloat16 ? 6e-3 : dtype == at::kHalf ? 1e-3 : 1e-5;
+        report(label + " vs cpu float32", d,
+               "max " + std::to_string(max_tolerance) + ", mean " + std::to_string(mean_tolerance));
+        EXPECT_LE(d.max_abs_diff, max_tolerance) << label;
+        EXPECT_LE(d.mean_abs_diff, mean_tolerance) << label;
+      }
+    }
+  }
+  const std::vector<gpu::CudaDeviceProperties> devices = gpu::probe_cuda_devices();
+  if (!devices.empty() && devices.front().major >= 8) {
+    EXPECT_GT(runs, 0) << "compute capability >= 8.0 but the tensor-core CMDTop never ran";
   }
 }
 

@@ -15,10 +15,14 @@
 # files and the files named by --keep (e.g. weights) are returned next to it.
 #   --keep "GLOBS"      files to bring back: .safetensors files go into OUT, others into logs.tar.gz
 #                       (e.g. "runs/s/weights*.safetensors runs/s/*.json runs/s/*.jsonl")
+#   --archs "LIST"      CUDA architectures (default 90, the H200 only, for build time; the recipe's full list
+#                       "75;80;86;89;90" is what CMakePresets.json's cuda preset builds, docs/building-cuda.md)
+# The build is the `cuda` preset of CMakePresets.json (a CUDA LibTorch from CMAKE_PREFIX_PATH, which
+# gpu_env.sh sets to torch.utils.cmake_prefix_path), without the GUI, into BUILD_DIR (default build-gpu).
 set -uo pipefail
 OUT=${1:?usage: check.sh OUT_DIR [options]}
 shift
-TEST_MODE=gpu; TEST_REGEX=""; BENCHES=(); TRAIN_ARGS=""; EXTRA_RUNS=(); KEEP=""
+TEST_MODE=gpu; TEST_REGEX=""; BENCHES=(); TRAIN_ARGS=""; EXTRA_RUNS=(); KEEP=""; ARCHS=90
 while [ $# -gt 0 ]; do
   case "$1" in
     --tests) TEST_MODE=regex; TEST_REGEX=$2; shift ;;
@@ -29,6 +33,7 @@ while [ $# -gt 0 ]; do
     --train) TRAIN_ARGS=$2; shift ;;
     --run) EXTRA_RUNS+=("$2"); shift ;;
     --keep) KEEP=$2; shift ;;
+    --archs) ARCHS=$2; shift ;;
     *) echo "check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -45,10 +50,10 @@ T0=$SECONDS
 say "== trackscope GPU check $(date -u +%FT%TZ) on $(hostname)"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv,noheader 2>&1 | tee -a "$SUMMARY"
 
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRACKSCOPE_WITH_UI=OFF -DTRACKSCOPE_WITH_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DTRACKSCOPE_BUILD_TESTS=ON > "$LOGS/configure.log" 2>&1
+cmake --preset cuda -B "$BUILD" -DTRACKSCOPE_WITH_UI=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \
+  > "$LOGS/configure.log" 2>&1
 rc=$?
-say "configure: rc=$rc in $((SECONDS - T0)) s"
+say "configure (preset cuda, sm ${ARCHS}): rc=$rc in $((SECONDS - T0)) s"
 if [ $rc -ne 0 ]; then tail -40 "$LOGS/configure.log"; pack; exit 1; fi
 
 TRAIN_PID=""
@@ -71,7 +76,11 @@ if [ $rc -ne 0 ]; then
   grep -m10 -B2 -A8 -E 'error|FAILED' "$LOGS/build.log" | tail -60 | tee -a "$SUMMARY"
 fi
 CLI=$BUILD/app/trackscope-cli
-[ -x "$CLI" ] && "$CLI" devices > "$LOGS/devices.json" 2>&1
+if [ -x "$CLI" ]; then
+  "$CLI" --version | tee -a "$SUMMARY"
+  "$CLI" devices > "$LOGS/devices.json" 2>&1
+  grep -A2 '"gpu_tracking"' "$LOGS/devices.json" | tee -a "$SUMMARY"
+fi
 
 if [ "$TEST_MODE" != none ]; then
   T2=$SECONDS

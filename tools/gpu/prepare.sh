@@ -2,14 +2,16 @@
 # Builds the carry folder (.gpu-carry) that the GPU machine needs: a minimal FFmpeg, GoogleTest, the header
 # libraries, and the shared fixtures/test clips the GPU tests and benchmarks read. Run here (Debian 12) from
 # anywhere; the first run takes ~3 minutes (FFmpeg build), later ones seconds.
-#   tools/gpu/prepare.sh [--fixtures small|base|all|none] [--with-qt] [--no-long-clip] [--out FOLDER]
+#   tools/gpu/prepare.sh [--fixtures small|base|all|none] [--with-qt] [--no-long-clip] [--batch-clips] [--out FOLDER]
 # --out .gpu-carry-lite --fixtures none makes a small carry (~8 MiB) for calls that also carry training weights.
 # --no-long-clip leaves out pips2_camel.mp4 (2 MiB; only the long-clip tracking run reads it): --fixtures base
-# with the project's own 23 MiB is otherwise close to the 64 MiB upload limit.
+# with the project's own 23 MiB is otherwise close to the 64 MiB upload limit. --batch-clips adds the two other clips
+# of the test data (sampt_bees.mp4, cotracker_apple.mp4: 4.2 MiB) for tools/gpu/batch_throughput.sh.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 FIXTURES=small
 LONG_CLIP=yes
+BATCH_CLIPS=no
 CARRY=.gpu-carry
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -18,6 +20,7 @@ while [ $# -gt 0 ]; do
     --with-qt) EXTRA+=(--with-qt) ;;
     --out) CARRY=$2; shift ;;
     --no-long-clip) LONG_CLIP=no ;;
+    --batch-clips) BATCH_CLIPS=yes ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -25,6 +28,7 @@ done
 DATA=(--data fixtures/locotrack/state_dict_shapes.json --data testdata/horsejump-high_480p/video
       --data testdata/derived_badja_horsejump-high_854x480.csv)
 [ "$LONG_CLIP" = yes ] && DATA+=(--data testdata/pips2_camel.mp4)
+[ "$BATCH_CLIPS" = yes ] && DATA+=(--data testdata/sampt_bees.mp4 --data testdata/cotracker_apple.mp4)
 case "$FIXTURES" in
   small|all) DATA+=(--data fixtures/locotrack/parity_inputs.safetensors --data fixtures/locotrack/parity_small.safetensors
                     --data fixtures/locotrack/locotrack_small_random_bf16-0.safetensors

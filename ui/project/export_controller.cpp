@@ -87,13 +87,8 @@ bool ExportController::export_tracks(core::io::TrackFormat format, const QString
 }
 
 int ExportController::import_tracks(const QString& path) {
-  const QString suffix = QFileInfo(path).suffix().toLower();
-  const std::optional<core::io::TrackFormat> format = suffix == "csv"    ? std::optional(core::io::TrackFormat::csv)
-                                                      : suffix == "json" ? std::optional(core::io::TrackFormat::json)
-                                                      : suffix == "npz"
-                                                          ? std::optional(core::io::TrackFormat::tapvid_npz)
-                                                          : std::nullopt;
-  if (!format) {
+  const std::optional<core::io::TrackFormat> format = core::io::track_format_from_path(path_from_qstring(path));
+  if (!format || !core::io::can_read(*format)) {
     window_->report_error(tr("Could not import tracks"),
                           tr("%1: import reads .csv, .json and .npz (TAP-Vid) files").arg(path));
     return 0;

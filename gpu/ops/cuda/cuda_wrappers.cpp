@@ -8,9 +8,12 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/util/Exception.h>
 
+#include <cstdlib>
 #include <limits>
 #include <string>
+#include <vector>
 
+#include "gpu/ops/cuda/cmdtop_mma_layout.h"
 #include "gpu/ops/cuda/launchers.h"
 #include "gpu/ops/kernels.h"
 
@@ -187,6 +190,76 @@ void cmdtop_fused_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Lay
                                          static_cast<int>(count), static_cast<float>(eps), out.data_ptr<float>(),
                                          current_stream(corr)),
                "cmdtop_fast (fused)");
+}
+
+int cmdtop_mma_tile_cuda(c10::Device device, bool base, at::ScalarType dtype) {
+  if (!device.is_cuda() || (dtype != at::kBFloat16 && dtype != at::kHalf && dtype != at::kFloat)) return 0;
+  const cudaDeviceProp* properties =
+      at::cuda::getDeviceProperties(device.index() < 0 ? c10::cuda::current_device() : device.index());
+  if (properties->major < 8) return 0;  // mma.sync.m16n8k16 (bf16/fp16) and m16n8k8 (tf32)
+  const auto shape = base ? cuda::CmdTopFusedShape::base : cuda::CmdTopFusedShape::small;
+  const cuda::ElementType type = element_type(dtype, "cmdtop_fast");
+  const auto fits = [&](int tile) {
+    const int64_t bytes = cuda::cmdtop_mma_shared_bytes(shape, type, tile);
+    return bytes > 0 && static_cast<int64_t>(properties->sharedMemPerBlockOptin) >= bytes;
+  };
+  if (dtype == at::kFloat) return fits(8) ? 8 : 0;
+  if (const char* forced = std::getenv("TRACKSCOPE_CMDTOP_MMA_TILE")) {
+    const int tile = std::atoi(forced);
+    if ((tile == 8 || tile == 16) && fits(tile)) return tile;
+  }
+  if (fits(16)) return 16;
+  return fits(8) ? 8 : 0;
+}
+
+at::Tensor cmdtop_mma_weight_cuda(const at::Tensor& conv_weight, at::ScalarType dtype, c10::Device device) {
+  const at::Tensor weight = conv_weight.to(at::kCPU, at::kFloat).contiguous();
+  const auto out_channels = static_cast<int>(weight.size(0));
+  const auto in_channels = static_cast<int>(weight.size(1));
+  const auto kernel = static_cast<int>(weight.size(2));
+  TORCH_CHECK(weight.dim() == 4 && weight.size(3) == kernel && out_channels % 16 == 0,
+              "cmdtop_fast: internal layout error in the tensor-core weight");
+  if (dtype == at::kFloat) {  // 3xTF32: TF32 parts and remainders
+    at::Tensor packed = at::empty({2 * cuda::cmdtop_tf32_k_padded(in_channels, kernel) * out_channels},
+                                  at::TensorOptions().dtype(at::kFloat));
+    cuda::pack_cmdtop_tf32_weight(weight.data_ptr<float>(), out_channels, in_channels, kernel,
+                                  packed.data_ptr<float>());
+    return packed.to(device);
+  }
+  at::Tensor packed =
+      at::empty({cuda::cmdtop_mma_k_padded(in_channels, kernel) * out_channels}, at::TensorOptions().dtype(at::kFloat));
+  cuda::pack_cmdtop_mma_weight(weight.data_ptr<float>(), out_channels, in_channels, kernel, packed.data_ptr<float>());
+  return packed.to(dtype).to(device);
+}
+
+void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer>& layers, int tile, double eps,
+                     at::Tensor& out) {
+  const c10::cuda::CUDAGuard guard(corr.device());
+  const size_t count = layers.size();
+  TORCH_CHECK((count == 2 || count == 3) && corr.dim() == 2 && corr.stride(1) == 1 && corr.size(1) >= 2401 &&
+                  (corr.scalar_type() == at::kBFloat16 || corr.scalar_type() == at::kHalf ||
+                   corr.scalar_type() == at::kFloat) &&
+                  out.scalar_type() == corr.scalar_type() && out.is_contiguous() && out.dim() == 2 &&
+                  out.size(0) == corr.size(0) && out.size(1) == 256 && (tile == 8 || tile == 16),
+              "cmdtop_fast: internal layout error in the tensor-core kernel");
+  cuda::CmdTopMmaLayer parameters[3];
+  for (size_t i = 0; i < count; ++i) {
+    const CmdTopFast::Layer& l = layers[i];
+    TORCH_CHECK(l.fused_weight.defined() && l.fused_weight.is_contiguous() &&
+                    l.fused_weight.scalar_type() == corr.scalar_type() && l.fused_weight.device() == corr.device(),
+                "cmdtop_fast: internal layout error in the tensor-core kernel's weights");
+    for (const at::Tensor* t : {&l.conv_bias, &l.norm_weight, &l.norm_bias}) {
+      TORCH_CHECK(t->is_contiguous() && t->scalar_type() == at::kFloat && t->device() == corr.device(),
+                  "cmdtop_fast: internal layout error in the tensor-core kernel's parameters");
+    }
+    parameters[i] = {l.fused_weight.data_ptr(), l.conv_bias.data_ptr<float>(), l.norm_weight.data_ptr<float>(),
+                     l.norm_bias.data_ptr<float>()};
+  }
+  check_launch(cuda::launch_cmdtop_mma(count == 3 ? cuda::CmdTopFusedShape::base : cuda::CmdTopFusedShape::small,
+                                       element_type(corr.scalar_type(), "cmdtop_fast"), tile, corr.data_ptr(),
+                                       corr.size(0), corr.stride(0), parameters, static_cast<int>(count),
+                                       static_cast<float>(eps), out.data_ptr(), current_stream(corr)),
+               "cmdtop_fast (tensor-core fused)");
 }
 
 bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,

@@ -1,0 +1,644 @@
+#pragma once
+// CMDTop on tensor cores as ONE kernel per pyramid level (the tensor-core sibling of cmdtop_fused_kernel.cu): a block
+// takes a tile of correlation samples, builds both branches' input images in shared memory, and runs every layer
+// there (SAME conv as an implicit GEMM on mma.sync with fp32 accumulators -> + bias -> GroupNorm -> ReLU), writing
+// only the final [samples, 256] encoding. Two arithmetics (the Arithmetic policy below):
+//  * bf16 / fp16 (fast mode): 16-bit operands, mma.m16n8k16, one rounding of each layer's output;
+//  * float32 as 3xTF32 (exact mode): every operand x is split into a TF32 part and a TF32 remainder (x = big +
+//    small up to ~2^-22 x), and a * b = a_small * b_big + a_big * b_small + a_big * b_big on mma.m16n8k8 (the
+//    dropped a_small * b_small is ~2^-22 of the product): float32-level accuracy at tensor-core rates.
+//
+// Per layer the GEMM is [rows, K] x [K, C_out], rows = (pair, output position), pair = (sample, branch), K = (tap,
+// channel) (cmdtop_mma_layout.h):
+//  * A fragments come straight from the layer's input images in shared memory (no im2col tile): a thread's
+//    registers hold 32-bit words of one tap (two K-consecutive 16-bit elements, or one float), one load each, at row
+//    origin + tap offset; the tap offsets of this thread's K columns come from a per-layer table (built once per
+//    block), the SAME padding is a per-row tap mask. An m16 tile is one pair (16 positions), four pairs (4 positions)
+//    or 16 pairs (1).
+//  * B fragments come from the prepared weight in fragment order, one (16-bit) or two (3xTF32: part, remainder)
+//    16-byte read-only global loads per 16 output channels and k step (L1/L2 resident: every block reads the same
+//    weights), prefetched one step ahead.
+//  * The accumulators start at the conv bias. GroupNorm (C/16 groups, two-pass fp32 statistics) is computed in
+//    registers: a warp's tile always holds whole (pair, 16-channel group) blocks, reduced with warp shuffles. The
+//    normalised, ReLU'd values go (rounded once to the compute dtype) into the next layer's input images (which alias
+//    the previous images: a barrier separates them), or, after the last layer (one position), into the output rows.
+// Nothing but the correlation rows (read once) and the output reaches device memory.
+//
+// Every layer runs without barriers inside its K loop (A is resident, B comes from global memory); a block has
+// 8 warps. Tiles: 16-bit, 16 samples (1 block per SM, ~165-175 KiB of shared memory: compute capability 8.0 and 9.x)
+// or 8 samples (2 blocks per SM, < 99 KiB: 8.6 / 8.9); 3xTF32, 8 samples (~170-180 KiB: 9.x). The source is shared
+// with the CPU emulation test (tests/gpu/cuda_emulation.h): the hardware is reached only through mma_primitives.cuh.
+
+#include <cstdint>
+
+#include "gpu/ops/cuda/cmdtop_mma_layout.h"
+#ifndef TRACKSCOPE_CUDA_EMULATION
+#include "gpu/ops/cuda/mma_primitives.cuh"
+#endif
+
+namespace trackscope::gpu::ops::cuda::cmdtop_mma {
+
+using namespace primitives;
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kCorrValues = 2401;
+constexpr int kCorrPaddedRow = 2408;  // a padded correlation row (ops::kCorrPaddedRow)
+constexpr int kCorrCells = 49;
+constexpr int kChannelsPerGroup = 16;
+constexpr int kOutputChannels = 256;  // [branch 1 | branch 2] x 128
+constexpr int kRegionSlack = 512;     // elements after the images: loads of masked taps never leave the allocation
+
+constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+constexpr int max_of(int a, int b) { return a > b ? a : b; }
+
+// 16-bit operands (Tag = Fp16Tag / Bf16Tag): a 32-bit register holds two K-consecutive elements, mma.m16n8k16.
+template <class Tag>
+struct HalfArithmetic {
+  using Raw = uint16_t;  // one element's bit pattern
+  static constexpr int elements_per_word = 2;
+  static constexpr int k_step = 16;
+  static constexpr int b_vectors = 1;  // 16-byte B vectors per (k step, 16 output channels, lane)
+  static constexpr int k_channels(int in_channels) { return cmdtop_mma_k_channels(in_channels); }
+  static constexpr int k_padded(int in_channels, int kernel) { return cmdtop_mma_k_padded(in_channels, kernel); }
+  // This thread's K column j (0, 1) within a k step: registers {a0, a1} / {a2, a3} start at 2t / 2t + 8.
+  TRACKSCOPE_DEVICE_FN static int k_column(int t, int j) { return 2 * t + 8 * j; }
+  struct Fragment {
+    uint32_t a[4];
+  };
+  TRACKSCOPE_DEVICE_FN static Fragment fragment(const uint32_t (&words)[4]) {
+    return Fragment{{words[0], words[1], words[2], words[3]}};
+  }
+  // d += A * B for n8 tile `half` (0 / 1) of the 16 output channels of b.
+  TRACKSCOPE_DEVICE_FN static void mma(float (&d)[4], const Fragment& f, const Words4 (&b)[b_vectors], int half) {
+    mma_16816<Tag>(d, f.a, half == 0 ? b[0].x : b[0].z, half == 0 ? b[0].y : b[0].w);
+  }
+  // Two adjacent output channels (element, element + 1) of one row: the next layer's image / the output.
+  TRACKSCOPE_DEVICE_FN static void store_shared(uint32_t* words, int element, float y0, float y1) {
+    shared_store(words + element / 2, pack2<Tag>(y0, y1));
+  }
+  TRACKSCOPE_DEVICE_FN static void store_global(void* out, int64_t element, float y0, float y1) {
+    global_store_u32(static_cast<uint32_t*>(out) + element / 2, pack2<Tag>(y0, y1));
+  }
+};
+
+// float32 operands as 3xTF32 on mma.m16n8k8: a register holds one element.
+struct Tf32x3Arithmetic {
+  using Raw = uint32_t;  // one float's bit pattern
+  static constexpr int elements_per_word = 1;
+  static constexpr int k_step = 8;
+  static constexpr int b_vectors = 2;  // TF32 parts, then remainders
+  static constexpr int k_channels(int in_channels) { return in_channels; }
+  static constexpr int k_padded(int in_channels, int kernel) { return cmdtop_tf32_k_padded(in_channels, kernel); }
+  // Registers {a0, a1} / {a2, a3} hold K columns t / t + 4.
+  TRACKSCOPE_DEVICE_FN static int k_column(int t, int j) { return t + 4 * j; }
+  struct Fragment {
+    uint32_t big[4];
+    uint32_t small[4];
+  };
+  TRACKSCOPE_DEVICE_FN static Fragment fragment(const uint32_t (&words)[4]) {
+    Fragment f;
+    TRACKSCOPE_UNROLL
+    for (int r = 0; r < 4; ++r) {
+      const float x = bits_to_float(words[r]);
+      f.big[r] = to_tf32(x);
+      f.small[r] = to_tf32(x - bits_to_float(f.big[r]));
+    }
+    return f;
+  }
+  TRACKSCOPE_DEVICE_FN static void mma(float (&d)[4], const Fragment& f, const Words4 (&b)[b_vectors], int half) {
+    const uint32_t big0 = half == 0 ? b[0].x : b[0].z, big1 = half == 0 ? b[0].y : b[0].w;
+    const uint32_t small0 = half == 0 ? b[1].x : b[1].z, small1 = half == 0 ? b[1].y : b[1].w;
+    // The small products first, so that they are not lost below the large one's last bits.
+    mma_1688_tf32(d, f.small, big0, big1);
+    mma_1688_tf32(d, f.big, small0, small1);
+    mma_1688_tf32(d, f.big, big0, big1);
+  }
+  TRACKSCOPE_DEVICE_FN static void store_shared(uint32_t* words, int element, float y0, float y1) {
+    shared_store(words + element, float_to_bits(y0));
+    shared_store(words + element + 1, float_to_bits(y1));
+  }
+  TRACKSCOPE_DEVICE_FN static void store_global(void* out, int64_t element, float y0, float y1) {
+    global_store_u32(static_cast<uint32_t*>(out) + element, float_to_bits(y0));
+    global_store_u32(static_cast<uint32_t*>(out) + element + 1, float_to_bits(y1));
+  }
+};
+
+// One SAME-padded convolution layer. Its input images: pair p's element (y, x, c) is element [p * ImageStride +
+// (y * InSide + x) * ChannelStride + c] of the region (strides chosen so that the A loads of a warp hit distinct
+// shared-memory banks: docs/kernels.md).
+template <class A, int InSide, int InChannels, int Kernel, int Stride, int OutChannels, int ChannelStride,
+          int ImageStride>
+struct Conv {
+  using Arithmetic = A;
+  static constexpr int in_side = InSide;
+  static constexpr int in_channels = InChannels;
+  static constexpr int k_channels = A::k_channels(InChannels);
+  static constexpr int channel_stride = ChannelStride;
+  static constexpr int image_stride = ImageStride;
+  static constexpr int kernel = Kernel;
+  static constexpr int stride = Stride;
+  static constexpr int out_side = ceil_div(InSide, Stride);
+  static constexpr int pad_total = max_of((out_side - 1) * Stride + Kernel - InSide, 0);
+  static constexpr int pad_before = pad_total / 2;
+  static constexpr bool padded = pad_total > 0;
+  static constexpr int positions = out_side * out_side;
+  static constexpr int taps = Kernel * Kernel;
+  static constexpr int k = taps * k_channels;
+  static constexpr int k_steps = A::k_padded(InChannels, Kernel) / A::k_step;
+  static constexpr int out_channels = OutChannels;
+  static constexpr int e = A::elements_per_word;
+  static_assert(k_channels % e == 0 && ChannelStride >= k_channels && ChannelStride % e == 0 && ImageStride % e == 0 &&
+                    ImageStride >= InSide * InSide * ChannelStride,
+                "whole 32-bit words per register, images that do not overlap");
+  static_assert(taps <= 32, "the tap mask is 32 bits");
+  static_assert(padded || k_steps * A::k_step == k, "padding K needs the tap mask");
+  static_assert(positions == 16 || positions == 4 || positions == 1, "an m16 tile holds whole pairs");
+  static_assert(OutChannels % kChannelsPerGroup == 0, "GroupNorm uses C/16 groups");
+};
+
+// A layer's warp tiling: WarpsM warps along the rows, each MT m16 tiles; kWarps / WarpsM along the output channels,
+// each NT n8 tiles (NT even: whole 16-channel groups).
+template <class L, int Pairs, int WarpsM, int MT, int NT>
+struct Tiling {
+  using Layer = L;
+  static constexpr int pairs = Pairs;
+  static constexpr int rows = Pairs * L::positions;
+  static constexpr int m_tiles = rows / 16;
+  static constexpr int warps_m = WarpsM;
+  static constexpr int warps_n = kWarps / WarpsM;
+  static constexpr int mt = MT;
+  static constexpr int nt = NT;
+  static constexpr int pairs_per_m_tile = 16 / L::positions;
+  static constexpr int m_tile_words = pairs_per_m_tile * L::image_stride / L::e;
+  static_assert(rows % 16 == 0 && WarpsM * MT == m_tiles && kWarps % WarpsM == 0, "the warps tile the rows");
+  static_assert(warps_n * NT * 8 == L::out_channels && NT % 2 == 0, "the warps tile the output channels");
+};
+
+// The official stacks (LOCOTRACK.md §2 stage 5 step 3; docs/kernels.md has the bank analysis behind the strides).
+// 16-bit (A = HalfArithmetic<Tag>): 16- or 8-sample tiles.
+template <class A, int Samples>
+struct SmallConfig;
+template <class A>
+struct SmallConfig<A, 16> {
+  using Arithmetic = A;
+  static constexpr int samples = 16, pairs = 32, min_blocks = 1;
+  using L0 = Conv<A, 7, 49, 5, 4, 64, 50, 2452>;
+  using L1 = Conv<A, 2, 64, 2, 2, 128, 68, 280>;
+  using T0 = Tiling<L0, pairs, 4, 2, 4>;
+  using T1 = Tiling<L1, pairs, 1, 2, 2>;
+  static constexpr int layers = 2;
+};
+template <class A>
+struct SmallConfig<A, 8> {
+  using Arithmetic = A;
+  static constexpr int samples = 8, pairs = 16, min_blocks = 2;
+  using L0 = Conv<A, 7, 49, 5, 4, 64, 50, 2452>;
+  using L1 = Conv<A, 2, 64, 2, 2, 128, 68, 280>;
+  using T0 = Tiling<L0, pairs, 4, 1, 4>;
+  using T1 = Tiling<L1, pairs, 1, 1, 2>;
+  static constexpr int layers = 2;
+};
+template <class A, int Samples>
+struct BaseConfig;
+template <class A>
+struct BaseConfig<A, 16> {
+  using Arithmetic = A;
+  static constexpr int samples = 16, pairs = 32, min_blocks = 1;
+  using L0 = Conv<A, 7, 49, 3, 2, 64, 54, 2646>;
+  using L1 = Conv<A, 4, 64, 3, 2, 128, 68, 1104>;
+  using L2 = Conv<A, 2, 128, 2, 2, 128, 132, 536>;
+  using T0 = Tiling<L0, pairs, 8, 4, 8>;
+  using T1 = Tiling<L1, pairs, 4, 2, 8>;
+  using T2 = Tiling<L2, pairs, 1, 2, 2>;
+  static constexpr int layers = 3;
+};
+template <class A>
+struct BaseConfig<A, 8> {
+  using Arithmetic = A;
+  static constexpr int samples = 8, pairs = 16, min_blocks = 2;
+  using L0 = Conv<A, 7, 49, 3, 2, 64, 54, 2646>;
+  using L1 = Conv<A, 4, 64, 3, 2, 128, 68, 1104>;
+  using L2 = Conv<A, 2, 128, 2, 2, 128, 132, 536>;
+  using T0 = Tiling<L0, pairs, 8, 2, 8>;
+  using T1 = Tiling<L1, pairs, 2, 2, 4>;
+  using T2 = Tiling<L2, pairs, 1, 1, 2>;
+  static constexpr int layers = 3;
+};
+// 3xTF32: 8-sample tiles (float images take twice the shared memory), one block of 8 warps per SM.
+struct SmallTf32Config {
+  using Arithmetic = Tf32x3Arithmetic;
+  static constexpr int samples = 8, pairs = 16, min_blocks = 1;
+  using L0 = Conv<Arithmetic, 7, 49, 5, 4, 64, 49, 2410>;
+  using L1 = Conv<Arithmetic, 2, 64, 2, 2, 128, 64, 260>;
+  using T0 = Tiling<L0, pairs, 4, 1, 4>;
+  using T1 = Tiling<L1, pairs, 1, 1, 2>;
+  static constexpr int layers = 2;
+};
+struct BaseTf32Config {
+  using Arithmetic = Tf32x3Arithmetic;
+  static constexpr int samples = 8, pairs = 16, min_blocks = 1;
+  using L0 = Conv<Arithmetic, 7, 49, 3, 2, 64, 53, 2597>;
+  using L1 = Conv<Arithmetic, 4, 64, 3, 2, 128, 66, 1064>;
+  using L2 = Conv<Arithmetic, 2, 128, 2, 2, 128, 128, 516>;
+  using T0 = Tiling<L0, pairs, 8, 2, 8>;
+  using T1 = Tiling<L1, pairs, 2, 2, 4>;
+  using T2 = Tiling<L2, pairs, 1, 1, 2>;
+  static constexpr int layers = 3;
+};
+
+// Where a thread's two K columns of one k16 step read, relative to its row origin (32-bit words), and which tap
+// they belong to (bit in the row's tap mask; 0 for the zero rows that pad K).
+struct alignas(16) TapEntry {
+  int32_t offset[2];
+  uint32_t bit[2];
+};
+
+template <class L>
+constexpr int table_entries() {
+  return L::k_steps * 4;
+}
+
+// The third layer's share of the shared memory (base only).
+template <class Config, bool = (Config::layers == 3)>
+struct ThirdLayer {
+  static constexpr int entries = 0;
+  static constexpr int image_stride = 0;
+};
+template <class Config>
+struct ThirdLayer<Config, true> {
+  static constexpr int entries = table_entries<typename Config::L2>();
+  static constexpr int image_stride = Config::L2::image_stride;
+};
+
+// Dynamic shared memory: the tap tables of every layer, then the image region (pairs x the largest image stride).
+template <class Config>
+struct Layout {
+  using L0 = typename Config::L0;
+  using L1 = typename Config::L1;
+  static constexpr int table0 = 0;
+  static constexpr int table1 = table0 + table_entries<L0>();
+  static constexpr int table2 = table1 + table_entries<L1>();
+  static constexpr int entries = table2 + ThirdLayer<Config>::entries;
+  static constexpr int region_stride =
+      max_of(max_of(L0::image_stride, L1::image_stride), ThirdLayer<Config>::image_stride);
+  static constexpr int region_elements = Config::pairs * region_stride + kRegionSlack;
+  static constexpr int64_t shared_bytes =
+      static_cast<int64_t>(entries) * static_cast<int64_t>(sizeof(TapEntry)) +
+      static_cast<int64_t>(sizeof(typename Config::Arithmetic::Raw)) * static_cast<int64_t>(region_elements);
+  static_assert(L0::in_channels == kCorrCells && L0::in_side == 7, "layer 0 reads the 7x7x49 correlation views");
+};
+
+struct LayerParams {
+  const Words4* weight = nullptr;  // [k_steps][C_out / 16][32][b_vectors] (pack_cmdtop_mma_weight in 16-bit elements,
+                                   // or pack_cmdtop_tf32_weight)
+  const float* bias = nullptr;     // [C_out]
+  const float* gamma = nullptr;    // [C_out]
+  const float* beta = nullptr;     // [C_out]
+};
+struct Params {
+  LayerParams layer[3];
+};
+
+// The tap table of one layer: entry (s, t) for the K columns of lanes with threadID_in_group t in k step s.
+template <class L>
+TRACKSCOPE_DEVICE_FN void build_table(TapEntry* table) {
+  for (int index = thread_index(); index < table_entries<L>(); index += kThreads) {
+    const int s = index / 4;
+    const int t = index % 4;
+    TapEntry entry;
+    for (int j = 0; j < 2; ++j) {
+      const int k = L::Arithmetic::k_step * s + L::Arithmetic::k_column(t, j);
+      entry.offset[j] = 0;
+      entry.bit[j] = 0u;
+      if (k < L::k) {
+        const int tap = k / L::k_channels;
+        const int c = k % L::k_channels;
+        const int ky = tap / L::kernel;
+        const int kx = tap % L::kernel;
+        entry.offset[j] = ((ky * L::in_side + kx) * L::channel_stride + c) / L::e;
+        entry.bit[j] = 1u << tap;
+      }
+    }
+    shared_store(table + index, entry);
+  }
+}
+
+TRACKSCOPE_DEVICE_FN uint16_t global_load_raw(const uint16_t* p) { return global_load_u16(p); }
+TRACKSCOPE_DEVICE_FN uint32_t global_load_raw(const uint32_t* p) { return global_load_u32(p); }
+
+// Both branch images of every sample of the tile: pair 2s (branch 1) = channels (i, j) over space (h, w), i.e.
+// image[(h*7 + w)][(i*7 + j)] = X[h][w][i][j]; pair 2s + 1 (branch 2) = channels (h, w) over space (i, j). K channels
+// past 49 (16-bit: channel 49) are zero. Samples past the end of the input are zeros (their outputs are not written).
+// Elements move as raw bit patterns.
+template <class Config>
+TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __restrict__ corr, int valid,
+                                      int64_t row_stride, bool vector_rows,
+                                      typename Config::Arithmetic::Raw* __restrict__ region) {
+  using L0 = typename Config::L0;
+  using Raw = typename Config::Arithmetic::Raw;
+  constexpr int cs = L0::channel_stride;
+  constexpr int is = L0::image_stride;
+  constexpr int extra_channels = L0::k_channels - kCorrCells;
+  if constexpr (extra_channels > 0) {
+    for (int index = thread_index(); index < Config::pairs * kCorrCells * extra_channels; index += kThreads) {
+      const int extra = index % extra_channels;
+      const int cell = (index / extra_channels) % kCorrCells;
+      const int pair = index / (extra_channels * kCorrCells);
+      shared_store(region + pair * is + cell * cs + kCorrCells + extra, static_cast<Raw>(0));
+    }
+  }
+  auto scatter = [&](int sample, int e, Raw value) {
+    const int p = e / kCorrCells;      // (h, w)
+    const int c = e - p * kCorrCells;  // (i, j)
+    shared_store(region + (2 * sample) * is + p * cs + c, value);
+    shared_store(region + (2 * sample + 1) * is + c * cs + p, value);
+  };
+  if (vector_rows) {
+    constexpr int per_vector = 16 / static_cast<int>(sizeof(Raw));  // elements per 16-byte load
+    constexpr int vectors = kCorrPaddedRow / per_vector;            // covers the 2401 values
+    constexpr int kBatch = 4;                                       // loads in flight per thread before their scatters
+    for (int first = thread_index(); first < Config::samples * vectors; first += kBatch * kThreads) {
+      Words4 words[kBatch];
+      TRACKSCOPE_UNROLL
+      for (int u = 0; u < kBatch; ++u) {
+        const int index = first + u * kThreads;
+        const int sample = index / vectors;
+        const int vector = index - sample * vectors;
+        words[u] = Words4{};
+        if (index < Config::samples * vectors && sample < valid) {
+          words[u] = global_load16(corr + sample * row_stride + per_vector * vector);
+        }
+      }
+      TRACKSCOPE_UNROLL
+      for (int u = 0; u < kBatch; ++u) {
+        const int index = first + u * kThreads;
+        if (index >= Config::samples * vectors) break;
+        const int sample = index / vectors;
+        const int e0 = per_vector * (index - sample * vectors);
+        const uint32_t parts[4] = {words[u].x, words[u].y, words[u].z, words[u].w};
+        TRACKSCOPE_UNROLL
+        for (int j = 0; j < per_vector; ++j) {
+          if (e0 + j < kCorrValues) {
+            if constexpr (sizeof(Raw) == 2) {
+              scatter(sample, e0 + j, static_cast<Raw>(j % 2 == 0 ? parts[j / 2] & 0xffffu : parts[j / 2] >> 16));
+            } else {
+              scatter(sample, e0 + j, static_cast<Raw>(parts[j]));
+            }
+          }
+        }
+      }
+    }
+  } else {
+    for (int index = thread_index(); index < Config::samples * kCorrValues; index += kThreads) {
+      const int sample = index / kCorrValues;
+      const int e = index - sample * kCorrValues;
+      scatter(sample, e, sample < valid ? global_load_raw(corr + sample * row_stride + e) : static_cast<Raw>(0));
+    }
+  }
+}
+
+// Marks "the next layer is the output" for run_layer.
+struct Output {
+  static constexpr bool is_output = true;
+  static constexpr int in_side = 0;
+  static constexpr int in_channels = 0;
+  static constexpr int image_stride = 0;
+  static constexpr int channel_stride = 0;
+};
+template <class L>
+struct Next : L {
+  static constexpr bool is_output = false;
+};
+
+// One layer: GEMM from the input images, + bias, GroupNorm, ReLU -> the next layer's images (or the output rows
+// after the last layer). Starts after a barrier that published its input; ends with a barrier when it wrote images.
+template <class T, class NextLayer>
+TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const TapEntry* __restrict__ table, const LayerParams& p,
+                                    float eps, void* __restrict__ out, int64_t sample0, int valid) {
+  using L = typename T::Layer;
+  using A = typename L::Arithmetic;
+  constexpr int P = L::positions;
+  constexpr int MT = T::mt;
+  constexpr int NT = T::nt;
+  constexpr int kColumnBlocks = L::out_channels / 16;
+  constexpr bool last = NextLayer::is_output;
+  static_assert(last || (NextLayer::in_side == L::out_side && NextLayer::in_channels == L::out_channels),
+                "the next layer reads this layer's output");
+  const int warp = thread_index() >> 5;
+  const int lane = thread_index() & 31;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int m_tile0 = (warp % T::warps_m) * MT;
+  const int n0 = (warp / T::warps_m) * NT * 8;
+
+  // The accumulators start at the conv bias of their columns.
+  float acc[MT][NT][4];
+  TRACKSCOPE_UNROLL
+  for (int nt = 0; nt < NT; ++nt) {
+    const int column = n0 + 8 * nt + 2 * t;
+    const float b0 = global_load_f32(p.bias + column);
+    const float b1 = global_load_f32(p.bias + column + 1);
+    TRACKSCOPE_UNROLL
+    for (int mt = 0; mt < MT; ++mt) {
+      acc[mt][nt][0] = b0;
+      acc[mt][nt][1] = b1;
+      acc[mt][nt][2] = b0;
+      acc[mt][nt][3] = b1;
+    }
+  }
+
+  // This thread's rows in its first m-tile: h = 0 -> row g, h = 1 -> row g + 8 (later m-tiles: + m_tile_words).
+  int origin[2];
+  uint32_t mask[2];
+  TRACKSCOPE_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const int row = m_tile0 * 16 + g + 8 * h;
+    const int pair = row / P;
+    const int position = row - pair * P;
+    const int oy = position / L::out_side;
+    const int ox = position - oy * L::out_side;
+    const int y0 = oy * L::stride - L::pad_before;
+    const int x0 = ox * L::stride - L::pad_before;
+    origin[h] = (pair * L::image_stride + (y0 * L::in_side + x0) * L::channel_stride) / L::e;
+    uint32_t bits = 0u;
+    for (int ky = 0; ky < L::kernel; ++ky) {
+      for (int kx = 0; kx < L::kernel; ++kx) {
+        const bool inside = y0 + ky >= 0 && y0 + ky < L::in_side && x0 + kx >= 0 && x0 + kx < L::in_side;
+        if (inside) bits |= 1u << (ky * L::kernel + kx);
+      }
+    }
+    mask[h] = bits;
+  }
+
+  const uint32_t* words = static_cast<const uint32_t*>(region);
+  // B vectors of (k step s, 16-column block q, lane): b_source[(s * kColumnBlocks + q) * 32 * BV + v] (v < BV).
+  constexpr int BV = A::b_vectors;
+  const Words4* b_source = p.weight + ((n0 / 16) * 32 + lane) * BV;
+  Words4 b_current[NT / 2][BV];
+  Words4 b_next[NT / 2][BV];
+  TRACKSCOPE_UNROLL
+  for (int q = 0; q < NT / 2; ++q) {
+    TRACKSCOPE_UNROLL
+    for (int v = 0; v < BV; ++v) b_current[q][v] = global_load16(b_source + q * 32 * BV + v);
+  }
+
+  for (int s = 0; s < L::k_steps; ++s) {
+    if (s + 1 < L::k_steps) {
+      TRACKSCOPE_UNROLL
+      for (int q = 0; q < NT / 2; ++q) {
+        TRACKSCOPE_UNROLL
+        for (int v = 0; v < BV; ++v) {
+          b_next[q][v] = global_load16(b_source + ((s + 1) * kColumnBlocks + q) * 32 * BV + v);
+        }
+      }
+    }
+    const TapEntry entry = shared_load(table + 4 * s + t);
+    // A padding tap still loads (branch-free) from its in-bounds address (the region has slack on both sides: the
+    // tables before it, kRegionSlack after it) and is then masked to zero.
+    int address[2][2];
+    uint32_t keep[2][2];
+    TRACKSCOPE_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      TRACKSCOPE_UNROLL
+      for (int j = 0; j < 2; ++j) {
+        address[h][j] = origin[h] + entry.offset[j];
+        keep[h][j] = !L::padded || (mask[h] & entry.bit[j]) != 0u ? 0xffffffffu : 0u;
+      }
+    }
+    TRACKSCOPE_UNROLL
+    for (int mt = 0; mt < MT; ++mt) {
+      // A registers: {row g, k 2t..}, {row g+8, k 2t..}, {row g, k 2t+8..}, {row g+8, k 2t+8..}.
+      uint32_t a[4];
+      TRACKSCOPE_UNROLL
+      for (int r = 0; r < 4; ++r) {
+        const int h = r & 1;
+        const int j = r >> 1;
+        a[r] = L::padded ? shared_load_masked(words + address[h][j] + mt * T::m_tile_words, keep[h][j])
+                         : shared_load(words + address[h][j] + mt * T::m_tile_words);
+      }
+      const typename A::Fragment fragment = A::fragment(a);
+      TRACKSCOPE_UNROLL
+      for (int nt = 0; nt < NT; ++nt) A::mma(acc[mt][nt], fragment, b_current[nt / 2], nt % 2);
+    }
+    if (s + 1 < L::k_steps) {
+      TRACKSCOPE_UNROLL
+      for (int q = 0; q < NT / 2; ++q) {
+        TRACKSCOPE_UNROLL
+        for (int v = 0; v < BV; ++v) b_current[q][v] = b_next[q][v];
+      }
+    }
+  }
+  if constexpr (!last) block_sync();  // every warp is done reading the input images: they may be overwritten
+
+  // GroupNorm + ReLU per (pair, 16-channel group) = (m-tile rows of one pair, n8 tiles 2 grp and 2 grp + 1).
+  constexpr int count = P * kChannelsPerGroup;
+  constexpr float inverse_count = 1.0f / static_cast<float>(count);
+  TRACKSCOPE_UNROLL
+  for (int mt = 0; mt < MT; ++mt) {
+    TRACKSCOPE_UNROLL
+    for (int grp = 0; grp < NT / 2; ++grp) {
+      float mean[2];
+      float inverse_std[2];
+      // Statistics per half h (rows g / g + 8); for 16 positions both halves belong to the same pair.
+      float sum[2] = {0.0f, 0.0f};
+      TRACKSCOPE_UNROLL
+      for (int u = 0; u < 2; ++u) {
+        TRACKSCOPE_UNROLL
+        for (int i = 0; i < 4; ++i) sum[i >> 1] += acc[mt][2 * grp + u][i];
+      }
+      auto reduce = [&](float(&v)[2]) {
+        if constexpr (P == 16) {
+          v[0] += v[1];
+          TRACKSCOPE_UNROLL
+          for (int offset = 1; offset < 32; offset <<= 1) v[0] += warp_xor(v[0], offset);
+          v[1] = v[0];
+        } else {
+          constexpr int lanes = P == 4 ? 16 : 4;  // lanes sharing a pair: t (and g % 4 when 4 positions)
+          TRACKSCOPE_UNROLL
+          for (int offset = 1; offset < lanes; offset <<= 1) {
+            v[0] += warp_xor(v[0], offset);
+            v[1] += warp_xor(v[1], offset);
+          }
+        }
+      };
+      reduce(sum);
+      mean[0] = sum[0] * inverse_count;
+      mean[1] = sum[1] * inverse_count;
+      float squares[2] = {0.0f, 0.0f};
+      TRACKSCOPE_UNROLL
+      for (int u = 0; u < 2; ++u) {
+        TRACKSCOPE_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const float d = acc[mt][2 * grp + u][i] - mean[i >> 1];
+          squares[i >> 1] = fmaf(d, d, squares[i >> 1]);
+        }
+      }
+      reduce(squares);
+      inverse_std[0] = reciprocal_sqrt(squares[0] * inverse_count + eps);
+      inverse_std[1] = reciprocal_sqrt(squares[1] * inverse_count + eps);
+      TRACKSCOPE_UNROLL
+      for (int u = 0; u < 2; ++u) {
+        const int nt = 2 * grp + u;
+        const int column = n0 + 8 * nt + 2 * t;
+        const float gamma[2] = {global_load_f32(p.gamma + column), global_load_f32(p.gamma + column + 1)};
+        const float beta[2] = {global_load_f32(p.beta + column), global_load_f32(p.beta + column + 1)};
+        TRACKSCOPE_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          float y[2];
+          TRACKSCOPE_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const float v = (acc[mt][nt][2 * h + e] - mean[h]) * inverse_std[h] * gamma[e] + beta[e];
+            y[e] = v < 0.0f ? 0.0f : v;  // NaN stays NaN
+          }
+          const int row = (m_tile0 + mt) * 16 + g + 8 * h;
+          const int pair = row / P;
+          const int position = row - pair * P;
+          if constexpr (last) {
+            static_assert(P == 1, "the last layer has one position: its rows are the output rows");
+            const int64_t sample = sample0 + (pair >> 1);
+            if ((pair >> 1) < valid) {
+              A::store_global(out, sample * kOutputChannels + (pair & 1) * L::out_channels + column, y[0], y[1]);
+            }
+          } else {
+            A::store_shared(static_cast<uint32_t*>(region),
+                            pair * NextLayer::image_stride + position * NextLayer::channel_stride + column, y[0], y[1]);
+          }
+        }
+      }
+    }
+  }
+  if constexpr (!last) block_sync();  // the next layer's images are complete
+}
+
+template <class Config>
+TRACKSCOPE_KERNEL(kThreads, Config::min_blocks)
+cmdtop_mma_kernel(const void* __restrict__ corr, int64_t samples, int64_t row_stride, bool vector_rows, Params params,
+                  float eps, void* __restrict__ out) {
+  using Shape = Layout<Config>;
+  using Raw = typename Config::Arithmetic::Raw;
+  TapEntry* const tables = static_cast<TapEntry*>(dynamic_shared());
+  Raw* const region = reinterpret_cast<Raw*>(tables + Shape::entries);
+  build_table<typename Config::L0>(tables + Shape::table0);
+  build_table<typename Config::L1>(tables + Shape::table1);
+  if constexpr (Config::layers == 3) build_table<typename Config::L2>(tables + Shape::table2);
+
+  const int64_t sample0 = block_index() * Config::samples;
+  const int valid = static_cast<int>(samples - sample0 < Config::samples ? samples - sample0 : Config::samples);
+  load_images<Config>(static_cast<const Raw*>(corr) + sample0 * row_stride, valid, row_stride, vector_rows, region);
+  block_sync();
+
+  if constexpr (Config::layers == 3) {
+    run_layer<typename Config::T0, Next<typename Config::L1>>(region, tables + Shape::table0, params.layer[0], eps, out,
+                                                              sample0, valid);
+    run_layer<typename Config::T1, Next<typename Config::L2>>(region, tables + Shape::table1, params.layer[1], eps, out,
+                                                              sample0, valid);
+    run_layer<typename Config::T2, Output>(region, tables + Shape::table2, params.layer[2], eps, out, sample0, valid);
+  } else {
+    run_layer<typename Config::T0, Next<typename Config::L1>>(region, tables + Shape::table0, params.layer[0], eps, out,
+                                                              sample0, valid);
+    run_layer<typename Config::T1, Output>(region, tables + Shape::table1, params.layer[1], eps, out, sample0, valid);
+  }
+}
+
+}  // namespace trackscope::gpu::ops::cuda::cmdtop_mma
