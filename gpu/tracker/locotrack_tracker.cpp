@@ -7,12 +7,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <optional>
 
 #include "core/log.h"
 #include "core/perf/memory_model.h"
+#include "core/video/frame_prefetcher.h"
 #include "core/video/image_resize.h"
 #include "gpu/engine/cuda_support.h"
 #include "gpu/torch_compat.h"
@@ -145,8 +147,8 @@ core::Expected<core::TrackSet> LocoTrackTracker::run(core::VideoSource& video, c
     for (const core::StageSample& sample : recorder.collect()) observer.on_stage(sample);
   };
 
-  // --- frames: decode a batch on the host, upload, resize/normalise and run the backbone; the device works
-  // on batch k while the host decodes batch k + 1 (no synchronisation in between).
+  // --- frames: decoded in batches on the prefetcher's thread (Lanczos-resized there too) while this thread uploads
+  // the previous batch (on a copy stream, from pinned memory, on CUDA) and runs its backbone.
   const bool lanczos = options_.resize == core::InputResize::lanczos;
   const int batch_frames = plan->backbone_frames;
   const int decoded_width = lanczos ? model::kModelResolution : info.width;
@@ -156,36 +158,58 @@ core::Expected<core::TrackSet> LocoTrackTracker::run(core::VideoSource& video, c
     resizer.emplace(info.width, info.height, model::kModelResolution, model::kModelResolution,
                     core::ResizeFilter::lanczos);
   model::FeatureGrids grids = engine_.allocate_grids(frames);
-  const size_t frame_bytes = static_cast<size_t>(decoded_width) * decoded_height * 3;
   const core::WorkCost no_cost{};
+  core::FramePrefetchOptions prefetch;
+  prefetch.first_frame = first_frame;
+  prefetch.end_frame = end_frame;
+  prefetch.batch_frames = batch_frames;
+  prefetch.frame_width = decoded_width;
+  prefetch.frame_height = decoded_height;
+  if (lanczos) {
+    prefetch.convert = [&resizer, &info](const core::Frame& f, uint8_t* slot) -> core::Status {
+      if (f.width != info.width || f.height != info.height) {
+        return core::unsupported(
+            fmt::format("frame {} is {}x{}, the video {}x{}: size changes inside a clip are not "
+                        "supported",
+                        f.index, f.width, f.height, info.width, info.height));
+      }
+      resizer->resize(f.rgb.data(), slot);
+      return {};
+    };
+  }
+  prefetch.allocate = [on_cuda](int64_t bytes) {
+    auto buffer =
+        std::make_shared<at::Tensor>(at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(on_cuda)));
+    uint8_t* data = buffer->data_ptr<uint8_t>();
+    return core::BatchBuffer{std::move(buffer), data};
+  };
+  core::FramePrefetcher prefetcher(video, std::move(prefetch));
   for (int64_t begin = 0; begin < frames; begin += batch_frames) {
     if (stop.stop_requested()) return core::cancelled("tracking was cancelled");
-    const int64_t count = std::min<int64_t>(batch_frames, frames - begin);
-    at::Tensor host = at::empty({count, decoded_height, decoded_width, 3},
-                                at::TensorOptions().dtype(at::kByte).pinned_memory(on_cuda));
-    {
-      const auto scope = recorder.time(Stage::decode, 0, 0, no_cost, /*host=*/true);
-      for (int64_t i = 0; i < count; ++i) {
-        core::Expected<core::FramePtr> frame = video.read_frame(first_frame + begin + i);
-        if (!frame) return frame.status().with_context(fmt::format("frame {}", first_frame + begin + i));
-        const core::Frame& f = **frame;
-        if (f.width != info.width || f.height != info.height) {
-          return core::unsupported(
-              fmt::format("frame {} is {}x{}, the video {}x{}: size changes inside a clip are not "
-                          "supported",
-                          f.index, f.width, f.height, info.width, info.height));
-        }
-        uint8_t* slot = host.data_ptr<uint8_t>() + static_cast<size_t>(i) * frame_bytes;
-        if (lanczos)
-          resizer->resize(f.rgb.data(), slot);
-        else
-          std::memcpy(slot, f.rgb.data(), frame_bytes);
-      }
+    core::Expected<std::optional<core::PrefetchedBatch>> batch = prefetcher.next();
+    if (!batch) return batch.status();
+    if (!*batch) return core::internal_error("the frame prefetcher ended before the last frame");
+    const core::PrefetchedBatch& decoded = **batch;
+    const int64_t count = decoded.count;
+    recorder.add_host_sample(Stage::decode, 0, 0, no_cost, decoded.started,
+                             decoded.decode_ms + (lanczos ? 0.0 : decoded.convert_ms));
+    if (lanczos) {
+      recorder.add_host_sample(Stage::resize_normalize, 0, 0, no_cost,
+                               decoded.started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                     std::chrono::duration<double, std::milli>(decoded.decode_ms)),
+                               decoded.convert_ms);
     }
+    const at::Tensor host = std::static_pointer_cast<at::Tensor>(decoded.buffer.storage)
+                                ->narrow(0, 0, count * decoded_height * decoded_width * 3)
+                                .view({count, decoded_height, decoded_width, 3});
     at::Tensor device_frames = host;
     if (on_cuda) {
-      const auto scope = recorder.time(Stage::upload, 0, 0, {0.0, static_cast<double>(host.numel())});
-      device_frames = host.to(engine_.device(), /*non_blocking=*/true);
+      {
+        const cuda_support::CopyStreamScope copies(cuda_index);
+        const auto scope = recorder.time(Stage::upload, 0, 0, {0.0, static_cast<double>(host.numel())});
+        device_frames = host.to(engine_.device(), /*non_blocking=*/true);
+      }
+      cuda_support::used_on_current_stream(device_frames, cuda_index);
     }
     at::Tensor prepared;
     {
@@ -198,6 +222,7 @@ core::Expected<core::TrackSet> LocoTrackTracker::run(core::VideoSource& video, c
     progress.phase = "features";
     observer.on_progress(progress);
   }
+  prefetcher.stop();
 
   // --- queries in 256 space, as the official inference() scales them (divide first): (t, y, x).
   std::vector<float> queries_tyx;
