@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/limits.h"
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -28,7 +30,8 @@ void release_freed_host_memory() {
 }
 
 int set_cpu_threads(int threads) {
-  at::set_num_threads(std::max(1, threads));
+  // Capped to the machine here too (callers report the cap with core::cap_thread_count's notice).
+  at::set_num_threads(std::clamp(threads, 1, core::available_cpu_threads()));
   return at::get_num_threads();
 }
 

@@ -20,7 +20,8 @@ bool keep_freed_host_memory();
 /// Hands the freed heap back to the OS (malloc_trim): call after a CPU job, not during one.
 void release_freed_host_memory();
 
-/// Sets LibTorch's intra-op thread count (>= 1) and returns the count in effect. More threads than free cores make
+/// Sets LibTorch's intra-op thread count, clamped to [1, core::available_cpu_threads()], and returns the count in
+/// effect. More threads than free cores make
 /// OpenMP ops slower, not faster (measured: 2 threads on 2 busy cores took 2-4x longer than 1).
 int set_cpu_threads(int threads);
 int cpu_threads();

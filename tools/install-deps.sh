@@ -12,6 +12,9 @@ PACKAGES=(
   # already there for LibTorch
   libdnnl-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev ffmpeg
+  # JPEG/PNG image sequences decoded as PIL and OpenCV decode them (core/video/still_image.cpp); PIL itself is
+  # the reference of tests/core/video_decoding_test.cpp (skipped without it)
+  libjpeg62-turbo-dev libpng-dev python3-pil
   nlohmann-json3-dev libfmt-dev libcli11-dev libzip-dev
   libgtest-dev libgmock-dev
   # the format gate (tools/lint/check-format.sh) and the lint gate

@@ -22,6 +22,10 @@ struct MarkerStyle {
   bool selected = false;
 };
 
+/// Beyond this many markers on screen, only the selected one keeps its id label: a hundred labels already
+/// overlap into noise, and the text outline is most of a marker's cost (10,000 labelled markers took ~3 s a paint).
+inline constexpr int kMaxLabelledMarkers = 200;
+
 /// Draws one marker centred at `centre_in_widget`. `label` (may be empty) goes to the upper right.
 void paint_marker(QPainter& painter, QPointF centre_in_widget, const QColor& colour, const MarkerStyle& style,
                   const QString& label);

@@ -69,7 +69,8 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
   tracking.tracker = options_.tracker_options;
   tracking_ = new TrackingController(this, std::move(tracking));  // before restoreState: it adds docks and a toolbar
   annotations_ = new AnnotationController(this, tracking_->service());
-  prompts_ = complete_prompts(options_.project.prompts);
+  prompts_ = complete_prompts(options_.project.prompts,
+                              options_.headless ? headless_project_prompts() : default_project_prompts());
   options_.project.prompts = prompts_;
   projects_ = new ProjectController(this, std::move(options_.project));
   exports_ = new ExportController(this, options_.video_opener);
@@ -166,6 +167,7 @@ void MainWindow::connect_session() {
   connect(session_, &VideoSession::open_failed, this, &MainWindow::on_open_failed);
   connect(session_, &VideoSession::frame_ready, this, [this](const core::FramePtr& frame) {
     canvas_->set_frame(frame);
+    if (frame && frame->integrity.damaged()) timeline_->add_damaged_frames({frame->index});
     on_frame_ready();
   });
   connect(session_, &VideoSession::frame_failed, this, &MainWindow::on_frame_failed);
@@ -378,7 +380,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   }
   timeline_->pause();
   settings_->set_main_window_layout(saveGeometry(), saveState());
-  settings_->sync();
+  if (const core::Status synced = settings_->sync(); !synced) core::log::warn("{}", synced.message());
   event->accept();
 }
 

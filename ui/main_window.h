@@ -60,6 +60,9 @@ struct MainWindowOptions {
   VideoOpenerFactory video_opener;                        // the tracking thread's decoder; empty: core::open_video_file
   core::TrackerOptions tracker_options;                   // initial model ("default"), device ("auto"), precision
   ProjectOptions project;  // recovery folder, autosave interval, prompts (tests answer them)
+  /// No modal dialog ever (--screenshot and other unattended runs): prompts not set in `project.prompts` take
+  /// headless_project_prompts()' logged default or cancel answers instead of opening dialogs.
+  bool headless = false;
 };
 
 class MainWindow : public QMainWindow {

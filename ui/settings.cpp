@@ -3,6 +3,7 @@
 #include <QFileInfo>
 #include <QSettings>
 
+#include "core/limits.h"
 #include "core/log.h"
 
 namespace trackscope::ui {
@@ -78,7 +79,12 @@ core::FrameServerOptions Settings::frame_server_options() const {
   options.cache_bytes = read(kCacheMegabytes, defaults.cache_bytes >> 20, 16, 1 << 20) << 20;
   options.prefetch_ahead = static_cast<int>(read(kPrefetchAhead, defaults.prefetch_ahead, 0, 1000));
   options.prefetch_behind = static_cast<int>(read(kPrefetchBehind, defaults.prefetch_behind, 0, 1000));
-  options.video.decoder_threads = static_cast<int>(read(kDecoderThreads, defaults.video.decoder_threads, 0, 256));
+  const int64_t decoder_threads = read(kDecoderThreads, defaults.video.decoder_threads, 0, 256);
+  // The same cap as trackscope-cli's --threads: never more decoder threads than the CPUs this process may use.
+  if (const core::Expected<core::ThreadCount> threads = core::cap_thread_count(decoder_threads, kDecoderThreads)) {
+    if (!threads->notice.empty()) core::log::warn("{}", threads->notice);
+    options.video.decoder_threads = threads->threads;
+  }
   return options;
 }
 
@@ -139,7 +145,18 @@ void Settings::set_main_window_layout(const QByteArray& geometry, const QByteArr
   settings_->setValue(kWindowState, state);
 }
 
-void Settings::sync() { settings_->sync(); }
+core::Status Settings::sync() {
+  settings_->sync();
+  switch (settings_->status()) {
+    case QSettings::NoError: return {};
+    case QSettings::AccessError:
+      return core::io_error("could not write the settings to " + location().toStdString() +
+                            " (disk full, read-only or no permission); the previous settings are kept");
+    case QSettings::FormatError:
+      return core::corrupt_data("the settings file " + location().toStdString() + " is not in INI format");
+  }
+  return {};
+}
 
 QString Settings::location() const { return settings_->fileName(); }
 

@@ -15,6 +15,7 @@
 
 #include <memory>
 
+#include "core/status.h"
 #include "core/tracking/track_edit.h"
 #include "core/video/frame_server.h"
 #include "ui/tracking/track_overlay.h"
@@ -63,8 +64,10 @@ class Settings {
   QByteArray main_window_state() const;
   void set_main_window_layout(const QByteArray& geometry, const QByteArray& state);
 
-  /// Writes pending changes to storage.
-  void sync();
+  /// Writes pending changes to storage. Atomic: QSettings replaces the file through QSaveFile (a temporary file
+  /// beside it, flushed to disk, renamed over it), so a full disk or a kill keeps the previous settings.
+  /// io_error when the file could not be written (the previous one is then unchanged); callers log it.
+  core::Status sync();
   /// Where the settings live (file path), for messages and tests.
   QString location() const;
 

@@ -3,6 +3,9 @@
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPainter>
+#include <QStyleOptionSlider>
+#include <QVBoxLayout>
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QStyle>
@@ -15,6 +18,37 @@ namespace trackscope::ui {
 namespace {
 
 constexpr double kFallbackFramesPerSecond = 25.0;
+const QColor kDamageColour(220, 40, 40);
+
+// A thin strip under the slider with a red tick at each damaged frame, aligned with the slider's handle positions.
+class DamageStrip final : public QWidget {
+ public:
+  DamageStrip(QSlider* slider, const std::set<int64_t>* frames, QWidget* parent)
+      : QWidget(parent), slider_(slider), frames_(frames) {
+    setFixedHeight(4);
+    setToolTip(tr("Red: frames the decoder found damaged (errors concealed); tracks there may be wrong"));
+  }
+
+ protected:
+  void paintEvent(QPaintEvent* /*event*/) override {
+    QPainter painter(this);
+    QStyleOptionSlider option;
+    option.initFrom(slider_);
+    option.orientation = Qt::Horizontal;
+    const int handle = style()->pixelMetric(QStyle::PM_SliderLength, &option, slider_);
+    const int span = std::max(1, width() - handle);
+    const int maximum = std::max(1, slider_->maximum());
+    for (int64_t index : *frames_) {
+      const int x = handle / 2 + QStyle::sliderPositionFromValue(
+                                     0, maximum, static_cast<int>(std::min<int64_t>(index, maximum)), span);
+      painter.fillRect(x - 1, 0, 2, height(), kDamageColour);
+    }
+  }
+
+ private:
+  QSlider* slider_;
+  const std::set<int64_t>* frames_;
+};
 
 }  // namespace
 
@@ -29,11 +63,29 @@ Timeline::Timeline(QWidget* parent) : QWidget(parent) {
   counter_ = new QLabel(this);
   counter_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   counter_->setToolTip(tr("0-based frame index / number of frames"));
+  damaged_badge_ = new QLabel(tr("damaged"), this);
+  damaged_badge_->setObjectName("damaged_badge");
+  damaged_badge_->setStyleSheet(
+      QStringLiteral("QLabel { color: white; background: %1; border-radius: 3px; padding: 0 4px; }")
+          .arg(kDamageColour.name()));
+  damaged_badge_->setToolTip(
+      tr("The decoder found this frame damaged and concealed the errors (see trackscope-cli info); points tracked "
+         "over it may be wrong"));
+  damaged_badge_->hide();
+  damage_strip_ = new DamageStrip(slider_, &damaged_frames_, this);
+  damage_strip_->setObjectName("damage_strip");
+  damage_strip_->hide();
 
+  auto* slider_column = new QVBoxLayout();
+  slider_column->setContentsMargins(0, 0, 0, 0);
+  slider_column->setSpacing(0);
+  slider_column->addWidget(slider_);
+  slider_column->addWidget(damage_strip_);
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(4, 2, 4, 2);
   layout->addWidget(play_button_);
-  layout->addWidget(slider_, 1);
+  layout->addLayout(slider_column, 1);
+  layout->addWidget(damaged_badge_);
   layout->addWidget(counter_);
 
   timer_.setTimerType(Qt::PreciseTimer);
@@ -45,6 +97,7 @@ Timeline::Timeline(QWidget* parent) : QWidget(parent) {
 
 void Timeline::set_video(int64_t frame_count, double frames_per_second) {
   pause();
+  damaged_frames_.clear();
   frame_count_ = std::max<int64_t>(0, frame_count);
   current_frame_ = 0;
   frame_pending_ = false;
@@ -67,6 +120,7 @@ void Timeline::set_video(int64_t frame_count, double frames_per_second) {
 
 void Timeline::clear_video() {
   pause();
+  damaged_frames_.clear();
   frame_count_ = 0;
   current_frame_ = 0;
   {
@@ -128,7 +182,26 @@ void Timeline::on_tick() {
   Q_EMIT frame_requested(current_frame_);
 }
 
-void Timeline::update_counter() { counter_->setText(counter_text()); }
+void Timeline::update_counter() {
+  counter_->setText(counter_text());
+  update_damage();
+}
+
+void Timeline::add_damaged_frames(const std::vector<int64_t>& indices) {
+  bool added = false;
+  for (int64_t index : indices) {
+    if (index >= 0 && index < frame_count_) added |= damaged_frames_.insert(index).second;
+  }
+  if (added) update_damage();
+}
+
+bool Timeline::damaged_badge_visible() const { return !damaged_badge_->isHidden(); }
+
+void Timeline::update_damage() {
+  damaged_badge_->setVisible(damaged_frames_.count(current_frame_) != 0);
+  damage_strip_->setVisible(!damaged_frames_.empty());
+  damage_strip_->update();
+}
 
 void Timeline::update_play_button() {
   const bool is_playing = timer_.isActive();

@@ -7,6 +7,7 @@
 //   connect(&timeline, &Timeline::frame_requested, session, &VideoSession::seek);
 //   timeline.set_current_frame(12);             // reflects a seek made elsewhere; emits nothing
 //   timeline.set_frame_pending(true/false);     // playback waits while the shown frame is still decoding
+//   timeline.add_damaged_frames({124, 126});     // red marks under the slider, a "damaged" badge on those frames
 //
 // Playback: a QTimer ticks at the clip's frame rate; each tick requests the next frame unless the previous
 // one is still pending, so a slow decoder slows playback down instead of skipping frames or blocking. It
@@ -17,6 +18,8 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <set>
+#include <vector>
 
 class QLabel;
 class QSlider;
@@ -43,6 +46,14 @@ class Timeline : public QWidget {
   /// While true, playback ticks do not advance.
   void set_frame_pending(bool pending) { frame_pending_ = pending; }
 
+  /// Marks frames the decoder found damaged (core::FrameIntegrity: errors concealed, corrupt data): a red tick
+  /// under the slider for each, and a "damaged" badge beside the counter while one is shown. Cleared by
+  /// set_video/clear_video. Indices outside the video are ignored.
+  void add_damaged_frames(const std::vector<int64_t>& indices);
+  const std::set<int64_t>& damaged_frames() const { return damaged_frames_; }
+  /// Whether the "damaged" badge is showing (the current frame is damaged).
+  bool damaged_badge_visible() const;
+
   bool playing() const { return timer_.isActive(); }
   /// Playback interval in milliseconds (1000 / fps).
   int playback_interval_ms() const { return timer_.interval(); }
@@ -65,10 +76,14 @@ class Timeline : public QWidget {
   void on_tick();
   void update_counter();
   void update_play_button();
+  void update_damage();
 
   QToolButton* play_button_ = nullptr;
   QSlider* slider_ = nullptr;
   QLabel* counter_ = nullptr;
+  QLabel* damaged_badge_ = nullptr;
+  QWidget* damage_strip_ = nullptr;
+  std::set<int64_t> damaged_frames_;
   QTimer timer_;
   int64_t frame_count_ = 0;
   int64_t current_frame_ = 0;

@@ -165,13 +165,20 @@ void VideoCanvas::paint_frame(QPainter& painter) const {
 void VideoCanvas::paint_points(QPainter& painter) const {
   const std::optional<core::PointId> selected = editor_ ? editor_->selected_point() : std::nullopt;
   const int64_t frame = frame_index();
+  const QRectF shown = QRectF(rect()).adjusted(-40, -40, 40, 40);  // a marker's ring and label reach this far
+  std::vector<std::pair<const core::QueryPoint*, QPointF>> markers;
   for (const core::QueryPoint& point : *annotation_) {
     if (point.query.frame != frame) continue;
+    const QPointF centre = widget_from_image(QPointF(point.query.x_px, point.query.y_px));
+    if (shown.contains(centre)) markers.emplace_back(&point, centre);
+  }
+  const bool labels = markers.size() <= static_cast<size_t>(kMaxLabelledMarkers);
+  for (const auto& [point, centre] : markers) {
     MarkerStyle style;
     style.radius_widget_px = point_radius_widget_px;
-    style.selected = selected == point.id;
-    paint_marker(painter, widget_from_image(QPointF(point.query.x_px, point.query.y_px)),
-                 point_colour(point.colour_index), style, QString::number(point.id));
+    style.selected = selected == point->id;
+    paint_marker(painter, centre, point_colour(point->colour_index), style,
+                 labels || style.selected ? QString::number(point->id) : QString());
   }
 }
 

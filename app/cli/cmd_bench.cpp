@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/io/atomic_file.h"
+#include "core/limits.h"
 #include "core/perf/profile.h"
 #include "core/perf/report.h"
 #include "gpu/bench.h"
@@ -45,6 +47,13 @@ int run_bench_command(const BenchArguments& args) {
     std::fprintf(stderr, "trackscope-cli bench: %s\n", status.message().c_str());
     return status.code() == core::StatusCode::invalid_argument ? 2 : 1;
   };
+  core::Expected<core::ThreadCount> threads = core::cap_thread_count(args.threads, "--threads");
+  if (!threads) return fail(threads.status());
+  if (!threads->notice.empty()) std::fprintf(stderr, "trackscope-cli bench: %s\n", threads->notice.c_str());
+  // Checked before the benchmark runs (minutes), not after it.
+  if (!args.json.empty()) {
+    if (core::Status writable = core::io::check_writable(args.json); !writable) return fail(writable);
+  }
   gpu::BenchOptions options;
   options.device = args.device;
   options.models = args.models;
@@ -67,7 +76,7 @@ int run_bench_command(const BenchArguments& args) {
   options.video = args.video;
   options.repeats = args.repeats;
   options.warmup = args.warmup;
-  options.cpu_threads = args.threads;
+  options.cpu_threads = threads->threads;
   options.measure_peaks = !args.no_peaks;
   options.command = args.command;
   core::Expected<core::Profile> profile =
@@ -131,8 +140,7 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
   command->add_option("--warmup", args->warmup, "warm-up runs per case")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
-  command->add_option("--threads", args->threads, "CPU threads (0 = LibTorch's default)")
-      ->check(CLI::Range(0, 1024))
+  command->add_option("--threads", args->threads, "CPU threads (0 = LibTorch's default; at most the machine's)")
       ->capture_default_str();
   command->add_flag("--no-peaks", args->no_peaks, "skip measuring the device's GEMM and copy rates");
   command->add_option("--json", args->json, "write the profile JSON here");

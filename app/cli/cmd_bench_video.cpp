@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "core/io/atomic_file.h"
+#include "core/limits.h"
 #include "core/video/decode_bench.h"
 
 namespace trackscope::app {
@@ -23,24 +24,31 @@ void add_bench_video_command(CLI::App& app, CliContext& context) {
   command->add_option("--seeks", arguments->options.seeks, "number of random frame reads (default 100)")
       ->check(CLI::Range(1, 100000));
   command->add_option("--seed", arguments->options.seed, "seed of the random frame indices (default 1)");
-  command->add_option("--threads", arguments->options.decoder_threads, "decoder threads (0 = FFmpeg's choice)")
-      ->check(CLI::Range(0, 64));
+  command->add_option("--threads", arguments->options.decoder_threads,
+                      "decoder threads (0 = FFmpeg's choice; at most the machine's)");
   command->add_option("--json", arguments->json, "also write the results to this JSON file");
   command->callback([&context, arguments] {
-    core::Expected<core::DecodeBench> bench = core::bench_decode(arguments->video, arguments->options);
-    if (!bench) {
-      std::fprintf(stderr, "trackscope-cli: error: %s\n", bench.status().message().c_str());
-      context.exit_code = 1;
-      return;
+    context.exit_code = 1;
+    auto fail = [](const core::Status& status) {
+      std::fprintf(stderr, "trackscope-cli: error: %s\n", status.message().c_str());
+    };
+    core::Expected<core::ThreadCount> threads = core::cap_thread_count(arguments->options.decoder_threads, "--threads");
+    if (!threads) return fail(threads.status());
+    if (!threads->notice.empty()) std::fprintf(stderr, "trackscope-cli bench-video: %s\n", threads->notice.c_str());
+    // Checked before the benchmark runs, not after it.
+    if (!arguments->json.empty()) {
+      if (core::Status writable = core::io::check_writable(arguments->json); !writable) return fail(writable);
     }
+    core::DecodeBenchOptions options = arguments->options;
+    options.decoder_threads = threads->threads;
+    core::Expected<core::DecodeBench> bench = core::bench_decode(arguments->video, options);
+    if (!bench) return fail(bench.status());
     const std::string json = core::decode_bench_json(*bench);
     std::fputs(core::format_decode_bench(*bench).c_str(), stderr);
     std::fputs(json.c_str(), stdout);
     if (!arguments->json.empty()) {
       if (core::Status written = core::io::write_file_atomically(arguments->json, json); !written) {
-        std::fprintf(stderr, "trackscope-cli: error: %s\n", written.message().c_str());
-        context.exit_code = 1;
-        return;
+        return fail(written);
       }
     }
     context.exit_code = 0;

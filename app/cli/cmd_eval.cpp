@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/io/atomic_file.h"
+#include "core/limits.h"
 #include "core/tracking/evaluation.h"
 #include "core/tracking/evaluation_report.h"
 #include "core/tracking/point_tracker.h"
@@ -93,9 +95,14 @@ core::Expected<EvalPlan> make_plan(const EvalArguments& args) {
   if (!resize) return resize.status();
   plan.tracker.resize = *resize;
   TRACKSCOPE_RETURN_IF_ERROR(plan.tracker.check());
-  plan.threads = args.threads;
+  core::Expected<core::ThreadCount> threads = core::cap_thread_count(args.threads, "--threads");
+  if (!threads) return threads.status();
+  if (!threads->notice.empty()) std::fprintf(stderr, "trackscope-cli eval: %s\n", threads->notice.c_str());
+  plan.threads = threads->threads;
   plan.baseline_weights = args.baseline_weights;
   plan.json = args.json;
+  // Checked before the evaluation runs (minutes), not after it.
+  if (!plan.json.empty()) TRACKSCOPE_RETURN_IF_ERROR(core::io::check_writable(plan.json));
   plan.quiet = args.quiet;
   return plan;
 }
@@ -250,8 +257,9 @@ void add_eval_command(CLI::App& app, CliContext& context) {
   command->add_option("--baseline-weights", args->baseline_weights,
                       "random weights of the same model: a second, baseline run");
   command->add_option("--json", args->json, "write the results here");
-  command->add_option("--threads", args->threads, "CPU threads for LibTorch (0 = leave the default)")
-      ->check(CLI::Range(0, 1024))
+  command
+      ->add_option("--threads", args->threads,
+                   "CPU threads for LibTorch (0 = leave the default; at most the machine's)")
       ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bars");
   command->callback([&context, args, seed] {

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "cli/commands.h"
+#include "core/io/atomic_file.h"
 #include "core/video/image_io.h"
 #include "core/video/video_source.h"
 
@@ -37,15 +38,21 @@ void add_frames_command(CLI::App& app, CliContext& context) {
       }
       size = {std::stoi(match[1]), std::stoi(match[2])};
     }
-    auto source = core::VideoSource::open(arguments->video);
-    if (!source) {
-      std::cerr << "trackscope-cli: error: " << source.status().message() << "\n";
-      return;
-    }
     std::error_code error;
     std::filesystem::create_directories(arguments->out, error);
     if (error) {
       std::cerr << "trackscope-cli: error: cannot create " << arguments->out << ": " << error.message() << "\n";
+      return;
+    }
+    // Each PNG is written atomically; the folder is checked before any frame is decoded.
+    if (core::Status writable = core::io::check_writable(std::filesystem::path(arguments->out) / "frame.png");
+        !writable) {
+      std::cerr << "trackscope-cli: error: " << writable.message() << "\n";
+      return;
+    }
+    auto source = core::VideoSource::open(arguments->video);
+    if (!source) {
+      std::cerr << "trackscope-cli: error: " << source.status().message() << "\n";
       return;
     }
     for (int64_t index : arguments->indices) {

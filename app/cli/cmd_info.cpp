@@ -1,6 +1,8 @@
-// trackscope-cli info VIDEO: the video's metadata as JSON.
+// trackscope-cli info VIDEO: the video's metadata, how its pixels become RGB, and the damage found by decoding
+// every frame, as JSON.
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -21,24 +23,94 @@ nlohmann::json video_info_json(const core::VideoInfo& info) {
           {"frame_count", info.frame_count},
           {"duration_us", info.duration_us},
           {"rotation_deg", info.rotation_deg},
-          {"variable_frame_rate", info.variable_frame_rate}};
+          {"variable_frame_rate", info.variable_frame_rate},
+          {"pixel_format", info.pixel_format},
+          {"color_matrix", info.color_matrix},
+          {"color_range", info.color_range},
+          {"rgb_conversion", info.rgb_conversion}};
+}
+
+nlohmann::json integrity_json(const core::IntegrityReport& report, bool scanned, double scan_ms) {
+  nlohmann::json damaged = nlohmann::json::array();
+  for (const auto& frame : report.damaged_frames) {
+    damaged.push_back({{"index", frame.index},
+                       {"decoder_errors", frame.integrity.decoder_errors},
+                       {"concealed", frame.integrity.concealed},
+                       {"detail", frame.detail}});
+  }
+  auto problems = [](const std::vector<core::IntegrityReport::ImageProblem>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& problem : list) out.push_back({{"file", problem.file.string()}, {"reason", problem.reason}});
+    return out;
+  };
+  nlohmann::json json = {{"scanned", scanned},
+                         {"checked_frames", report.checked_frames},
+                         {"clean", report.clean()},
+                         {"damaged_frame_count", report.damaged_frames.size()},
+                         {"damaged_frames", damaged},
+                         {"unattributed_errors", report.unattributed_errors},
+                         {"stream_error", report.stream_error},
+                         {"skipped_images", problems(report.skipped_images)},
+                         {"resized_images", problems(report.resized_images)},
+                         {"summary", report.summary()}};
+  if (scanned) json["scan_ms"] = scan_ms;
+  return json;
 }
 
 }  // namespace
 
 void add_info_command(CLI::App& app, CliContext& context) {
-  CLI::App* command =
-      app.add_subcommand("info", "print a video's metadata (size, frame rate, exact frame count, ...) as JSON");
+  CLI::App* command = app.add_subcommand(
+      "info",
+      "print a video's metadata (size, frame rate, exact frame count, colour tags, ...) and the damage found by "
+      "decoding every frame, as JSON");
   auto video = std::make_shared<std::string>();
+  auto quick = std::make_shared<bool>(false);
+  auto policy = std::make_shared<std::string>("stop");
+  auto threads = std::make_shared<int>(0);
   command->add_option("video", *video, "video file, image folder or image pattern (dir/%05d.jpg)")->required();
-  command->callback([&context, video] {
-    auto source = core::VideoSource::open(*video);
-    if (!source) {
-      std::cerr << "trackscope-cli: error: " << source.status().message() << "\n";
+  command->add_flag("--quick", *quick,
+                    "metadata only: do not decode every frame (the integrity section then covers frame 0 and the "
+                    "checks made on opening)");
+  command
+      ->add_option("--bad-images", *policy,
+                   "image folders: images that cannot be read or differ in size from the first: stop (fail, naming "
+                   "the file), skip (leave them out) or resize (scale other sizes, leave unreadable ones out)")
+      ->check(CLI::IsMember({"stop", "skip", "resize"}))
+      ->capture_default_str();
+  command
+      ->add_option("--threads", *threads,
+                   "decoder threads for the scan (0 = FFmpeg's choice, as tracking decodes; 1 flags the most frames: "
+                   "with frame threads the decoder loses some of its error flags)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  command->callback([&context, video, quick, policy, threads] {
+    auto fail = [&context](const core::Status& status) {
+      std::cerr << "trackscope-cli info: " << status.message();
+      if (status.message().find("image policy") != std::string::npos) std::cerr << " (--bad-images skip|resize)";
+      std::cerr << "\n";
       context.exit_code = 1;
-      return;
+    };
+    core::VideoOpenOptions options;
+    options.decoder_threads = *threads;
+    core::Expected<core::ImagePolicy> image_policy = core::parse_image_policy(*policy);
+    if (!image_policy) return fail(image_policy.status());
+    options.image_policy = *image_policy;
+    auto source = core::VideoSource::open(*video, options);
+    if (!source) return fail(source.status());
+    core::IntegrityReport report = (*source)->integrity();
+    double scan_ms = 0.0;
+    if (!*quick) {
+      const auto start = std::chrono::steady_clock::now();
+      core::Expected<core::IntegrityReport> scanned = (*source)->scan_integrity();
+      scan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (!scanned) return fail(scanned.status());
+      report = std::move(*scanned);
     }
-    std::cout << video_info_json((*source)->info()).dump(2) << "\n";
+    nlohmann::json json = video_info_json((*source)->info());
+    json["integrity"] = integrity_json(report, !*quick, scan_ms);
+    std::cout << json.dump(2) << "\n";
+    if (!report.clean()) std::cerr << "trackscope-cli info: warning: " << report.summary() << "\n";
     context.exit_code = 0;
   });
 }

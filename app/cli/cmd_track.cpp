@@ -11,6 +11,8 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/io/atomic_file.h"
+#include "core/limits.h"
 #include "core/tracking/point_tracker.h"
 #include "core/tracking/progress_bar.h"
 #include "core/tracking/query_spec.h"
@@ -38,17 +40,42 @@ struct TrackArguments {
   int decode_threads = 0;
   int64_t view_frame = 0;
   bool quiet = false;
+  std::string bad_images = "stop";
 };
 
 int run_track(const TrackArguments& args) {
   auto fail = [](const core::Status& status) {
-    std::fprintf(stderr, "trackscope-cli track: %s\n", status.message().c_str());
+    const bool policy_hint = status.message().find("image policy") != std::string::npos;
+    std::fprintf(stderr, "trackscope-cli track: %s%s\n", status.message().c_str(),
+                 policy_hint ? " (--bad-images skip|resize)" : "");
     return status.code() == core::StatusCode::invalid_argument ? 2 : 1;
   };
   core::Expected<core::ClipOutput> output = core::ClipOutput::from_path(args.out);
   if (!output) return fail(output.status().with_context("--out"));
+  if (args.first_frame < 0)
+    return fail(core::invalid_argument(fmt::format("--first {} is negative", args.first_frame)));
+  if (args.end_frame < -1 || (args.end_frame != -1 && args.end_frame <= args.first_frame)) {
+    return fail(core::invalid_argument(fmt::format(
+        "--end {}: give one past the last frame to track (greater than --first {}), or -1 for the end of the video",
+        args.end_frame, args.first_frame)));
+  }
+  core::Expected<core::ThreadCount> threads = core::cap_thread_count(args.threads, "--threads");
+  if (!threads) return fail(threads.status());
+  if (!threads->notice.empty()) std::fprintf(stderr, "trackscope-cli track: %s\n", threads->notice.c_str());
+  core::Expected<core::ThreadCount> decode_threads = core::cap_thread_count(args.decode_threads, "--decode-threads");
+  if (!decode_threads) return fail(decode_threads.status());
+  if (!decode_threads->notice.empty()) {
+    std::fprintf(stderr, "trackscope-cli track: %s\n", decode_threads->notice.c_str());
+  }
+  // The output is checked before the work: an unwritable --out fails now, not after the whole tracking run.
+  if (core::Status writable = core::io::check_writable(args.out); !writable) return fail(writable);
   core::Expected<core::QuerySpec> query_spec = core::parse_query_spec(args.queries);
   if (!query_spec) return fail(query_spec.status());
+  core::VideoOpenOptions video_options;
+  core::Expected<core::ImagePolicy> image_policy = core::parse_image_policy(args.bad_images);
+  if (!image_policy) return fail(image_policy.status());
+  video_options.image_policy = *image_policy;
+  video_options.decoder_threads = decode_threads->threads;
   core::TrackerOptions options;
   options.model = args.model;
   options.device = args.device;
@@ -62,15 +89,13 @@ int run_track(const TrackArguments& args) {
   options.memory_budget_mb = args.memory_budget_mb;
   if (core::Status s = options.check(); !s) return fail(s);
 
-  core::VideoOpenOptions open_options;
-  open_options.decoder_threads = args.decode_threads;
-  core::Expected<std::unique_ptr<core::VideoSource>> video = core::VideoSource::open(args.video, open_options);
+  core::Expected<std::unique_ptr<core::VideoSource>> video = core::VideoSource::open(args.video, video_options);
   if (!video) return fail(video.status());
   core::Expected<std::vector<core::Query>> queries = core::resolve_queries(*query_spec, (*video)->info());
   if (!queries) return fail(queries.status());
 
   gpu::keep_freed_host_memory();
-  if (args.threads > 0) gpu::set_cpu_threads(args.threads);
+  if (threads->threads > 0) gpu::set_cpu_threads(threads->threads);
   std::unique_ptr<core::TrackerFactory> factory = gpu::make_tracker_factory({});
   core::Expected<std::unique_ptr<core::PointTracker>> tracker = factory->create(options);
   if (!tracker) return fail(tracker.status());
@@ -87,6 +112,15 @@ int run_track(const TrackArguments& args) {
   core::ProgressBar progress(!args.quiet);
   core::Expected<core::TrackClipResult> result = core::track_clip(**tracker, **video, request, progress);
   if (!result) return fail(result.status());
+  // The tracker decoded every frame it tracked over: warn about those the decoder found damaged.
+  core::IntegrityReport integrity = (*video)->integrity();
+  std::erase_if(integrity.damaged_frames, [&](const auto& frame) {
+    return frame.index < args.first_frame || (args.end_frame >= 0 && frame.index >= args.end_frame);
+  });
+  if (!integrity.clean()) {
+    std::fprintf(stderr, "trackscope-cli track: warning: tracked over a damaged video: %s; tracks there may be wrong\n",
+                 integrity.summary().c_str());
+  }
 
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -135,19 +169,23 @@ void add_track_command(CLI::App& app, CliContext& context) {
   command->add_option("--memory-budget-mb", args->memory_budget_mb, "working-memory budget (0 = automatic)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
-  command->add_option("--first", args->first_frame, "first frame to track")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
+  command->add_option("--first", args->first_frame, "first frame to track")->capture_default_str();
+  command->add_option("--end", args->end_frame, "one past the last frame (-1 = to the end)")->capture_default_str();
+  command
+      ->add_option("--threads", args->threads,
+                   "CPU threads for LibTorch (0 = leave the default; at most the machine's)")
       ->capture_default_str();
-  command->add_option("--end", args->end_frame, "one past the last frame (-1 = to the end)")
-      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()))
-      ->capture_default_str();
-  command->add_option("--threads", args->threads, "CPU threads for LibTorch (0 = leave the default)")
-      ->check(CLI::Range(0, 1024))
-      ->capture_default_str();
-  command->add_option("--decode-threads", args->decode_threads, "decoder threads (0 = FFmpeg's choice), as bench-video")
-      ->check(CLI::Range(0, 64))
+  command
+      ->add_option("--decode-threads", args->decode_threads,
+                   "decoder threads (0 = FFmpeg's choice; at most the machine's), as bench-video")
       ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bar");
+  command
+      ->add_option("--bad-images", args->bad_images,
+                   "image folders: images that cannot be read or differ in size from the first: stop (fail, naming "
+                   "the file), skip (leave them out) or resize (scale other sizes, leave unreadable ones out)")
+      ->check(CLI::IsMember({"stop", "skip", "resize"}))
+      ->capture_default_str();
   command->callback([&context, args] { context.exit_code = run_track(*args); });
 }
 

@@ -1,4 +1,5 @@
 // trackscope-cli: the headless tool (video info, frame export, tracking, benchmarks, conversion).
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -8,6 +9,9 @@
 
 int main(int argc, char** argv) {
   using namespace trackscope;
+  // A write past `ulimit -f` then fails with EFBIG and is reported (the previous file kept) instead of killing
+  // the process with SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
   bool verbose = false;
   CLI::App app{"trackscope-cli: track points through video with LocoTrack, headless"};
   app.require_subcommand(1);

@@ -11,6 +11,7 @@
 #include <QDir>
 #include <QFileInfo>
 
+#include <csignal>
 #include <cstdio>
 #include <string>
 
@@ -18,6 +19,7 @@
 #include "core/log.h"
 #include "core/tracking/tracking_job.h"
 #include "core/video/frame_server.h"
+#include "ui/image_file.h"
 #include "ui/main_window.h"
 #include "ui/perf/performance_dock.h"
 #include "ui/tracking/tracking_controller.h"
@@ -60,6 +62,9 @@ QString bundled_sample_clip() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A write past `ulimit -f` then fails with EFBIG and is reported (the previous file kept) instead of killing
+  // the process with SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
   const log::SinkHandle stderr_sink = log::add_sink(write_to_stderr, log::Level::info);
   qInstallMessageHandler(route_qt_message);
 
@@ -124,6 +129,9 @@ int main(int argc, char** argv) {
   options.telemetry_factory = trackscope::app::make_gui_telemetry_factory();
   options.video_opener = [](const std::filesystem::path& path) { return core::open_video_file(path); };
   options.tracker_options = tracker;
+  // --screenshot runs unattended: no dialog may wait for an answer (a missing or replaced video, a recovery
+  // file); each prompt takes its logged default or cancel answer (ui::headless_project_prompts()).
+  options.headless = parser.isSet(screenshot_option);
   trackscope::ui::MainWindow window(std::move(options));
   window.show();
   QStringList videos = parser.positionalArguments();
@@ -131,11 +139,12 @@ int main(int argc, char** argv) {
   if (parser.isSet(screenshot_option)) {
     const QString png = parser.value(screenshot_option);
     window.resize(1600, 1000);
-    // Armed before anything opens: a question box that opening raises cannot keep it from firing (quit() ends
-    // nested event loops too). The delay lets the decode thread and the charts draw.
+    // The delay lets the decode thread and the charts draw. exit(), not quit(): quit() first asks every window
+    // to close, which a window may refuse.
     QTimer::singleShot(2500, &window, [&window, png] {
-      if (!window.grab().save(png)) log::error("could not write the screenshot {}", png.toStdString());
-      QApplication::quit();
+      const core::Status saved = trackscope::ui::save_image_atomically(window.grab().toImage(), png);
+      if (!saved) log::error("could not write the screenshot: {}", saved.message());
+      QCoreApplication::exit(saved ? 0 : 1);
     });
   }
   const QString video = videos.isEmpty() ? bundled_sample_clip() : videos.front();

@@ -1,7 +1,6 @@
 #include "app/gui/tracker_wiring.h"
 
-#include <thread>
-
+#include "core/limits.h"
 #include "core/log.h"
 #include "gpu/cpu_runtime.h"
 #include "gpu/devices.h"
@@ -16,8 +15,9 @@ namespace trackscope::app {
 std::unique_ptr<core::TrackerFactory> make_gui_tracker_factory() {
   if (!gpu::keep_freed_host_memory()) core::log::warn("could not tune the host allocator for CPU tracking");
   // Debian's LibTorch starts with one intra-op thread; a desktop user tracking on the CPU wants every core.
-  const unsigned cores = std::thread::hardware_concurrency();
-  if (cores > 1) core::log::info("CPU tracking uses {} threads", gpu::set_cpu_threads(static_cast<int>(cores)));
+  // core::available_cpu_threads(): the CPUs this process may run on (affinity, container quota), as the CLI caps.
+  const int cores = core::available_cpu_threads();
+  if (cores > 1) core::log::info("CPU tracking uses {} threads", gpu::set_cpu_threads(cores));
   return gpu::make_tracker_factory({});
 }
 

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "core/io/atomic_file.h"
 #include "core/log.h"
 #include "gpu/training.h"
 
@@ -161,6 +162,11 @@ int main(int argc, char** argv) {
                          {"stationary", metrics_json(summary->validation->stationary_baseline)}};
   }
   std::cout << out.dump(2) << "\n";
-  if (!summary_path.empty()) std::ofstream(summary_path) << out.dump(2) << "\n";
+  if (!summary_path.empty()) {
+    if (const core::Status written = core::io::write_file_atomically(summary_path, out.dump(2) + "\n"); !written) {
+      std::fprintf(stderr, "trackscope-train: %s\n", written.message().c_str());
+      return 1;
+    }
+  }
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "core/io/project.h"
 
+#include <map>
 #include <set>
 
 #include "core/io/json_tracks.h"
@@ -155,12 +156,16 @@ Project make_project(const Annotation& annotation, ProjectVideo video, ProjectVi
 }
 
 void load_into(const Project& project, Annotation& annotation) {
-  annotation.clear();
+  // One replacement, one notification: inserting point by point let every observer rescan per point
+  // (quadratic; 20,000 points took 13 s in the workbench).
+  std::vector<QueryPoint> points;
+  std::map<PointId, PointTrack> tracks;
+  points.reserve(project.points.size());
   for (const ProjectPoint& point : project.points) {
-    annotation.insert(point.point);
-    if (point.track) (void)annotation.set_track(point.point.id, *point.track);
+    points.push_back(point.point);
+    if (point.track) tracks.emplace_hint(tracks.end(), point.point.id, *point.track);
   }
-  annotation.reserve_ids_below(project.next_id);
+  annotation.replace_all(std::move(points), std::move(tracks), project.next_id);
 }
 
 std::string project_to_json(const Project& project) {

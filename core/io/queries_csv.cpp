@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string_view>
 
+#include "core/limits.h"
+
 namespace trackscope::core {
 namespace {
 
@@ -64,6 +66,13 @@ Expected<std::vector<Query>> read_queries_csv(const std::filesystem::path& path)
           fmt::format("{}:{}: expected 'frame,x,y' with a frame index >= 0 and finite pixel "
                       "coordinates, got '{}'",
                       path.string(), line_number, text));
+    }
+    // Stop at the first row past the limit: a huge file is refused without reading (or allocating) the rest.
+    if (queries.size() == static_cast<size_t>(kMaxTrackedPoints)) {
+      return invalid_argument(fmt::format(
+          "{}:{}: more than {} queries: one tracking run accepts at most {} points (docs/limits.md); split the "
+          "file into several runs",
+          path.string(), line_number, kMaxTrackedPoints, kMaxTrackedPoints));
     }
     queries.push_back(q);
   }

@@ -5,7 +5,8 @@
 //   0,120.5,64.5         <- one query per line: frame index (integer >= 0), x and y in raster pixels of the
 //   12,300,200              original video (pixel (i, j) covers [j, j+1) x [i, i+1); its centre is +0.5)
 //
-// Lines that are empty or start with '#' are skipped. Errors name the file and line (corrupt_data), or the
+// At most kMaxTrackedPoints queries (core/limits.h): the reader stops with invalid_argument at the first row past
+// it. Lines that are empty or start with '#' are skipped. Errors name the file and line (corrupt_data), or the
 // file (not_found / io_error). Threads: pure function.
 
 #include <filesystem>

@@ -1,5 +1,7 @@
 #include "core/io/safetensors.h"
 
+#include "core/io/atomic_file.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -410,26 +412,7 @@ Status write_safetensors(const std::filesystem::path& path, const std::vector<Te
                          const std::map<std::string, std::string>& metadata) {
   Expected<std::vector<std::byte>> bytes = serialize_safetensors(tensors, metadata);
   if (!bytes) return bytes.status();
-  std::filesystem::path temporary = path;
-  temporary += ".partial";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) return io_error(fmt::format("cannot create '{}'", temporary.string()));
-    out.write(reinterpret_cast<const char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      return io_error(fmt::format("writing '{}' failed (disk full?)", temporary.string()));
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary, error);
-    return io_error(fmt::format("cannot move the written file to '{}'", path.string()));
-  }
-  return {};
+  return write_file_atomically(path, {reinterpret_cast<const char*>(bytes->data()), bytes->size()});
 }
 
 }  // namespace trackscope::core::io

@@ -1,5 +1,7 @@
 #include "core/perf/profile.h"
 
+#include "core/io/atomic_file.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -529,12 +531,7 @@ Expected<Profile> profile_from_json(std::string_view text) {
 }
 
 Status write_profile(const Profile& profile, const std::filesystem::path& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return io_error(fmt::format("cannot write the profile to {}", path.string()));
-  out << profile_to_json(profile);
-  out.close();
-  if (!out) return io_error(fmt::format("writing the profile to {} failed (disk full?)", path.string()));
-  return {};
+  return io::write_file_atomically(path, profile_to_json(profile));
 }
 
 Expected<Profile> read_profile(const std::filesystem::path& path) {

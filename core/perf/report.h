@@ -3,7 +3,7 @@
 // performance dock's report export (CSV files).
 //
 //   std::cout << format_comparison(comparison);
-//   std::ofstream("comparison.csv") << comparison_csv(comparison);
+//   TRACKSCOPE_RETURN_IF_ERROR(io::write_file_atomically("comparison.csv", comparison_csv(comparison)));
 //
 // Threads: pure functions.
 

@@ -68,6 +68,35 @@ void Annotation::clear() {
   notify({AnnotationChangeKind::cleared, {}, {}});
 }
 
+void Annotation::replace_all(std::vector<QueryPoint> points, std::map<PointId, PointTrack> tracks, PointId next_id) {
+  check_not_notifying();
+  std::sort(points.begin(), points.end(), [](const QueryPoint& a, const QueryPoint& b) { return a.id < b.id; });
+  PointId next = std::max(next_id, next_id_);
+  int next_colour = next_colour_index_;
+  for (size_t i = 0; i < points.size(); ++i) {
+    check_query(points[i].query);
+    TRACKSCOPE_CHECK(points[i].id >= 0, "point id must be >= 0");
+    TRACKSCOPE_CHECK(i == 0 || points[i - 1].id != points[i].id, "point id already present");
+    TRACKSCOPE_CHECK(points[i].id < std::numeric_limits<PointId>::max(), "point ids exhausted");
+    next = std::max(next, points[i].id + 1);
+    next_colour = std::max(next_colour, points[i].colour_index + 1);
+  }
+  auto point = points.begin();
+  for (const auto& [id, track] : tracks) {  // both in id order: one merge-like walk
+    while (point != points.end() && point->id < id) ++point;
+    TRACKSCOPE_CHECK(point != points.end() && point->id == id, "a track must belong to a point");
+    for (size_t i = 0; i < track.keyframes.size(); ++i) {
+      TRACKSCOPE_CHECK(track.track.covers(track.keyframes[i]), "a keyframe must be covered by its track");
+      TRACKSCOPE_CHECK(i == 0 || track.keyframes[i - 1] < track.keyframes[i], "keyframes must be sorted and unique");
+    }
+  }
+  points_ = std::move(points);
+  tracks_ = std::move(tracks);
+  next_id_ = next;
+  next_colour_index_ = next_colour;
+  notify({AnnotationChangeKind::cleared, {}, {}});
+}
+
 bool PointTrack::is_keyframe(int64_t frame) const {
   return frame == track.query.frame || std::binary_search(keyframes.begin(), keyframes.end(), frame);
 }

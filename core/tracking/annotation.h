@@ -64,7 +64,8 @@ enum class AnnotationChangeKind {
   added,          // `after` is the new point
   moved,          // `before` and `after` are the point before and after the move (same id)
   removed,        // `before` is the removed point (its track, if any, is gone too)
-  cleared,        // every point (and track) was removed; neither field is meaningful
+  cleared,        // every point (and track) was removed or replaced at once (clear(), replace_all()): observers
+                  // rebuild from the annotation; neither field is meaningful
   track_changed,  // the track of `after` was set, replaced or cleared (`before` == `after`)
 };
 
@@ -105,6 +106,13 @@ class Annotation {
 
   /// Removes every point (ids are still not reused).
   void clear();
+
+  /// Replaces every point and track at once (a project being opened), with ONE `cleared` notification, so that
+  /// observers rebuild once: linear in the number of points, where inserting them one by one notifies (and
+  /// lets every observer rescan) per point. `points` may come in any order; ids must be unique and >= 0, each
+  /// track's id must be one of `points` and its keyframes sorted, unique and covered (InvariantError
+  /// otherwise, nothing changed). Later add() calls return ids >= max(next_id, every id + 1).
+  void replace_all(std::vector<QueryPoint> points, std::map<PointId, PointTrack> tracks, PointId next_id = 0);
 
   /// Attaches `track` to point `id`, replacing any previous one. Returns false if there is no such point.
   /// move() keeps a point's track: callers that want a moved query to invalidate it call clear_track().

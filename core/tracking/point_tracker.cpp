@@ -46,6 +46,14 @@ Status TrackerOptions::check() const {
     return invalid_argument(fmt::format("query chunk {} is out of range (0 = automatic, or 1..1000000)", query_chunk));
   }
   if (memory_budget_mb < 0) return invalid_argument(fmt::format("memory budget {} MB is negative", memory_budget_mb));
+  // Bytes must fit an int64_t with room for the plan's sums; no machine comes near a pebibyte.
+  constexpr int64_t kMaxMemoryBudgetMb = int64_t{1} << 30;
+  if (memory_budget_mb > kMaxMemoryBudgetMb) {
+    return invalid_argument(
+        fmt::format("memory budget {} MB is larger than any machine ({} MB = 1 PiB at most); "
+                    "use 0 for automatic",
+                    memory_budget_mb, kMaxMemoryBudgetMb));
+  }
   return {};
 }
 

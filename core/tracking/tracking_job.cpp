@@ -26,11 +26,13 @@ class CallbackObserver final : public TrackObserver {
 };
 
 Expected<TrackSet> run_job(PointTracker& tracker, const VideoOpener& open_video, const TrackRequest& request,
-                           TrackObserver& observer, std::stop_token stop) {
+                           TrackObserver& observer, const TrackingJob::Callbacks& callbacks, std::stop_token stop) {
   Expected<std::unique_ptr<VideoSource>> video = open_video();
   if (!video) return video.status();
   if (stop.stop_requested()) return cancelled("tracking cancelled");
-  return tracker.track(**video, request, observer, stop);
+  Expected<TrackSet> tracks = tracker.track(**video, request, observer, stop);
+  if (callbacks.on_video_integrity) callbacks.on_video_integrity((*video)->integrity());
+  return tracks;
 }
 
 }  // namespace
@@ -47,7 +49,7 @@ std::unique_ptr<TrackingJob> TrackingJob::start(std::shared_ptr<PointTracker> tr
     Expected<TrackSet> result = internal_error("tracking did not run");
     // A tracker bug must not take the application down with it: report it as a failed job.
     try {
-      result = run_job(*tracker, open_video, request, observer, stop);
+      result = run_job(*tracker, open_video, request, observer, callbacks, stop);
     } catch (const std::bad_alloc&) {
       result = out_of_memory("out of host memory while tracking; try fewer points or a shorter frame range");
     } catch (const std::exception& error) {

@@ -40,6 +40,9 @@ class TrackingJob {
     std::function<void(const TrackSet& partial, size_t first_query)> on_partial;
     std::function<void(const StageSample&)> on_stage;
     std::function<void(Expected<TrackSet> result)> on_finished;
+    /// After the tracker returned (before on_finished): what the job's decoder found damaged in the frames it
+    /// decoded (VideoSource::integrity()). Not called when the video did not open.
+    std::function<void(const IntegrityReport& report)> on_video_integrity;
   };
 
   /// Starts the job at once. `tracker` must be non-null.

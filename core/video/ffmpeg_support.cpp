@@ -88,10 +88,32 @@ RgbConverter::~RgbConverter() = default;
 
 namespace {
 
-// The YCbCr matrix as the ffmpeg command line's scale filter picks it: the frame's own, BT.601 when unknown.
-const int* coefficients_for(int colorspace) {
-  if (colorspace < 1 || colorspace > 10 || colorspace == AVCOL_SPC_YCGCO) colorspace = AVCOL_SPC_BT470BG;
-  return sws_getCoefficients(colorspace);
+// The YCbCr matrix as the ffmpeg command line's scale filter picks it (vf_scale in_color_matrix=auto):
+// sws_getCoefficients of the frame's tag. Its table gives BT.601 for unspecified (2), reserved (3), RGB (0) and
+// every tag it has no table for (YCgCo, 8, and those above 10: vf_scale only warns).
+int matrix_for(int colorspace) {
+  switch (colorspace) {
+    case AVCOL_SPC_BT709:
+    case AVCOL_SPC_FCC:
+    case AVCOL_SPC_BT470BG:
+    case AVCOL_SPC_SMPTE170M:
+    case AVCOL_SPC_SMPTE240M:
+    case AVCOL_SPC_BT2020_NCL:
+    case AVCOL_SPC_BT2020_CL: return colorspace;
+    default: return SWS_CS_DEFAULT;
+  }
+}
+const int* coefficients_for(int colorspace) { return sws_getCoefficients(matrix_for(colorspace)); }
+
+const char* matrix_name(int colorspace) {
+  switch (matrix_for(colorspace)) {
+    case AVCOL_SPC_BT709: return "BT.709";
+    case AVCOL_SPC_FCC: return "FCC";
+    case AVCOL_SPC_SMPTE240M: return "SMPTE 240M";
+    case AVCOL_SPC_BT2020_NCL:
+    case AVCOL_SPC_BT2020_CL: return "BT.2020";
+    default: return "BT.601";
+  }
 }
 
 bool is_yuv(AVPixelFormat format) {
@@ -99,7 +121,41 @@ bool is_yuv(AVPixelFormat format) {
   return descriptor != nullptr && (descriptor->flags & AV_PIX_FMT_FLAG_RGB) == 0 && descriptor->nb_components >= 3;
 }
 
+// swscale's own range default for a format without a range tag: full for the JPEG (yuvj*) formats.
+bool default_full_range(AVPixelFormat format) {
+  return format == AV_PIX_FMT_YUVJ420P || format == AV_PIX_FMT_YUVJ422P || format == AV_PIX_FMT_YUVJ444P ||
+         format == AV_PIX_FMT_YUVJ440P || format == AV_PIX_FMT_YUVJ411P;
+}
+
 }  // namespace
+
+ConversionDescription describe_conversion(const AVFrame& frame) {
+  ConversionDescription description;
+  const auto format = static_cast<AVPixelFormat>(frame.format);
+  const char* format_name = av_get_pix_fmt_name(format);
+  description.pixel_format = format_name != nullptr ? format_name : "unknown";
+  const char* space = av_color_space_name(static_cast<AVColorSpace>(frame.colorspace));
+  description.color_matrix = space != nullptr ? space : "unknown";
+  const char* range = av_color_range_name(static_cast<AVColorRange>(frame.color_range));
+  description.color_range = range != nullptr ? range : "unknown";
+  if (frame.colorspace == AVCOL_SPC_UNSPECIFIED) description.color_matrix = "unknown";
+  if (frame.color_range == AVCOL_RANGE_UNSPECIFIED) description.color_range = "unknown";
+  if (!is_yuv(format)) {
+    description.conversion = "no YCbCr matrix (not a YCbCr format), bicubic: as ffmpeg -pix_fmt rgb24";
+    return description;
+  }
+  const bool matrix_tagged = matrix_for(frame.colorspace) == frame.colorspace;
+  const bool matrix_unknown = frame.colorspace == AVCOL_SPC_UNSPECIFIED || frame.colorspace == AVCOL_SPC_RESERVED;
+  const bool range_tagged = frame.color_range != AVCOL_RANGE_UNSPECIFIED;
+  const bool full = range_tagged ? frame.color_range == AVCOL_RANGE_JPEG : default_full_range(format);
+  description.conversion =
+      fmt::format("{} matrix ({}), {} range ({}), bicubic: as ffmpeg -pix_fmt rgb24", matrix_name(frame.colorspace),
+                  matrix_tagged    ? "tagged"
+                  : matrix_unknown ? "untagged: the BT.601 default"
+                                   : "a tag swscale has no matrix for: the BT.601 default",
+                  full ? "full" : "limited", range_tagged ? "tagged" : "untagged: the format's default");
+  return description;
+}
 
 Status RgbConverter::convert(const AVFrame& frame, int width, int height, uint8_t* rgb, int stride_bytes) {
   const Key key{frame.width, frame.height, frame.format, frame.colorspace, frame.color_range, width, height};
@@ -140,6 +196,21 @@ Status RgbConverter::convert(const AVFrame& frame, int width, int height, uint8_
       sws_scale(context_.get(), frame.data, frame.linesize, 0, frame.height, destination, destination_stride);
   if (rows != height) return internal_error(fmt::format("pixel conversion wrote {} of {} rows", rows, height));
   return {};
+}
+
+Status RgbConverter::convert_rgb(const uint8_t* source, int source_width, int source_height, int source_stride_bytes,
+                                 int width, int height, uint8_t* rgb, int stride_bytes) {
+  if (!wrapper_) wrapper_ = make_frame();
+  wrapper_->format = AV_PIX_FMT_RGB24;
+  wrapper_->width = source_width;
+  wrapper_->height = source_height;
+  wrapper_->colorspace = AVCOL_SPC_RGB;
+  wrapper_->color_range = AVCOL_RANGE_JPEG;
+  wrapper_->data[0] = const_cast<uint8_t*>(source);  // read only: sws_scale takes const planes
+  wrapper_->linesize[0] = source_stride_bytes;
+  const Status status = convert(*wrapper_, width, height, rgb, stride_bytes);
+  wrapper_->data[0] = nullptr;
+  return status;
 }
 
 RgbToEncoderConverter::RgbToEncoderConverter() = default;

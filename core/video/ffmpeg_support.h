@@ -57,10 +57,13 @@ std::string error_text(int av_error);
 /// caller carries the user-facing message, FFmpeg's detail is for `-v` runs. Installed once per process.
 void route_ffmpeg_logs();
 
-/// Converts decoded frames of any pixel format to packed RGB24 at any size. Colour handling follows the
-/// ffmpeg command line's default scaler (bicubic; the frame's YCbCr matrix and range; MPEG-2 chroma siting
-/// for yuv420p), so that native-size frames match `ffmpeg -pix_fmt rgb24` output, which the official
-/// evaluation pipelines use.
+/// Converts decoded frames of any pixel format to packed RGB24 at any size, exactly as the auto-inserted scale
+/// filter of the ffmpeg 5.1 command line does for `ffmpeg -i V -pix_fmt rgb24` (docs/video-decoding.md):
+/// swscale with flags=bicubic (fftools' default sws_flags); the YCbCr matrix from the frame's colorspace tag
+/// (vf_scale in_color_matrix=auto: sws_getCoefficients(tag), BT.601 for untagged, reserved or unsupported
+/// tags); the input range from the frame's color_range tag, else swscale's default for the format (full for
+/// the yuvj* formats, limited for the others); RGB output full range; for yuv420p the MPEG-2 vertical chroma
+/// position (src_v_chr_pos 128), as vf_scale sets it. Native-size output is bit-identical to the CLI's.
 class RgbConverter {
  public:
   RgbConverter();
@@ -71,11 +74,25 @@ class RgbConverter {
   /// Writes `width` x `height` RGB24 pixels, `stride_bytes` per row, into `rgb`.
   Status convert(const AVFrame& frame, int width, int height, uint8_t* rgb, int stride_bytes);
 
+  /// Scales packed RGB24 (bicubic, as above) from `source_width` x `source_height` to `width` x `height`.
+  Status convert_rgb(const uint8_t* source, int source_width, int source_height, int source_stride_bytes, int width,
+                     int height, uint8_t* rgb, int stride_bytes);
+
  private:
   struct Key;
   std::unique_ptr<Key> key_;
   SwsPtr context_;
+  AvFramePtr wrapper_;  // borrows convert_rgb's source pixels
 };
+
+/// How convert() turns `frame` into RGB, in words and tags (for VideoInfo and `trackscope-cli info`).
+struct ConversionDescription {
+  std::string pixel_format;  // "yuv420p"
+  std::string color_matrix;  // the frame's tag: "bt709", "smpte170m", ..., "unknown"
+  std::string color_range;   // the frame's tag: "tv", "pc", "unknown"
+  std::string conversion;    // "BT.709 matrix, limited range (tagged), bicubic: as ffmpeg -pix_fmt rgb24"
+};
+ConversionDescription describe_conversion(const AVFrame& frame);
 
 /// Converts packed RGB24 images to an encoder's pixel format (same size), for the writers.
 class RgbToEncoderConverter {

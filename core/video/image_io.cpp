@@ -11,7 +11,9 @@ extern "C" {
 #include <iterator>
 #include <system_error>
 
+#include "core/io/atomic_file.h"
 #include "core/video/ffmpeg_support.h"
+#include "core/video/still_image.h"
 
 namespace trackscope::core {
 
@@ -74,11 +76,7 @@ Expected<std::vector<uint8_t>> encode_image(const Frame& frame, AVCodecID codec_
 }
 
 Status write_file(const fs::path& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) return io_error(fmt::format("cannot create {}", path.string()));
-  file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!file) return io_error(fmt::format("cannot write {}", path.string()));
-  return {};
+  return io::write_file_atomically(path, {reinterpret_cast<const char*>(bytes.data()), bytes.size()});
 }
 
 }  // namespace
@@ -99,35 +97,17 @@ Status write_jpeg(const fs::path& path, const Frame& frame, int qscale) {
 }
 
 Expected<Frame> read_png(const fs::path& path) {
-  ffmpeg::route_ffmpeg_logs();
-  std::error_code error;
-  if (!fs::is_regular_file(path, error)) return not_found(fmt::format("image not found: {}", path.string()));
-  std::ifstream file(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (bytes.empty()) return corrupt_data(fmt::format("{} is empty", path.string()));
-  const AVCodec* codec = avcodec_find_decoder(AV_CODEC_ID_PNG);
-  if (codec == nullptr) return unsupported("this FFmpeg build has no PNG decoder");
-  ffmpeg::CodecContextPtr decoder(avcodec_alloc_context3(codec));
-  if (!decoder) return out_of_memory("cannot allocate a PNG decoder");
-  decoder->thread_count = 1;
-  int result = avcodec_open2(decoder.get(), codec, nullptr);
-  if (result < 0) return unsupported(fmt::format("cannot open the PNG decoder ({})", ffmpeg::error_text(result)));
-  ffmpeg::PacketPtr packet = ffmpeg::make_packet();
-  if (av_new_packet(packet.get(), static_cast<int>(bytes.size())) < 0) return out_of_memory("cannot allocate a packet");
-  std::copy(bytes.begin(), bytes.end(), packet->data);
-  ffmpeg::AvFramePtr decoded = ffmpeg::make_frame();
-  result = avcodec_send_packet(decoder.get(), packet.get());
-  if (result >= 0) result = avcodec_send_packet(decoder.get(), nullptr);
-  if (result >= 0) result = avcodec_receive_frame(decoder.get(), decoded.get());
-  if (result < 0) {
-    return corrupt_data(fmt::format("{} is not a readable PNG ({})", path.string(), ffmpeg::error_text(result)));
+  Expected<std::vector<uint8_t>> bytes = still_image::read_file_bytes(path);
+  if (!bytes) return bytes.status();
+  if (still_image::sniff_format(*bytes) != still_image::StillFormat::png) {
+    return corrupt_data(fmt::format("{} is not a PNG file", path.string()));
   }
+  Expected<still_image::StillImage> image = still_image::decode_still(*bytes, path.string());
+  if (!image) return image.status();
   Frame out;
-  out.width = decoded->width;
-  out.height = decoded->height;
-  out.rgb.resize(static_cast<size_t>(out.width) * out.height * 3);
-  ffmpeg::RgbConverter converter;
-  TRACKSCOPE_RETURN_IF_ERROR(converter.convert(*decoded, out.width, out.height, out.rgb.data(), out.width * 3));
+  out.width = image->width;
+  out.height = image->height;
+  out.rgb = std::move(image->rgb);
   return out;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// Still images of RGB frames through FFmpeg's own image codecs (no extra library): PNG both ways, JPEG out.
+// Still images of RGB frames: PNG and JPEG written through FFmpeg's encoders, PNG read through libpng (the
+// pixels PIL and OpenCV read, as image sequences: still_image.h).
 //
 //   TRACKSCOPE_RETURN_IF_ERROR(write_png("frame_000042.png", *frame));
 //   Expected<Frame> image = read_png("frame_000042.png");     // packed RGB24, index 0, pts 0
@@ -17,8 +18,9 @@ namespace trackscope::core {
 /// Errors: invalid_argument (inconsistent frame), unsupported (no PNG encoder in this FFmpeg), io_error.
 Status write_png(const std::filesystem::path& path, const Frame& frame);
 
-/// Reads a PNG of any bit depth and colour type as packed RGB24 (alpha is dropped, 16-bit is rounded to 8).
-/// Errors: not_found, corrupt_data (not a PNG or damaged), unsupported (no PNG decoder).
+/// Reads a PNG of any bit depth and colour type as packed RGB24, as image sequences read it (libpng: alpha
+/// dropped, 16-bit samples reduced to their high byte, greyscale replicated; docs/video-decoding.md).
+/// Errors: not_found, corrupt_data (not a PNG, damaged or truncated), unsupported (larger than 16384 per side).
 Expected<Frame> read_png(const std::filesystem::path& path);
 
 /// Whether this FFmpeg build can write PNG (the GPU machine's minimal FFmpeg has no encoders; JPEG needs the

@@ -28,8 +28,86 @@ Status VideoOpenOptions::check() const {
     return invalid_argument(fmt::format("image_sequence_frame_rate must be positive, got {}/{}",
                                         image_sequence_frame_rate.num, image_sequence_frame_rate.den));
   }
+  switch (image_policy) {
+    case ImagePolicy::stop:
+    case ImagePolicy::skip:
+    case ImagePolicy::resize: break;
+    default: return invalid_argument("image_policy must be stop, skip or resize");
+  }
   return {};
 }
+
+const char* to_string(ImagePolicy policy) {
+  switch (policy) {
+    case ImagePolicy::stop: return "stop";
+    case ImagePolicy::skip: return "skip";
+    case ImagePolicy::resize: return "resize";
+  }
+  return "unknown";
+}
+
+Expected<ImagePolicy> parse_image_policy(std::string_view text) {
+  for (ImagePolicy policy : {ImagePolicy::stop, ImagePolicy::skip, ImagePolicy::resize}) {
+    if (text == to_string(policy)) return policy;
+  }
+  return invalid_argument(fmt::format("unknown image policy '{}': use stop, skip or resize", text));
+}
+
+bool IntegrityReport::clean() const {
+  return damaged_frames.empty() && unattributed_errors == 0 && stream_error.empty() && skipped_images.empty() &&
+         resized_images.empty();
+}
+
+std::vector<int64_t> IntegrityReport::damaged_in(int64_t first, int64_t end) const {
+  std::vector<int64_t> indices;
+  for (const DamagedFrame& frame : damaged_frames) {
+    if (frame.index >= first && (end < 0 || frame.index < end)) indices.push_back(frame.index);
+  }
+  return indices;
+}
+
+std::string IntegrityReport::summary() const {
+  std::vector<std::string> parts;
+  if (!damaged_frames.empty()) {
+    std::string list;
+    constexpr size_t kListed = 12;
+    for (size_t i = 0; i < damaged_frames.size() && i < kListed; ++i) {
+      list += (i == 0 ? "" : ", ") + std::to_string(damaged_frames[i].index);
+    }
+    if (damaged_frames.size() > kListed) list += ", ...";
+    parts.push_back(
+        fmt::format("{} damaged frame{} ({}): the decoder reported errors and concealed them; the "
+                    "frames after a damaged one up to the next keyframe may carry the damage too",
+                    damaged_frames.size(), damaged_frames.size() == 1 ? "" : "s", list));
+  }
+  if (unattributed_errors > 0)
+    parts.push_back(fmt::format("{} decoder errors not tied to a frame", unattributed_errors));
+  if (!stream_error.empty()) parts.push_back(stream_error);
+  if (!skipped_images.empty()) {
+    parts.push_back(fmt::format("{} image{} left out (first: {}: {})", skipped_images.size(),
+                                skipped_images.size() == 1 ? "" : "s", skipped_images[0].file.filename().string(),
+                                skipped_images[0].reason));
+  }
+  if (!resized_images.empty()) {
+    parts.push_back(fmt::format("{} image{} of another size resized (first: {}: {})", resized_images.size(),
+                                resized_images.size() == 1 ? "" : "s", resized_images[0].file.filename().string(),
+                                resized_images[0].reason));
+  }
+  if (parts.empty()) return checked_frames >= frame_count ? "no damage found" : "no damage found so far";
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i) text += (i == 0 ? "" : "; ") + parts[i];
+  return text;
+}
+
+IntegrityReport VideoSource::integrity() const {
+  // Sources that do not decode (frames in memory) have nothing to report.
+  IntegrityReport report;
+  report.frame_count = info().frame_count;
+  report.checked_frames = report.frame_count;
+  return report;
+}
+
+Expected<IntegrityReport> VideoSource::scan_integrity() { return integrity(); }
 
 namespace {
 

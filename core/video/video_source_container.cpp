@@ -17,6 +17,9 @@ extern "C" {
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "core/log.h"
 #include "core/video/ffmpeg_support.h"
@@ -111,6 +114,8 @@ class ContainerVideoSource final : public VideoSource {
   Expected<FramePtr> read_frame(int64_t index, FrameSize size) override;
   double last_decode_ms() const override { return last_decode_ms_; }
   DecodeCounters decode_counters() const override { return counters_; }
+  IntegrityReport integrity() const override;
+  Expected<IntegrityReport> scan_integrity() override;
 
  private:
   enum class IndexMode {
@@ -131,6 +136,10 @@ class ContainerVideoSource final : public VideoSource {
   Expected<FramePtr> locate(int64_t index, FrameSize size);
   Expected<FramePtr> to_rgb(const AVFrame& frame, int64_t index, FrameSize size);
   void reset_decoder_state();
+  int64_t index_of_timestamp(int64_t ts) const;  // -1 when no frame has it
+  void note_frame(int64_t index, const AVFrame& frame);
+  void note_rejected_packet(const AVPacket& packet, int av_error);
+  FrameIntegrity integrity_of(int64_t index) const;
 
   fs::path path_;
   VideoOpenOptions options_;
@@ -161,6 +170,19 @@ class ContainerVideoSource final : public VideoSource {
   FrameSize last_size_;
   double last_decode_ms_ = 0.0;
   DecodeCounters counters_;
+
+  // Damage seen so far. A frame's error flags are set (not added) each time it is decoded, so decoding a frame
+  // again after a seek does not count its damage twice.
+  struct FrameDamage {
+    int error_flags = 0;           // AVFrame::decode_error_flags of its last decode
+    bool corrupt_flag = false;     // AV_FRAME_FLAG_CORRUPT
+    bool packet_rejected = false;  // avcodec_send_packet refused its packet
+  };
+  std::vector<bool> checked_;
+  std::map<int64_t, FrameDamage> damage_;
+  int64_t unattributed_errors_ = 0;
+  std::string stream_error_;
+  ffmpeg::ConversionDescription conversion_;
 };
 
 Status ContainerVideoSource::open_format() {
@@ -243,8 +265,19 @@ Status ContainerVideoSource::build_index() {
     av_packet_unref(packet_.get());
   }
   if (result != AVERROR_EOF) {
-    log::warn("{}: reading stopped after {} video packets ({}); the rest of the file is damaged or truncated",
-              path_.string(), packets_.size(), ffmpeg::error_text(result));
+    stream_error_ = fmt::format(
+        "reading stopped after {} video packets ({}): the rest of the file is damaged or "
+        "truncated",
+        packets_.size(), ffmpeg::error_text(result));
+    log::warn("{}: {}", path_.string(), stream_error_);
+  }
+  // An mp4/mov index lists every sample: fewer packets than listed means the file was cut short (the demuxer
+  // ends at the cut as if the file ended there).
+  const int64_t listed = format_->streams[stream_index_]->nb_frames;
+  if (stream_error_.empty() && listed > 0 && static_cast<int64_t>(packets_.size()) < listed) {
+    stream_error_ = fmt::format("the file is truncated: its index lists {} video frames, {} could be read", listed,
+                                packets_.size());
+    log::warn("{}: {}", path_.string(), stream_error_);
   }
   std::vector<const PacketRecord*> frames;
   for (const PacketRecord& packet : packets_) {
@@ -340,12 +373,17 @@ Status ContainerVideoSource::open() {
   TRACKSCOPE_RETURN_IF_ERROR(build_index());
   TRACKSCOPE_RETURN_IF_ERROR(drop_undecodable_start());
   fill_info();
+  checked_.assign(static_cast<size_t>(frame_count_), false);
   TRACKSCOPE_RETURN_IF_ERROR(rewind(false));
   // Frame 0 gives the real picture size (the container's may differ) and proves the stream decodes.
   Expected<FramePtr> first = locate(0, {});
   if (!first) return first.status().with_context(fmt::format("{}: cannot decode the first frame", path_.string()));
   info_.width = (*first)->width;
   info_.height = (*first)->height;
+  info_.pixel_format = conversion_.pixel_format;
+  info_.color_matrix = conversion_.color_matrix;
+  info_.color_range = conversion_.color_range;
+  info_.rgb_conversion = conversion_.conversion;
   last_frame_ = *first;
   counters_ = {};
   log::debug("opened {}: {} {}x{} {} frames, {} seek points, rotation {}", path_.string(), info_.codec, info_.width,
@@ -437,6 +475,7 @@ Expected<bool> ContainerVideoSource::decode_next() {
     if (result == AVERROR_EOF) return false;
     if (result != AVERROR(EAGAIN)) {
       log::debug("{}: decoding error ({})", path_.string(), ffmpeg::error_text(result));
+      ++unattributed_errors_;
       if (++consecutive_errors > kMaxConsecutiveDecodeErrors) {
         return corrupt_data(
             fmt::format("{}: too many decoding errors ({})", path_.string(), ffmpeg::error_text(result)));
@@ -465,6 +504,7 @@ Expected<bool> ContainerVideoSource::decode_next() {
       result = avcodec_send_packet(decoder_.get(), packet_.get());
       if (result < 0 && result != AVERROR(EAGAIN)) {
         log::debug("{}: damaged packet skipped ({})", path_.string(), ffmpeg::error_text(result));
+        note_rejected_packet(*packet_, result);
         if (++consecutive_errors > kMaxConsecutiveDecodeErrors) {
           av_packet_unref(packet_.get());
           return corrupt_data(
@@ -499,6 +539,7 @@ Expected<FramePtr> ContainerVideoSource::locate(int64_t index, FrameSize size) {
     if (*decoded) {
       found = identify(*decoded_);
       if (found < 0) continue;  // after a seek, before any frame with a known timestamp
+      note_frame(found, *decoded_);
       last_output_ = found;
       position_known_ = true;
       if (first_found < 0) first_found = found;
@@ -549,10 +590,107 @@ Expected<FramePtr> ContainerVideoSource::to_rgb(const AVFrame& frame, int64_t in
   }
   out.width = width;
   out.height = height;
+  out.integrity = integrity_of(index);
+  if (conversion_.pixel_format.empty()) conversion_ = ffmpeg::describe_conversion(frame);
   out.rgb.resize(static_cast<size_t>(width) * height * 3);
   TRACKSCOPE_RETURN_IF_ERROR(converter_.convert(frame, width, height, out.rgb.data(), width * 3));
   if (info_.rotation_deg != 0) out = ffmpeg::rotate_clockwise(out, info_.rotation_deg);
   return FramePtr(std::make_shared<const Frame>(std::move(out)));
+}
+
+int64_t ContainerVideoSource::index_of_timestamp(int64_t ts) const {
+  if (mode_ != IndexMode::presentation_time || ts == AV_NOPTS_VALUE) return -1;
+  const auto found = std::lower_bound(frame_ts_.begin(), frame_ts_.end(), ts);
+  return found != frame_ts_.end() && *found == ts ? found - frame_ts_.begin() : -1;
+}
+
+void ContainerVideoSource::note_frame(int64_t index, const AVFrame& frame) {
+  if (index < 0 || index >= frame_count_) return;
+  checked_[static_cast<size_t>(index)] = true;
+  const bool corrupt = (frame.flags & AV_FRAME_FLAG_CORRUPT) != 0;
+  if (frame.decode_error_flags == 0 && !corrupt) {
+    auto found = damage_.find(index);
+    if (found != damage_.end()) {
+      found->second.error_flags = 0;
+      found->second.corrupt_flag = false;
+      if (!found->second.packet_rejected) damage_.erase(found);
+    }
+    return;
+  }
+  FrameDamage& damage = damage_[index];
+  damage.error_flags = frame.decode_error_flags;
+  damage.corrupt_flag = corrupt;
+}
+
+void ContainerVideoSource::note_rejected_packet(const AVPacket& packet, int av_error) {
+  // With frame threads the error may surface a packet or two late; the packet in hand is the best estimate.
+  const int64_t index = index_of_timestamp(timestamps_are_dts_ ? packet.dts : packet.pts);
+  if (index < 0) {
+    ++unattributed_errors_;
+    return;
+  }
+  damage_[index].packet_rejected = true;
+  log::debug("{}: the packet of frame {} was rejected ({})", path_.string(), index, ffmpeg::error_text(av_error));
+}
+
+FrameIntegrity ContainerVideoSource::integrity_of(int64_t index) const {
+  FrameIntegrity integrity;
+  const auto found = damage_.find(index);
+  if (found == damage_.end()) return integrity;
+  const FrameDamage& damage = found->second;
+  for (int bit :
+       {FF_DECODE_ERROR_INVALID_BITSTREAM, FF_DECODE_ERROR_MISSING_REFERENCE, FF_DECODE_ERROR_DECODE_SLICES}) {
+    if ((damage.error_flags & bit) != 0) ++integrity.decoder_errors;
+  }
+  if (damage.packet_rejected) ++integrity.decoder_errors;
+  integrity.concealed = (damage.error_flags & FF_DECODE_ERROR_CONCEALMENT_ACTIVE) != 0 || damage.corrupt_flag;
+  // A frame marked corrupt without any other flag still counts as damaged.
+  if (integrity.decoder_errors == 0 && !integrity.concealed && damage.error_flags != 0) integrity.decoder_errors = 1;
+  return integrity;
+}
+
+IntegrityReport ContainerVideoSource::integrity() const {
+  IntegrityReport report;
+  report.frame_count = frame_count_;
+  report.checked_frames = std::count(checked_.begin(), checked_.end(), true);
+  report.unattributed_errors = unattributed_errors_;
+  report.stream_error = stream_error_;
+  for (const auto& [index, damage] : damage_) {
+    const FrameIntegrity integrity = integrity_of(index);
+    if (!integrity.damaged()) continue;
+    std::vector<std::string> what;
+    if ((damage.error_flags & FF_DECODE_ERROR_INVALID_BITSTREAM) != 0) what.emplace_back("invalid bitstream");
+    if ((damage.error_flags & FF_DECODE_ERROR_MISSING_REFERENCE) != 0) what.emplace_back("missing reference");
+    if ((damage.error_flags & FF_DECODE_ERROR_DECODE_SLICES) != 0) what.emplace_back("slices in error");
+    if ((damage.error_flags & FF_DECODE_ERROR_CONCEALMENT_ACTIVE) != 0) what.emplace_back("errors concealed");
+    if (damage.corrupt_flag) what.emplace_back("marked corrupt");
+    if (damage.packet_rejected) what.emplace_back("packet rejected by the decoder");
+    std::string detail;
+    for (size_t i = 0; i < what.size(); ++i) detail += (i == 0 ? "" : ", ") + what[i];
+    report.damaged_frames.push_back({index, integrity, detail});
+  }
+  return report;
+}
+
+Expected<IntegrityReport> ContainerVideoSource::scan_integrity() {
+  TRACKSCOPE_RETURN_IF_ERROR(rewind(false));
+  while (true) {
+    Expected<bool> decoded = decode_next();
+    if (!decoded) {
+      // Too many errors in a row: what was found so far is the report; the decoder gave up here.
+      if (stream_error_.empty()) stream_error_ = decoded.status().message();
+      break;
+    }
+    if (!*decoded) break;
+    const int64_t found = identify(*decoded_);
+    if (found < 0) continue;
+    last_output_ = found;
+    position_known_ = true;
+    note_frame(found, *decoded_);
+  }
+  // The next read starts from a known place.
+  TRACKSCOPE_RETURN_IF_ERROR(rewind(false));
+  return integrity();
 }
 
 Expected<FramePtr> ContainerVideoSource::read_frame(int64_t index, FrameSize size) {

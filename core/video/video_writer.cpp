@@ -12,7 +12,9 @@ extern "C" {
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 
+#include "core/io/atomic_file.h"
 #include "core/log.h"
 #include "core/video/ffmpeg_support.h"
 
@@ -80,10 +82,9 @@ void set_vp9_speed(AVCodecContext* encoder, const std::string& preset) {
 class FfmpegVideoWriter final : public VideoWriter {
  public:
   FfmpegVideoWriter(fs::path path, const VideoWriterOptions& options) : path_(std::move(path)), options_(options) {}
+  // Unfinished: the temporary file goes with file_ (AtomicFile's destructor); the previous file stays.
   ~FfmpegVideoWriter() override {
-    if (open_ && !finished_) {
-      if (Status status = finish(); !status) log::warn("{}", status.message());
-    }
+    if (open_ && !finished_) log::info("{} was not finished: the previous file (if any) is kept", path_.string());
   }
 
   Status open();
@@ -106,6 +107,7 @@ class FfmpegVideoWriter final : public VideoWriter {
   ffmpeg::RgbToEncoderConverter converter_;
   int64_t frames_written_ = 0;
   int64_t last_pts_ = INT64_MIN;
+  std::optional<io::AtomicFile> file_;  // the temporary file FFmpeg writes, renamed over path_ by finish()
   bool open_ = false;
   bool finished_ = false;
 };
@@ -191,7 +193,16 @@ Status FfmpegVideoWriter::open() {
 #endif
   }
   if ((format_->oformat->flags & AVFMT_NOFILE) == 0) {
-    result = avio_open(&format_->pb, name.c_str(), AVIO_FLAG_WRITE);
+    // FFmpeg writes a temporary file beside the target (and the muxer reads it back by this name for
+    // faststart); finish() renames it over the target, so a cut-off export never replaces a good file.
+    Expected<io::AtomicFile> file = io::AtomicFile::create(path_);
+    if (!file) return file.status();
+    file_.emplace(std::move(*file));
+    const std::string temporary = file_->temporary_path().string();
+    av_free(format_->url);
+    format_->url = av_strdup(temporary.c_str());
+    if (format_->url == nullptr) return out_of_memory("cannot allocate a file name");
+    result = avio_open(&format_->pb, temporary.c_str(), AVIO_FLAG_WRITE);
     if (result < 0) return io_error(fmt::format("cannot create {} ({})", name, ffmpeg::error_text(result)));
   }
   AVDictionary* muxer_options = nullptr;
@@ -266,9 +277,17 @@ Status FfmpegVideoWriter::finish() {
   finished_ = true;
   Status drained = drain(true);
   const int result = av_write_trailer(format_.get());
-  format_.reset();  // closes the file
+  int closed = 0;
+  if (format_->pb != nullptr && (format_->oformat->flags & AVFMT_NOFILE) == 0) closed = avio_closep(&format_->pb);
+  format_.reset();
+  if (!drained || result < 0 || closed < 0) file_.reset();  // the previous file stays
   if (!drained) return drained;
   if (result < 0) return io_error(fmt::format("cannot finish {} ({})", path_.string(), ffmpeg::error_text(result)));
+  if (closed < 0) return io_error(fmt::format("cannot finish {} ({})", path_.string(), ffmpeg::error_text(closed)));
+  if (file_) {
+    TRACKSCOPE_RETURN_IF_ERROR(file_->commit());
+    file_.reset();
+  }
   if (frames_written_ == 0) log::warn("{} was finished without frames", path_.string());
   return {};
 }

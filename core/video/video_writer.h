@@ -14,6 +14,9 @@
 // Timing: by default frame k is shown at k / frame_rate. With explicit_timestamps, each write() names its own
 // presentation time in microseconds (strictly increasing), which makes variable-frame-rate files; WebM stores
 // milliseconds, so there times must differ by at least 1 ms.
+// Atomic (core/io/atomic_file.h): the frames go to a temporary file beside the target, which finish() renames
+// over it; a writer destroyed without finish(), a failed write, a full disk or a kill leaves the previous file
+// (if any) as it was.
 // Threads: a VideoWriter is used by one thread at a time. Errors: invalid_argument (options, frame size,
 // timestamps), unsupported (this FFmpeg build lacks the encoder or the container cannot hold the codec),
 // io_error (the file cannot be written).
@@ -61,14 +64,14 @@ class VideoWriter {
  public:
   static Expected<std::unique_ptr<VideoWriter>> create(const std::filesystem::path& path,
                                                        const VideoWriterOptions& options);
-  /// Finishes the file if finish() was not called (errors are then only logged).
+  /// Without finish(), abandons the file: the temporary file is removed and the previous file is kept.
   virtual ~VideoWriter() = default;
 
   /// Appends a frame (packed RGB24 of exactly options.width x options.height).
   virtual Status write(const Frame& frame) = 0;
   /// Appends a frame shown at `pts_us` (explicit_timestamps only; strictly increasing, first may be > 0).
   virtual Status write(const Frame& frame, int64_t pts_us) = 0;
-  /// Flushes the encoder and closes the file. Further writes fail.
+  /// Flushes the encoder, closes the file and puts it in place of the previous one. Further writes fail.
   virtual Status finish() = 0;
 
   virtual int64_t frames_written() const = 0;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/perf/memory_model.h"
 #include "core/video/frame_prefetcher.h"
@@ -32,7 +33,12 @@ bool is_out_of_memory(const std::exception& e) {
 
 core::Status validate(const core::VideoInfo& info, const core::TrackRequest& request, int64_t& end_frame) {
   if (info.frame_count <= 0) return core::invalid_argument("the video has no frames");
-  end_frame = request.end_frame < 0 ? info.frame_count : request.end_frame;
+  TRACKSCOPE_RETURN_IF_ERROR(core::check_tracked_point_count(static_cast<int64_t>(request.queries.size())));
+  if (request.end_frame < -1) {
+    return core::invalid_argument(
+        fmt::format("end frame {} is negative: use -1 for the end of the video", request.end_frame));
+  }
+  end_frame = request.end_frame == -1 ? info.frame_count : request.end_frame;
   if (request.first_frame < 0 || request.first_frame >= end_frame || end_frame > info.frame_count) {
     return core::invalid_argument(fmt::format("frame range [{}, {}) is outside the video's {} frames",
                                               request.first_frame, end_frame, info.frame_count));

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/io/atomic_file.h"
+
 namespace trackscope::gpu::training {
 
 namespace {
@@ -68,25 +70,16 @@ core::Status write_file(const std::filesystem::path& path,
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
-  const std::filesystem::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) return core::io_error(fmt::format("cannot write '{}'", temporary.string()));
-    const uint64_t length = text.size();
-    out.write(reinterpret_cast<const char*>(&length), sizeof(length));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& item : tensors) {
-      out.write(static_cast<const char*>(item.second.data_ptr()),
-                static_cast<std::streamsize>(item.second.numel() * item.second.element_size()));
-    }
-    if (!out) return core::io_error(fmt::format("writing '{}' failed (disk full?)", temporary.string()));
+  core::Expected<core::io::AtomicFile> out = core::io::AtomicFile::create(path);
+  if (!out) return out.status();
+  const uint64_t length = text.size();
+  TRACKSCOPE_RETURN_IF_ERROR(out->write({reinterpret_cast<const char*>(&length), sizeof(length)}));
+  TRACKSCOPE_RETURN_IF_ERROR(out->write(text));
+  for (const auto& item : tensors) {
+    TRACKSCOPE_RETURN_IF_ERROR(out->write({static_cast<const char*>(item.second.data_ptr()),
+                                           static_cast<size_t>(item.second.numel() * item.second.element_size())}));
   }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error)
-    return core::io_error(
-        fmt::format("cannot rename '{}' to '{}': {}", temporary.string(), path.string(), error.message()));
-  return {};
+  return out->commit();
 }
 
 struct FileTensor {

@@ -11,7 +11,9 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 
+#include "core/io/atomic_file.h"
 #include "core/log.h"
 #include "core/tracking/metrics.h"
 #include "gpu/devices.h"
@@ -105,16 +107,7 @@ Json read_json(const std::filesystem::path& path) {
 }
 
 core::Status write_json(const std::filesystem::path& path, const Json& value) {
-  const std::filesystem::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << value.dump(2) << '\n';
-    if (!out) return core::io_error(fmt::format("cannot write '{}'", temporary.string()));
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) return core::io_error(fmt::format("cannot rename '{}': {}", temporary.string(), error.message()));
-  return {};
+  return core::io::write_file_atomically(path, value.dump(2) + "\n");
 }
 
 }  // namespace
@@ -218,8 +211,9 @@ core::Status Trainer::save_checkpoint(const std::filesystem::path& dir) {
                               options_.max_shard_bytes, metadata);
     if (!files) return files.status();
     const std::filesystem::path optimizer_path = dir / "optimizer.pt";
-    torch::save(*optimizer_, optimizer_path.string() + ".tmp");
-    std::filesystem::rename(optimizer_path.string() + ".tmp", optimizer_path);
+    std::ostringstream optimizer_bytes;
+    torch::save(*optimizer_, optimizer_bytes);
+    TRACKSCOPE_RETURN_IF_ERROR(core::io::write_file_atomically(optimizer_path, optimizer_bytes.str()));
     Json names = Json::array();
     for (const auto& f : *files) names.push_back(f.filename().string());
     const Json state = {{"step", step_},

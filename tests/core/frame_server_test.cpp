@@ -227,10 +227,14 @@ TEST_F(FrameServerTest, DestructionWhileDecodingIsSafe) {
 }
 
 TEST_F(FrameServerTest, DecodeErrorsReachCallbackAndWaiters) {
-  testing::write_bytes(folder_ / "0007.png", {1, 2, 3, 4, 5});
+  // Damaged after the open (which refuses damaged images): no prefetch, so frame 7 is decoded only when asked.
+  FrameServerOptions options;
+  options.prefetch_ahead = 0;
+  options.prefetch_behind = 0;
   CallbackLog log;
-  auto server = open();
+  auto server = open(options);
   ASSERT_TRUE(server);
+  testing::write_bytes(folder_ / "0007.png", {1, 2, 3, 4, 5});
   server->set_frame_ready_callback(log.callback());
   auto failed = server->wait_for(7, 10s);
   ASSERT_FALSE(failed);

@@ -78,6 +78,16 @@ TEST(ImageIo, Errors) {
   EXPECT_EQ(read_png(folder / "empty.png").status().code(), StatusCode::corrupt_data);
   testing::write_bytes(folder / "text.png", {'n', 'o', 't', ' ', 'p', 'n', 'g'});
   EXPECT_EQ(read_png(folder / "text.png").status().code(), StatusCode::corrupt_data);
+  // A truncated PNG is refused (libpng cannot recover it; PIL refuses it too), naming the file.
+  testing::write_uncompressed_png(folder / "whole.png", testing::make_index_frame(1, 64, 48));
+  std::vector<uint8_t> bytes = testing::read_bytes(folder / "whole.png");
+  bytes.resize(bytes.size() / 2);
+  testing::write_bytes(folder / "cut.png", bytes);
+  Expected<Frame> cut = read_png(folder / "cut.png");
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.status().code(), StatusCode::corrupt_data);
+  EXPECT_NE(cut.status().message().find("cut.png"), std::string::npos) << cut.status().message();
+  EXPECT_NE(cut.status().message().find("truncated"), std::string::npos) << cut.status().message();
   Frame broken;
   broken.width = 4;
   broken.height = 4;

@@ -24,6 +24,11 @@ class FakeVideo final : public VideoSource {
     return FramePtr(frame);
   }
   double last_decode_ms() const override { return 0.0; }
+  IntegrityReport integrity() const override {
+    IntegrityReport report = VideoSource::integrity();
+    if (info_.frame_count > 5) report.damaged_frames.push_back({5, {1, true, false}, "concealed"});
+    return report;
+  }
 
  private:
   VideoInfo info_;
@@ -130,6 +135,25 @@ TEST(TrackingJob, RunsOnWorkerThreadAndReportsEverything) {
   EXPECT_DOUBLE_EQ(recorder.progress.back().fraction, 1.0);
   EXPECT_EQ(recorder.stages.size(), 3u);
   EXPECT_NE(recorder.callback_thread, std::this_thread::get_id());
+}
+
+TEST(TrackingJob, ReportsTheDamageItsDecoderFoundBeforeFinishing) {
+  Recorder recorder;
+  TrackingJob::Callbacks callbacks = recorder.callbacks();
+  std::vector<int64_t> damaged;
+  bool finished_first = false;
+  callbacks.on_video_integrity = [&](const IntegrityReport& report) {
+    std::lock_guard l(recorder.mutex);
+    finished_first = recorder.result.has_value();
+    for (const auto& frame : report.damaged_frames) damaged.push_back(frame.index);
+  };
+  TrackRequest request;
+  request.queries = {{0, 10.5, 20.5}};
+  auto job = TrackingJob::start(std::make_shared<StillTracker>(), fake_opener(12), request, std::move(callbacks));
+  job->wait();
+  ASSERT_TRUE(recorder.result.has_value() && *recorder.result);
+  EXPECT_EQ(damaged, std::vector<int64_t>{5});
+  EXPECT_FALSE(finished_first) << "on_video_integrity runs before on_finished";
 }
 
 TEST(TrackingJob, CancelStopsAtChunkBoundary) {

@@ -231,14 +231,30 @@ TEST(VideoErrors, DamagedImageInASequence) {
     testing::write_uncompressed_png(folder / fmt::format("{:03d}.png", i), testing::make_index_frame(i, 64, 48));
   }
   write_bytes(folder / "002.png", noise(300, 3));
-  auto source = VideoSource::open(folder);
+  // The default image policy stops, naming the file.
+  auto stopped = VideoSource::open(folder);
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.status().code(), StatusCode::corrupt_data);
+  EXPECT_NE(stopped.status().message().find("002.png"), std::string::npos) << stopped.status().message();
+
+  VideoOpenOptions skip;
+  skip.image_policy = ImagePolicy::skip;
+  auto source = VideoSource::open(folder, skip);
   ASSERT_TRUE(source) << source.status().message();
-  EXPECT_EQ((*source)->info().frame_count, 4);
-  auto damaged = (*source)->read_frame(2);
+  EXPECT_EQ((*source)->info().frame_count, 3);
+  ASSERT_EQ((*source)->integrity().skipped_images.size(), 1U);
+  EXPECT_EQ((*source)->integrity().skipped_images[0].file.filename(), "002.png");
+  auto third = (*source)->read_frame(2);
+  ASSERT_TRUE(third) << third.status().message();
+  EXPECT_EQ(testing::read_index(**third), 3) << "frame 2 is the next usable image";
+
+  // A file damaged after the open fails on its own; the source stays usable.
+  write_bytes(folder / "001.png", noise(300, 4));
+  auto damaged = (*source)->read_frame(1);
   ASSERT_FALSE(damaged);
   EXPECT_EQ(damaged.status().code(), StatusCode::corrupt_data);
-  EXPECT_NE(damaged.status().message().find("002.png"), std::string::npos);
-  auto next = (*source)->read_frame(3);
+  EXPECT_NE(damaged.status().message().find("001.png"), std::string::npos);
+  auto next = (*source)->read_frame(2);
   ASSERT_TRUE(next) << "the source stays usable after an error";
   EXPECT_EQ(testing::read_index(**next), 3);
 }

@@ -91,6 +91,7 @@ TEST_P(VideoSourceClipTest, MetadataIsExact) {
   EXPECT_EQ(info.height, kHeight);
   EXPECT_EQ(info.codec, GetParam().expected_codec);
   EXPECT_EQ(info.rotation_deg, 0);
+  EXPECT_TRUE((*source)->integrity().clean()) << (*source)->integrity().summary();
   EXPECT_EQ(info.variable_frame_rate, GetParam().variable_rate);
   if (GetParam().variable_rate) {
     const std::vector<int64_t> pts = variable_timestamps_us();
@@ -165,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ClipCase{"mjpeg_avi", "clip.avi", VideoCodec::mjpeg, "mjpeg", false, ""},
                       ClipCase{"h264_mp4_variable_rate", "clip.mp4", VideoCodec::h264, "h264", true, ""},
                       ClipCase{"png_folder", "", VideoCodec::h264, "png", false, ".png"},
-                      ClipCase{"jpeg_pattern", "%05d.jpg", VideoCodec::h264, "mjpeg", false, ".jpg"}),
+                      ClipCase{"jpeg_pattern", "%05d.jpg", VideoCodec::h264, "jpeg", false, ".jpg"}),
     [](const ::testing::TestParamInfo<ClipCase>& param) { return param.param.name; });
 
 TEST(VideoSource, RotationMetadataGivesUprightFrames) {

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,6 +112,26 @@ inline std::vector<uint8_t> read_bytes(const std::filesystem::path& path) {
 inline void write_bytes(const std::filesystem::path& path, const std::vector<uint8_t>& bytes) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Runs `command` through the shell and returns its standard output, or nothing when it fails to run or exits
+// with a non-zero status. For reference tools (ffmpeg, python3 with PIL) that tests compare against.
+inline std::optional<std::string> run_capture(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  std::string output;
+  char buffer[1 << 16];
+  size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, got);
+  if (pclose(pipe) != 0) return std::nullopt;
+  return output;
+}
+
+// `text` as one shell word.
+inline std::string shell_quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
 }
 
 // A minimal PNG writer independent of FFmpeg (8-bit RGB, deflate "stored" blocks, no compression), so that

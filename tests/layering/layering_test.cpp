@@ -24,6 +24,7 @@ const std::regex kQt(R"(^(Q[A-Za-z]+|Qt[A-Za-z]*/.*|qglobal\.h)$)");
 const std::regex kTorch(
     R"(^(torch/|ATen/|c10/|caffe2/|cuda|cub/|thrust/|cudnn|nvml|gpu/torch_compat\.h|gpu/(model|ops|engine|training)/).*)");
 const std::regex kFfmpeg(R"(^(libav[a-z]*|libsw[a-z]*)/.*)");
+const std::regex kImageLibraries(R"(^(jpeglib\.h|jerror\.h|turbojpeg\.h|png\.h|pngconf\.h)$)");
 
 std::vector<std::string> violations(const fs::path& root, const Rule& rule) {
   std::vector<std::string> found;
@@ -55,9 +56,11 @@ std::vector<Rule> rules() {
       {"core", false, kQt, "core/ must not use Qt"},
       {"core", false, kTorch, "core/ must not use torch or CUDA"},
       {"core", true, kFfmpeg, "FFmpeg types stay out of core/ headers"},
+      {"core", true, kImageLibraries, "libjpeg and libpng types stay out of core/ headers"},
       {"gpu", false, kQt, "gpu/ must not use Qt"},
       {"ui", false, kTorch, "ui/ must not use torch, CUDA or gpu internals"},
       {"ui", false, kFfmpeg, "ui/ must not use FFmpeg"},
+      {"ui", false, kImageLibraries, "ui/ decodes images through core/"},
       {"app", false, kTorch, "app/ uses gpu only through its torch-free headers"},
   };
 }
@@ -72,13 +75,16 @@ TEST(Layering, RulesCatchForbiddenIncludes) {
   };
   write("core/a.cpp", "#include <QString>\n#include <ATen/ATen.h>\n");
   write("core/b.h", "#include <libavformat/avformat.h>\n");
-  write("core/ok.cpp", "#include <libavformat/avformat.h>\n#include \"core/status.h\"\n");
+  write("core/ok.cpp", "#include <libavformat/avformat.h>\n#include <png.h>\n#include \"core/status.h\"\n");
+  write("core/f.h", "#include <jpeglib.h>\n");
   write("gpu/c.cpp", "#include <QtCore/QObject>\n");
-  write("ui/d.cpp", "#include <torch/torch.h>\n#include \"gpu/model/locotrack.h\"\n#include <libswscale/swscale.h>\n");
+  write("ui/d.cpp",
+        "#include <torch/torch.h>\n#include \"gpu/model/locotrack.h\"\n#include <libswscale/swscale.h>\n#include "
+        "<png.h>\n");
   write("app/e.cpp", "#include \"gpu/torch_compat.h\"\n");
   size_t total = 0;
   for (const Rule& rule : rules()) total += violations(root, rule).size();
-  EXPECT_EQ(total, 8u);
+  EXPECT_EQ(total, 10u);
   fs::remove_all(root);
 }
 

@@ -40,6 +40,7 @@ struct FakeVideo {
   core::Rational frame_rate{25, 1};
   std::chrono::milliseconds decode_delay{0};  // slept on the decode thread for every frame
   std::set<int64_t> failing_frames;           // these frames report corrupt_data instead of a picture
+  std::set<int64_t> damaged_frames;           // these frames come with decoder errors concealed (integrity)
 };
 
 /// Blue channel of every pixel of frame `index`: distinct for the first 256 frames (5 is odd).
@@ -52,6 +53,10 @@ inline core::FramePtr make_fake_frame(const FakeVideo& video, int64_t index) {
   frame->height = video.height;
   frame->pts_us = index * 1'000'000 * video.frame_rate.den / std::max<int64_t>(1, video.frame_rate.num);
   frame->rgb.resize(static_cast<size_t>(video.width) * video.height * 3);
+  if (video.damaged_frames.count(index) != 0) {
+    frame->integrity.decoder_errors = 1;
+    frame->integrity.concealed = true;
+  }
   uint8_t* out = frame->rgb.data();
   for (int y = 0; y < video.height; ++y) {
     for (int x = 0; x < video.width; ++x) {

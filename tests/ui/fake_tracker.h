@@ -244,6 +244,14 @@ class FakeVideoSource : public core::VideoSource {
     return make_fake_frame(video_, index);
   }
   double last_decode_ms() const override { return 0.0; }
+  /// The video's damaged frames, as a decoder that read the whole clip would report them.
+  core::IntegrityReport integrity() const override {
+    core::IntegrityReport report = core::VideoSource::integrity();
+    for (int64_t index : video_.damaged_frames) {
+      report.damaged_frames.push_back({index, {1, true, false}, "concealed (fake)"});
+    }
+    return report;
+  }
 
  private:
   FakeVideo video_;

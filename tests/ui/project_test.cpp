@@ -96,12 +96,12 @@ class ProjectTest : public QObject {
     b.answers->unsaved = ui::UnsavedChoice::discard;
     // Cancelled: nothing changes.
     b.answers->located_video.clear();
-    QVERIFY(!b.projects()->open_project(project));
+    QVERIFY(!b.open_project(project));
     QCOMPARE(b.annotation().size(), size_t{1});
     QVERIFY(b.answers->asked.last().startsWith(QStringLiteral("locate: ") + video));
     // The wrong file: its fingerprint differs; refusing keeps everything.
     b.answers->located_video = other;
-    QVERIFY(!b.projects()->open_project(project));
+    QVERIFY(!b.open_project(project));
     QVERIFY(b.answers->asked.last().startsWith(QStringLiteral("confirm: ")));
     QVERIFY(b.answers->asked.last().contains(QStringLiteral("not the project's video")));
     QCOMPARE(b.annotation().size(), size_t{1});
@@ -148,7 +148,7 @@ class ProjectTest : public QObject {
       file.write(c.bytes.data(), static_cast<qint64>(c.bytes.size()));
       file.close();
       a.bench.errors.clear();
-      QVERIFY(!a.projects()->open_project(path));
+      QVERIFY(!a.open_project(path));
       QCOMPARE(a.bench.errors.size(), 1);
       QVERIFY2(a.bench.errors[0].contains(c.words), qPrintable(a.bench.errors[0]));
       QVERIFY(a.bench.errors[0].contains(QStringLiteral("Nothing was changed")));
@@ -160,7 +160,7 @@ class ProjectTest : public QObject {
     // A project whose video is gone, and the user cancels: nothing changes either.
     QVERIFY(QFile::remove(video));
     a.answers->located_video.clear();
-    QVERIFY(!a.projects()->open_project(dir.filePath("good.trackscope")));
+    QVERIFY(!a.open_project(dir.filePath("good.trackscope")));
     QCOMPARE(a.annotation().size(), size_t{2});
   }
 

@@ -29,7 +29,7 @@ class SettingsTest : public QObject {
       QCOMPARE(files.back(), QStringLiteral("/clip_5.mp4"));
       settings.remove_recent_file(QStringLiteral("/clip_14.mp4"));
       QCOMPARE(settings.recent_files().front(), QStringLiteral("/clip_13.mp4"));
-      settings.sync();
+      (void)settings.sync();
     }
     Settings reopened(file);
     QCOMPARE(reopened.recent_files().size(), Settings::max_recent_files - 1);
@@ -59,7 +59,7 @@ class SettingsTest : public QObject {
       QCOMPARE(back.prefetch_ahead, 32);
       QCOMPARE(back.prefetch_behind, 8);
       QCOMPARE(back.video.decoder_threads, 2);
-      settings.sync();
+      (void)settings.sync();
     }
     {
       // A hand-edited file with nonsense: each bad value falls back to its default, the good one is kept.
@@ -90,7 +90,7 @@ class SettingsTest : public QObject {
       changed.colouring = trackscope::ui::TrackColouring::motion_direction;
       settings.set_track_overlay_options(changed);
       QVERIFY(settings.track_overlay_options() == changed);
-      settings.sync();
+      (void)settings.sync();
     }
     {
       QSettings raw(file, QSettings::IniFormat);
@@ -114,7 +114,7 @@ class SettingsTest : public QObject {
       QVERIFY(settings.show_quality_strip());
       settings.set_merge_policy(trackscope::core::MergePolicy::fill_missing);
       settings.set_show_quality_strip(false);
-      settings.sync();
+      (void)settings.sync();
     }
     Settings settings(file);
     QCOMPARE(settings.merge_policy(), trackscope::core::MergePolicy::fill_missing);

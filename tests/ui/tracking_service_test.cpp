@@ -12,6 +12,7 @@
 #include <QStackedBarSeries>
 #include <QTimer>
 
+#include <set>
 #include <thread>
 
 #include "tracking_bench.h"
@@ -19,6 +20,7 @@
 #include "ui/perf/device_selector.h"
 #include "ui/perf/stage_charts.h"
 #include "ui/perf/telemetry_panel.h"
+#include "ui/timeline.h"
 #include "ui/tracking/tracking_widgets.h"
 #include "ui/workbench_actions.h"
 
@@ -140,6 +142,24 @@ class TrackingServiceTest : public QObject {
     QCOMPARE(applied.first().at(0).toInt(), 1);
     QCOMPARE(applied.first().at(1).toInt(), 4);
     QVERIFY(!bench.window->tracking()->status_widget()->isVisible());
+  }
+
+  void frames_the_job_found_damaged_are_marked_on_the_timeline() {
+    const QString damaged_clip = QStringLiteral("/videos/damaged_for_tracking.mp4");
+    TrackingBench bench({}, "cpu", [&](TrackingBench& b, ui::MainWindowOptions&) {
+      testing::FakeVideo video;
+      video.frame_count = testing::kClipFrames;
+      video.damaged_frames = {7, 40};
+      b.library.add_video(damaged_clip.toStdString(), video);
+    });
+    // The display shows the intact frame 0 only: the marks come from the tracking job's decoder.
+    QVERIFY(bench.open(damaged_clip));
+    QVERIFY(bench.window->timeline()->damaged_frames().empty());
+    bench.add_points({{40.5, 60.5}});
+    bench.window->actions().track->trigger();
+    QVERIFY(bench.wait_idle());
+    QCOMPARE(bench.tracked_points(), 1);
+    QTRY_COMPARE(bench.window->timeline()->damaged_frames(), (std::set<int64_t>{7, 40}));
   }
 
   void cancel_stops_the_job_at_a_chunk_boundary() {

@@ -50,6 +50,7 @@ const QString kNotAVideo = QStringLiteral("/videos/notes.txt");
 const QString kUnsupported = QStringLiteral("/videos/prores_raw.mov");
 const QString kCorrupt = QStringLiteral("/videos/half_downloaded.mp4");
 const QString kMissing = QStringLiteral("/videos/missing.mp4");
+const QString kDamagedClip = QStringLiteral("/videos/damaged.mp4");  // frames 5 and 30 concealed by the decoder
 
 FakeVideo fake_video(int width, int height, int64_t frame_count, trackscope::core::Rational frame_rate,
                      int decode_delay_ms = 0) {
@@ -77,6 +78,9 @@ struct Workbench {
     FakeVideo truncated;
     for (int64_t i = 10; i < truncated.frame_count; ++i) truncated.failing_frames.insert(i);
     library.add_video(kTruncatedClip.toStdString(), truncated);
+    FakeVideo damaged;
+    damaged.damaged_frames = {5, 30};
+    library.add_video(kDamagedClip.toStdString(), damaged);
     library.add_error(kNotAVideo.toStdString(), trackscope::core::unsupported("notes.txt has no video stream"));
     library.add_error(kUnsupported.toStdString(),
                       trackscope::core::unsupported("no decoder for codec 'prores_raw' in this FFmpeg build"));
@@ -515,6 +519,34 @@ class WorkbenchTest : public QObject {
     QVERIFY(w.window->timeline()->playing());
     w.key(Qt::Key_Space);
     QVERIFY(!w.window->timeline()->playing());
+  }
+
+  void damaged_frames_are_marked_on_the_timeline() {
+    Workbench w;
+    QVERIFY(QTest::qWaitForWindowActive(w.window.get()));
+    QVERIFY(w.open(kDamagedClip));
+    trackscope::ui::Timeline* timeline = w.window->timeline();
+    QVERIFY(timeline->damaged_frames().empty());
+    QVERIFY(!timeline->damaged_badge_visible());
+    QVERIFY(!timeline->findChild<QWidget*>(QStringLiteral("damage_strip"))->isVisible());
+    timeline->slider()->setValue(5);
+    QTRY_VERIFY(w.shows_frame(5));
+    QCOMPARE(timeline->damaged_frames(), (std::set<int64_t>{5}));
+    QVERIFY(timeline->damaged_badge_visible());
+    QVERIFY(timeline->findChild<QWidget*>(QStringLiteral("damage_strip"))->isVisible());
+    // The strip paints a red tick where frame 5 lies under the slider.
+    const QImage strip = timeline->findChild<QWidget*>(QStringLiteral("damage_strip"))->grab().toImage();
+    int red_columns = 0;
+    for (int x = 0; x < strip.width(); ++x)
+      red_columns += qRed(strip.pixel(x, 1)) > 200 && qGreen(strip.pixel(x, 1)) < 80;
+    QVERIFY2(red_columns >= 1 && red_columns <= 4, qPrintable(QString::number(red_columns)));
+    w.key(Qt::Key_Right, Qt::NoModifier);
+    QTRY_VERIFY(w.shows_frame(6));
+    QVERIFY(!timeline->damaged_badge_visible());
+    QCOMPARE(timeline->damaged_frames(), (std::set<int64_t>{5}));
+    // Another video starts with no marks.
+    QVERIFY(w.open(kClipA));
+    QVERIFY(timeline->damaged_frames().empty());
   }
 
   void help_lists_the_keyboard_shortcuts() {

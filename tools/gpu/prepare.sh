@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the carry folder (.gpu-carry) that the GPU machine needs: a minimal FFmpeg, GoogleTest, the header
-# libraries, and the shared fixtures/test clips the GPU tests and benchmarks read. Run here (Debian 12) from
+# libraries, libjpeg-turbo and libpng (image sequences, core/video/still_image.cpp), and the shared fixtures/test clips the GPU tests and benchmarks read. Run here (Debian 12) from
 # anywhere; the first run takes ~3 minutes (FFmpeg build), later ones seconds.
 #   tools/gpu/prepare.sh [--fixtures small|base|all|none] [--with-qt] [--no-long-clip] [--batch-clips] [--out FOLDER]
 # --out .gpu-carry-lite --fixtures none makes a small carry (~8 MiB) for calls that also carry training weights.
@@ -42,4 +42,5 @@ esac
 cd "$ROOT"
 "$ROOT/../shared/device/prepare_carry.sh" "${EXTRA[@]}" \
   --deb nlohmann-json3-dev --deb libcli11-dev --deb libfmt-dev --deb libfmt9 --deb libzip-dev --deb libzip4 \
+  --deb libjpeg62-turbo-dev --deb libjpeg62-turbo --deb libpng-dev --deb libpng16-16 \
   "${DATA[@]}" "$CARRY"

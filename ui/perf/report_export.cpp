@@ -1,24 +1,20 @@
 #include "ui/perf/report_export.h"
 
 #include <QDir>
-#include <QFile>
 #include <QPixmap>
 #include <QWidget>
 
+#include "core/io/atomic_file.h"
 #include "core/perf/report.h"
+#include "ui/frame_server_factory.h"
+#include "ui/image_file.h"
 
 namespace trackscope::ui {
 
 namespace {
 
 core::Status write_text(const QString& path, const std::string& text, QStringList& written) {
-  QFile file(path);
-  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-    return core::io_error("cannot write " + path.toStdString() + ": " + file.errorString().toStdString());
-  }
-  if (file.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size())) {
-    return core::io_error("writing " + path.toStdString() + " failed: " + file.errorString().toStdString());
-  }
+  TRACKSCOPE_RETURN_IF_ERROR(core::io::write_file_atomically(path_from_qstring(path), text));
   written << path;
   return {};
 }
@@ -58,7 +54,7 @@ core::Expected<QStringList> export_report(const QString& directory, const Report
     // A hidden widget (another tab) has no size yet: render it at a fixed report size.
     if (!widget->isVisible() || widget->width() < 50) widget->resize(900, 420);
     const QString path = dir.filePath(stem + ".png");
-    if (!widget->grab().save(path, "PNG")) return core::io_error("cannot write " + path.toStdString());
+    TRACKSCOPE_RETURN_IF_ERROR(save_image_atomically(widget->grab().toImage(), path));
     written << path;
   }
   return written;

@@ -1,7 +1,8 @@
 #pragma once
 // Exports a performance report into a folder: the profiles as JSON (the bench schema, re-openable), the
 // per-stage statistics, roofline and comparison as CSV, the comparison's diagnosis as text, and the charts as
-// PNG. GUI thread only (the charts are rendered from their widgets).
+// PNG. Each file is written atomically (core/io/atomic_file.h). GUI thread only (the charts are rendered from
+// their widgets).
 
 #include <QString>
 #include <QStringList>

@@ -72,9 +72,7 @@ core::Status render_annotated_video(core::VideoSource& video, const core::io::Pr
   if (!writer) return writer.status();
   for (int64_t index = 0; index < info.frame_count; ++index) {
     if (stop.stop_requested()) {
-      writer->reset();
-      std::error_code ignored;
-      std::filesystem::remove(path, ignored);
+      writer->reset();  // unfinished: the temporary file is removed, a previous export at `path` is kept
       return core::cancelled("the annotated video export was cancelled");
     }
     core::Expected<core::Frame> frame = render_annotated_frame(video, annotation, index, options);

@@ -37,8 +37,9 @@ struct AnnotatedVideoOptions {
 core::Expected<core::Frame> render_annotated_frame(core::VideoSource& video, const core::Annotation& annotation,
                                                    int64_t index, const AnnotatedVideoOptions& options);
 
-/// Renders every frame to `path`. `progress(done, total)` after each frame; checks `stop` between frames
-/// (cancelled then, and the partial file is removed).
+/// Renders every frame to `path`, atomically (core::VideoWriter): a previous file at `path` is replaced only by
+/// a finished video. `progress(done, total)` after each frame; checks `stop` between frames (cancelled then: the
+/// partial temporary file is removed and a previous file at `path` is kept).
 core::Status render_annotated_video(core::VideoSource& video, const core::io::Project& snapshot,
                                     const std::filesystem::path& path, const AnnotatedVideoOptions& options,
                                     const std::function<void(int64_t done, int64_t total)>& progress,

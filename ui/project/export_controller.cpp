@@ -5,6 +5,7 @@
 #include <QMetaObject>
 #include <QStatusBar>
 
+#include "core/io/atomic_file.h"
 #include "core/log.h"
 #include "ui/annotation_editor.h"
 #include "ui/frame_server_factory.h"
@@ -121,6 +122,11 @@ bool ExportController::export_video(const QString& path) {
   options.overlay = window_->tracking()->track_overlay();
   const core::VideoOpener open = video_opener_(path_from_qstring(window_->session()->path()));
   const std::filesystem::path target = path_from_qstring(path);
+  // Checked now, not after minutes of encoding: the folder must take a new file.
+  if (const core::Status writable = core::io::check_writable(target); !writable) {
+    window_->report_error(tr("Could not export the annotated video"), QString::fromStdString(writable.message()));
+    return false;
+  }
   progress_posted_->store(false);
   auto progress = std::make_shared<std::pair<std::atomic<int64_t>, std::atomic<int64_t>>>();
   worker_ = std::jthread([this, open, snapshot = *snapshot, target, options, progress, posted = progress_posted_,

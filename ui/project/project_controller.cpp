@@ -4,6 +4,8 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
+#include <QMetaObject>
+#include <QProgressBar>
 #include <QStatusBar>
 
 #include "core/log.h"
@@ -43,9 +45,16 @@ ProjectController::ProjectController(MainWindow* window, ProjectOptions options)
   recovery_file_ = QDir(recovery_folder_).filePath(session + kRecoverySuffix);
 
   connect(window, &MainWindow::video_opened, this, &ProjectController::on_video_opened);
-  connect(window->session(), &VideoSession::open_failed, this, [this] { pending_.reset(); });
+  connect(window->session(), &VideoSession::open_failed, this, [this](const QString&, const QString& message) {
+    if (!pending_) return;
+    const QString source = pending_->project_path.isEmpty() ? pending_->recovery_source : pending_->project_path;
+    pending_.reset();
+    Q_EMIT project_open_failed(source, message);
+  });
   connect(window->editor(), &AnnotationEditor::history_changed, this, &ProjectController::state_changed);
   connect(&autosave_timer_, &QTimer::timeout, this, [this] { (void)autosave_now(); });
+  load_ticker_.setInterval(250);
+  connect(&load_ticker_, &QTimer::timeout, this, &ProjectController::show_load_progress);
   if (options_.autosave_interval_ms > 0) {
     autosave_timer_.setInterval(options_.autosave_interval_ms);
     autosave_timer_.start();
@@ -54,6 +63,7 @@ ProjectController::ProjectController(MainWindow* window, ProjectOptions options)
 }
 
 ProjectController::~ProjectController() {
+  stop_loader();
   // A clean shutdown: nothing to recover next time.
   remove_recovery_file();
   session_lock_->unlock();
@@ -81,13 +91,61 @@ void ProjectController::choose_and_open() {
 }
 
 bool ProjectController::open_project(const QString& path) {
-  core::Expected<core::io::Project> project = core::io::load_project(path_from_qstring(path));
-  if (!project) {
-    window_->report_error(tr("Could not open project"),
-                          tr("%1\n\nNothing was changed.").arg(QString::fromStdString(project.status().message())));
+  if (loader_.joinable()) {
+    window_->statusBar()->showMessage(
+        tr("Still reading %1: open %2 when it is done").arg(QFileInfo(loading_path_).fileName(), path), kMessageMs);
     return false;
   }
-  return start_open(std::move(*project), absolute(path), path, true, {});
+  loading_path_ = path;
+  load_clock_.start();
+  const std::filesystem::path file = path_from_qstring(path);
+  loader_ = std::jthread([this, path, file] {
+    // load_project() itself (not a copy of its steps), so that every check it makes applies here too.
+    auto project = std::make_shared<core::Expected<core::io::Project>>(core::io::load_project(file));
+    QMetaObject::invokeMethod(
+        this, [this, path, project] { on_project_read(path, std::move(*project)); }, Qt::QueuedConnection);
+  });
+  show_load_progress();
+  load_ticker_.start();
+  return true;
+}
+
+void ProjectController::show_load_progress() {
+  if (!loader_.joinable()) return;
+  if (!load_bar_) {
+    load_bar_ = new QProgressBar(window_->statusBar());
+    load_bar_->setRange(0, 0);  // busy: the parser is one call without intermediate progress
+    load_bar_->setMaximumWidth(120);
+    window_->statusBar()->addPermanentWidget(load_bar_);
+  }
+  load_bar_->show();
+  const qint64 elapsed_ms = load_clock_.elapsed();
+  window_->statusBar()->showMessage(tr("Reading project %1 ... %2 s")
+                                        .arg(QDir::toNativeSeparators(loading_path_))
+                                        .arg(static_cast<double>(elapsed_ms) / 1000.0, 0, 'f', 1));
+  Q_EMIT open_progress(loading_path_, elapsed_ms);
+}
+
+void ProjectController::stop_loader() {
+  load_ticker_.stop();
+  // The parser cannot be interrupted; a shutdown waits for it (seconds at most for the largest projects) and
+  // its queued result is dropped with this object.
+  if (loader_.joinable()) loader_.join();
+  if (load_bar_) load_bar_->hide();
+}
+
+void ProjectController::on_project_read(const QString& path, core::Expected<core::io::Project> project) {
+  stop_loader();
+  core::log::info("read project {} in {} ms", path.toStdString(), load_clock_.elapsed());
+  if (!project) {
+    const QString message = QString::fromStdString(project.status().message());
+    window_->report_error(tr("Could not open project"), tr("%1\n\nNothing was changed.").arg(message));
+    Q_EMIT project_open_failed(path, message);
+    return;
+  }
+  if (!start_open(std::move(*project), absolute(path), path, true, {})) {
+    Q_EMIT project_open_failed(path, tr("Opening %1 was cancelled; nothing was changed").arg(path));
+  }
 }
 
 bool ProjectController::start_open(core::io::Project project, const QString& project_path, const QString& source,

@@ -6,6 +6,8 @@
 #include <QMessageBox>
 #include <QPushButton>
 
+#include "core/log.h"
+
 namespace trackscope::ui {
 
 ProjectPrompts default_project_prompts() {
@@ -49,8 +51,39 @@ ProjectPrompts default_project_prompts() {
   return prompts;
 }
 
+ProjectPrompts headless_project_prompts() {
+  auto plain = [](const QString& text) { return text.simplified().toStdString(); };
+  ProjectPrompts prompts;
+  prompts.locate_video = [plain](QWidget*, const QString& missing) {
+    core::log::warn("headless: the project's video is missing ({}); not asking where it is: the open is cancelled",
+                    plain(missing));
+    return QString();
+  };
+  prompts.confirm = [plain](QWidget*, const QString& title, const QString& text) {
+    core::log::warn("headless: {}: {} -- answered No", plain(title), plain(text));
+    return false;
+  };
+  prompts.unsaved_changes = [plain](QWidget*, const QString& text) {
+    core::log::warn("headless: {} -- answered Discard", plain(text));
+    return UnsavedChoice::discard;
+  };
+  prompts.offer_recovery = [plain](QWidget*, const QString& text) {
+    core::log::warn("headless: {} -- answered Later (the recovery file is kept)", plain(text));
+    return RecoveryChoice::later;
+  };
+  prompts.save_path = [plain](QWidget*, const QString& title, const QString&, const QString&) {
+    core::log::warn("headless: {}: no file chooser -- cancelled", plain(title));
+    return QString();
+  };
+  prompts.open_path = prompts.save_path;
+  return prompts;
+}
+
 ProjectPrompts complete_prompts(ProjectPrompts prompts) {
-  const ProjectPrompts defaults = default_project_prompts();
+  return complete_prompts(std::move(prompts), default_project_prompts());
+}
+
+ProjectPrompts complete_prompts(ProjectPrompts prompts, const ProjectPrompts& defaults) {
   if (!prompts.locate_video) prompts.locate_video = defaults.locate_video;
   if (!prompts.confirm) prompts.confirm = defaults.confirm;
   if (!prompts.unsaved_changes) prompts.unsaved_changes = defaults.unsaved_changes;

@@ -35,7 +35,13 @@ struct ProjectPrompts {
 
 /// Qt dialogs for every prompt.
 ProjectPrompts default_project_prompts();
-/// `prompts` with its empty members filled from default_project_prompts().
+/// Headless answers (--screenshot, scripted runs): no dialog ever opens. Each prompt takes its cancel or safe
+/// answer and logs the question and the answer: the missing video is not located (the open is cancelled), a
+/// confirmation is declined, unsaved changes are discarded (nothing can be saved without a file chooser; a
+/// recovery file still holds autosaved edits), a recovery file is kept for later, file choosers return "".
+ProjectPrompts headless_project_prompts();
+/// `prompts` with its empty members filled from `defaults` (default_project_prompts() when not given).
 ProjectPrompts complete_prompts(ProjectPrompts prompts);
+ProjectPrompts complete_prompts(ProjectPrompts prompts, const ProjectPrompts& defaults);
 
 }  // namespace trackscope::ui

@@ -1,11 +1,13 @@
 #include "ui/tracking/track_overlay.h"
 
 #include <QPainter>
+#include <QPaintDevice>
 #include <QPen>
 
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 #include "ui/canvas_markers.h"
 #include "ui/point_colours.h"
@@ -106,24 +108,46 @@ void paint_track_overlay(QPainter& painter, const core::Annotation& annotation, 
   if (!options.show_tracks || frame < 0) return;
   const TrackOverlayOptions bounded = options.clamped();
   painter.save();
-  painter.setRenderHint(QPainter::Antialiasing, true);
+  // The markers to draw (on the device, shown at this frame), counted first to pick the level of detail.
+  const double margin = marker_radius_widget_px + 40.0;  // the ring and the label reach this far
+  const QRectF device = painter.device() != nullptr
+                            ? QRectF(0, 0, painter.device()->width(), painter.device()->height())
+                                  .adjusted(-margin, -margin, margin, margin)
+                            : QRectF();
+  struct Marker {
+    const core::QueryPoint* point;
+    QPointF centre;
+    bool visible;
+  };
+  std::vector<Marker> markers;
+  int trails = 0;
+  for (const core::QueryPoint& point : annotation) {
+    const core::PointTrack* attached = annotation.track(point.id);
+    if (attached == nullptr || attached->track.points.empty()) continue;
+    ++trails;
+    if (!attached->track.covers(frame) || point.query.frame == frame) continue;
+    const core::TrackPoint& estimate = attached->track.at(frame);
+    if (!estimate.visible && !bounded.show_occluded) continue;
+    const QPointF centre = to_widget(image_point(estimate));
+    if (!device.isEmpty() && !device.contains(centre)) continue;
+    markers.push_back({&point, centre, estimate.visible});
+  }
   // Trails first, markers on top: a marker is never hidden under another track's trail.
+  painter.setRenderHint(QPainter::Antialiasing, trails <= kMaxAntialiasedTrails);
   for (const core::QueryPoint& point : annotation) {
     const core::PointTrack* attached = annotation.track(point.id);
     if (attached == nullptr || attached->track.points.empty()) continue;
     paint_trail(painter, *attached, frame, bounded, to_widget, point_colour(point.colour_index), selected == point.id);
   }
-  for (const core::QueryPoint& point : annotation) {
-    const core::PointTrack* attached = annotation.track(point.id);
-    if (attached == nullptr || !attached->track.covers(frame) || point.query.frame == frame) continue;
-    const core::TrackPoint& estimate = attached->track.at(frame);
-    if (!estimate.visible && !bounded.show_occluded) continue;
+  painter.setRenderHint(QPainter::Antialiasing, true);
+  const bool labels = markers.size() <= static_cast<size_t>(kMaxLabelledMarkers);
+  for (const Marker& marker : markers) {
     MarkerStyle style;
     style.radius_widget_px = marker_radius_widget_px;
-    style.fill = estimate.visible ? MarkerFill::solid : MarkerFill::hollow;
-    style.selected = selected == point.id;
-    paint_marker(painter, to_widget(image_point(estimate)), point_colour(point.colour_index), style,
-                 QString::number(point.id));
+    style.fill = marker.visible ? MarkerFill::solid : MarkerFill::hollow;
+    style.selected = selected == marker.point->id;
+    paint_marker(painter, marker.centre, point_colour(marker.point->colour_index), style,
+                 labels || style.selected ? QString::number(marker.point->id) : QString());
   }
   painter.restore();
 }

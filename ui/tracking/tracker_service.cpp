@@ -8,6 +8,7 @@
 #include <exception>
 #include <mutex>
 
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/tracking/track_quality.h"
 #include "ui/annotation_editor.h"
@@ -166,6 +167,14 @@ bool TrackerService::track(const std::vector<core::PointId>& ids) {
                        : std::any_of(ids.begin(), ids.end(), [&](core::PointId id) { return annotation.find(id); });
   if (!video_path_.empty() && !any) {
     Q_EMIT message(tr("Nothing to track: click on the video to add query points first"));
+    return false;
+  }
+  // The same limit the tracker enforces (core/limits.h), refused here before a model is even loaded.
+  const size_t points = ids.empty() ? annotation.size() : ids.size();
+  if (const core::Status allowed = core::check_tracked_point_count(static_cast<int64_t>(points)); !allowed) {
+    Q_EMIT error(tr("Too many points to track"),
+                 tr("%1\n\nSelect the points to track (Ctrl+Shift+T tracks the selected one). Nothing was changed.")
+                     .arg(QString::fromStdString(allowed.message())));
     return false;
   }
   return request_job({JobKind::track, ids, {}});
@@ -418,6 +427,18 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
   callbacks.on_partial = [this, generation](const core::TrackSet& partial, size_t first_query) {
     QMetaObject::invokeMethod(
         this, [this, generation, partial, first_query] { on_job_partial(generation, partial, first_query); },
+        Qt::QueuedConnection);
+  };
+  callbacks.on_video_integrity = [this, generation, path = video_path_](const core::IntegrityReport& report) {
+    QList<qint64> indices;
+    for (const auto& frame : report.damaged_frames) indices.push_back(frame.index);
+    if (indices.isEmpty()) return;
+    core::log::warn("{}: {}", path.string(), report.summary());
+    QMetaObject::invokeMethod(
+        this,
+        [this, generation, indices] {
+          if (generation == generation_) Q_EMIT damaged_frames_found(indices);  // still the same video's job
+        },
         Qt::QueuedConnection);
   };
   callbacks.on_finished = [this, generation](core::Expected<core::TrackSet> result) {

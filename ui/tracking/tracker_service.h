@@ -168,6 +168,8 @@ class TrackerService : public QObject {
   void consistency_checked(int id, const QList<float>& distance_px);
   /// Information for the status bar ("Loading LocoTrack-S on cuda:0 ...").
   void message(const QString& text);
+  /// A job's decoder found these frames damaged (errors concealed): for the timeline's marks.
+  void damaged_frames_found(const QList<qint64>& indices);
 
  private:
   struct LiveState;

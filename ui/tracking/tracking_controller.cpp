@@ -13,6 +13,7 @@
 #include "ui/perf/performance_dock.h"
 #include "ui/point_list_panel.h"
 #include "ui/settings.h"
+#include "ui/timeline.h"
 #include "ui/tracking/tracking_widgets.h"
 #include "ui/video_canvas.h"
 #include "ui/video_session.h"
@@ -87,6 +88,9 @@ void TrackingController::connect_service() {
   connect(service_, &TrackerService::state_changed, this, &TrackingController::on_state_changed);
   connect(service_, &TrackerService::selection_changed, this, &TrackingController::on_selection_changed);
   connect(service_, &TrackerService::run_completed, this, &TrackingController::on_run_completed);
+  connect(service_, &TrackerService::damaged_frames_found, this, [this](const QList<qint64>& indices) {
+    window_->timeline()->add_damaged_frames(std::vector<int64_t>(indices.begin(), indices.end()));
+  });
   connect(service_, &TrackerService::job_started, this, [this](int points, qint64 /*frames*/) {
     run_start_s_ = telemetry_->now_s();
     status_->show_progress(0.0, tr("Tracking %n point(s)", nullptr, points));
