@@ -166,8 +166,8 @@ void add_track_command(CLI::App& app, CliContext& context) {
   command->add_option("--chunk", args->chunk, "queries per chunk (0 = from the memory budget)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
+  // No CLI11 range: TrackerOptions::check() refuses a negative or huge budget with a message that says why.
   command->add_option("--memory-budget-mb", args->memory_budget_mb, "working-memory budget (0 = automatic)")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
   command->add_option("--first", args->first_frame, "first frame to track")->capture_default_str();
   command->add_option("--end", args->end_frame, "one past the last frame (-1 = to the end)")->capture_default_str();
