@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "core/limits.h"
 
@@ -15,10 +16,16 @@ namespace trackscope::gpu {
 bool keep_freed_host_memory() {
 #if defined(__GLIBC__)
   const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
-  const bool trim = mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
+  const bool trim = mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) == 1;
   return no_mmap && trim;
 #else
   return false;
+#endif
+}
+
+void release_freed_host_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
 #endif
 }
 

@@ -8,6 +8,9 @@ PACKAGES=(
   # OpenBLAS as the system BLAS: Debian's LibTorch calls libblas.so.3 for every CPU matmul, and the default
   # reference BLAS ran the LocoTrack mixer at ~2 GFLOP/s (10x slower). The OpenMP build shares LibTorch's threads.
   libopenblas0-openmp
+  # oneDNN's headers: the CPU kernels call its AVX-512 sgemm (gpu/ops/cpu/cpu_support.h); the library itself is
+  # already there for LibTorch
+  libdnnl-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev ffmpeg
   # JPEG/PNG image sequences decoded as PIL and OpenCV decode them (core/video/still_image.cpp); PIL itself is
   # the reference of tests/core/video_decoding_test.cpp (skipped without it)

@@ -49,6 +49,9 @@ struct StageSample {
   StageClock clock = StageClock::host_steady;
   double flops = 0.0;  // floating-point operations (2 per multiply-add) from the actual shapes
   double bytes = 0.0;  // minimum device-memory traffic (each input read once, each output written once)
+  /// When the stage started, in ms after the run began (the tracker's StageRecorder was made; device stages from
+  /// their CUDA events against one recorded then): the decode-vs-compute timeline. < 0: unknown.
+  double start_ms = -1.0;
 };
 
 }  // namespace trackscope::core

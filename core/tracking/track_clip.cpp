@@ -33,7 +33,42 @@ Status write_project(const std::filesystem::path& path, const TrackClipRequest& 
   return io::save_project(path, io::make_project(annotation, std::move(video), view));
 }
 
+// Forwards every callback and keeps the stage samples.
+class StageCollector final : public TrackObserver {
+ public:
+  StageCollector(TrackObserver& inner, std::vector<StageSample>& samples) : inner_(inner), samples_(samples) {}
+  void on_progress(const TrackProgress& progress) override { inner_.on_progress(progress); }
+  void on_stage(const StageSample& sample) override {
+    samples_.push_back(sample);
+    inner_.on_stage(sample);
+  }
+  void on_partial(const TrackSet& partial, size_t first_query) override { inner_.on_partial(partial, first_query); }
+
+ private:
+  TrackObserver& inner_;
+  std::vector<StageSample>& samples_;
+};
+
 }  // namespace
+
+ClipPhaseTimes ClipPhaseTimes::from_stages(const std::vector<StageSample>& samples) {
+  ClipPhaseTimes phases;
+  for (const StageSample& s : samples) {
+    const double seconds = s.elapsed_ms / 1000.0;
+    switch (s.stage) {
+      case Stage::decode: phases.decode_s += seconds; break;
+      case Stage::resize_normalize: phases.resize_s += seconds; break;
+      case Stage::upload: phases.upload_s += seconds; break;
+      default: phases.compute_s += seconds; break;
+    }
+  }
+  return phases;
+}
+
+std::string ClipPhaseTimes::summary() const {
+  return fmt::format("decode {:.2f} s, resize {:.2f} s, upload {:.2f} s, compute {:.2f} s, write {:.2f} s", decode_s,
+                     resize_s, upload_s, compute_s, write_s);
+}
 
 Expected<ClipOutput> ClipOutput::from_path(const std::filesystem::path& path) {
   ClipOutput output{path, io::track_format_from_path(path)};
@@ -83,12 +118,14 @@ Expected<TrackClipResult> track_clip_queries(PointTracker& tracker, VideoSource&
   track_request.queries = request.queries;
   track_request.first_frame = request.first_frame;
   track_request.end_frame = request.end_frame;
-  const auto start = std::chrono::steady_clock::now();
-  Expected<TrackSet> tracks = tracker.track(video, track_request, observer, std::move(stop));
-  if (!tracks) return tracks.status();
   TrackClipResult result;
+  StageCollector collector(observer, result.stages);
+  const auto start = std::chrono::steady_clock::now();
+  Expected<TrackSet> tracks = tracker.track(video, track_request, collector, std::move(stop));
+  if (!tracks) return tracks.status();
   result.track_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.tracks = std::move(*tracks);
+  result.phases = ClipPhaseTimes::from_stages(result.stages);
   return result;
 }
 
@@ -117,7 +154,9 @@ Expected<TrackClipResult> track_clip(PointTracker& tracker, VideoSource& video, 
                                      TrackObserver& observer, std::stop_token stop) {
   Expected<TrackClipResult> result = track_clip_queries(tracker, video, request, observer, std::move(stop));
   if (!result) return result.status();
+  const auto start = std::chrono::steady_clock::now();
   TRACKSCOPE_RETURN_IF_ERROR(write_clip_outputs(request, *result, video.info(), tracker.description()));
+  result->phases.write_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 

@@ -48,9 +48,25 @@ struct TrackClipRequest {
   int64_t view_frame = 0;  // the frame a project opens on (clamped to the video)
 };
 
+/// Where a clip's time went, by phase, from the tracker's stage samples and the writes (seconds). decode and
+/// resize run on the tracker's frame-prefetch thread, overlapped with the rest (their sum with compute can exceed
+/// the wall time); device stages count their device time.
+struct ClipPhaseTimes {
+  double decode_s = 0.0;   // Stage::decode
+  double resize_s = 0.0;   // Stage::resize_normalize (host Lanczos and/or the device's resize + normalise)
+  double upload_s = 0.0;   // Stage::upload
+  double compute_s = 0.0;  // the model: backbone .. refine_transformer, assembly, download
+  double write_s = 0.0;    // writing the outputs
+  static ClipPhaseTimes from_stages(const std::vector<StageSample>& samples);
+  /// "decode 1.20 s, resize 0.31 s, upload 0.05 s, compute 2.40 s, write 0.02 s".
+  std::string summary() const;
+};
+
 struct TrackClipResult {
   TrackSet tracks;
-  double track_seconds = 0.0;  // wall time of the tracker's track() call
+  double track_seconds = 0.0;       // wall time of the tracker's track() call
+  std::vector<StageSample> stages;  // every stage sample the tracker reported, in order
+  ClipPhaseTimes phases;            // from `stages`, plus write_s once the outputs are written
   /// Points per second: queries / track_seconds, each point tracked over tracks.frame_count frames (as bench).
   double points_per_second() const;
 };

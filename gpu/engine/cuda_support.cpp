@@ -2,6 +2,7 @@
 // compiled only when LibTorch has CUDA (TRACKSCOPE_WITH_CUDA_OPS).
 #include "gpu/engine/cuda_support.h"
 
+#include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -145,6 +146,39 @@ void Graph::replay(int device) {
   TORCH_CHECK(impl_->captured, "CUDA graph: replay before capture");
   const c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(device));
   impl_->graph.replay();
+}
+
+struct CopyStreamScope::Impl {
+  explicit Impl(c10::DeviceIndex index)
+      : caller(c10::cuda::getCurrentCUDAStream(index)), side(c10::cuda::getStreamFromPool(false, index)) {}
+  c10::cuda::CUDAStream caller;
+  c10::cuda::CUDAStream side;
+};
+
+CopyStreamScope::CopyStreamScope(int device) {
+  if (device < 0) return;
+  impl_ = std::make_unique<Impl>(static_cast<c10::DeviceIndex>(device));
+  c10::cuda::setCurrentCUDAStream(impl_->side);
+}
+
+CopyStreamScope::~CopyStreamScope() {
+  if (!impl_) return;
+  // A destructor cannot throw: should the event fail, the host waits for the copies instead (still ordered).
+  cudaEvent_t done = nullptr;
+  const bool joined = cudaEventCreateWithFlags(&done, cudaEventDisableTiming) == cudaSuccess &&
+                      cudaEventRecord(done, impl_->side.stream()) == cudaSuccess &&
+                      cudaStreamWaitEvent(impl_->caller.stream(), done, 0) == cudaSuccess;
+  if (!joined) {
+    (void)cudaGetLastError();
+    (void)cudaStreamSynchronize(impl_->side.stream());
+  }
+  if (done != nullptr) (void)cudaEventDestroy(done);  // released once the wait has completed
+  c10::cuda::setCurrentCUDAStream(impl_->caller);
+}
+
+void used_on_current_stream(const at::Tensor& tensor, int device) {
+  if (device < 0 || !tensor.defined() || !tensor.is_cuda()) return;
+  tensor.record_stream(c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)));
 }
 
 void nvtx_push(const char* name) { nvtxRangePushA(name); }

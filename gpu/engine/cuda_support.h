@@ -20,6 +20,10 @@
 #include <memory>
 #include <vector>
 
+namespace at {
+class Tensor;
+}
+
 namespace trackscope::gpu::cuda_support {
 
 /// True when this build can time and query CUDA devices (cuda_support.cpp is compiled in).
@@ -94,6 +98,31 @@ class Graph {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// While alive, a side stream of CUDA device `device` ("copy stream") is its current stream, so that what is
+/// enqueued meanwhile (the tracker's frame uploads from pinned memory) overlaps the work already on the previous
+/// current stream (the compute). The destructor makes the previous stream wait for everything enqueued on the copy
+/// stream (an event: no host wait) and makes it current again. Tensors allocated inside belong to the copy stream's
+/// memory: pass each one the compute then uses to used_on_current_stream() after the scope. device < 0 or no CUDA
+/// support: does nothing.
+///
+///   at::Tensor on_device;
+///   { CopyStreamScope copies(device); on_device = host_pinned.to(cuda, /*non_blocking=*/true); }
+///   used_on_current_stream(on_device, device);
+class CopyStreamScope {
+ public:
+  explicit CopyStreamScope(int device);
+  ~CopyStreamScope();
+  CopyStreamScope(const CopyStreamScope&) = delete;
+  CopyStreamScope& operator=(const CopyStreamScope&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+/// Marks a CUDA tensor as used by the current stream of `device` (Tensor::record_stream): the caching allocator then
+/// reuses its memory only after that stream's work queued so far. No-op for CPU tensors or without CUDA support.
+void used_on_current_stream(const at::Tensor& tensor, int device);
 
 /// NVTX range around a stage (visible in Nsight Systems); no-op without CUDA.
 void nvtx_push(const char* name);

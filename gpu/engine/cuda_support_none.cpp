@@ -25,6 +25,10 @@ void Graph::capture(int /*device*/, const std::function<void(bool)>& /*work*/) {
   throw std::runtime_error("CUDA graphs: this build has no CUDA support");
 }
 void Graph::replay(int /*device*/) { throw std::runtime_error("CUDA graphs: this build has no CUDA support"); }
+struct CopyStreamScope::Impl {};
+CopyStreamScope::CopyStreamScope(int /*device*/) {}
+CopyStreamScope::~CopyStreamScope() = default;
+void used_on_current_stream(const at::Tensor& /*tensor*/, int /*device*/) {}
 void nvtx_push(const char* /*name*/) {}
 void nvtx_pop() {}
 

@@ -206,6 +206,13 @@ at::Tensor allocate_host_buffer(at::IntArrayRef sizes, at::ScalarType dtype) {
       data, sizes, [bytes](void* p) { ::munmap(p, bytes); }, at::TensorOptions().dtype(dtype));
 }
 
+model::BackboneKernels Engine::backbone_kernels() const {
+  model::BackboneKernels kernels;
+  if (uses_fused_instance_norm()) kernels.norm_relu = &fused_instance_norm_relu;
+  if (fused_ && device_.is_cpu()) kernels.l2_normalise = &ops::l2_normalise_channels;
+  return kernels;
+}
+
 model::FeatureGrids Engine::allocate_grids(int64_t frames) const {
   if (uses_cuda_graphs() && graph_grids_.lowres.defined() && graph_grids_.frames() == frames) return graph_grids_;
   const auto options = at::TensorOptions().device(device_).dtype(compute_dtype_);
@@ -231,8 +238,7 @@ void Engine::compute_features(const at::Tensor& frames, model::FeatureGrids& gri
   const int64_t total = std::max<int64_t>(1, cost_.frames);
   const auto scope = recorder.time(
       Stage::backbone, 0, 0, cost_of(Stage::backbone, 0) * (static_cast<double>(count) / static_cast<double>(total)));
-  const auto features = model::compute_frame_features(*compute_model_, frames.to(compute_dtype_),
-                                                      uses_fused_instance_norm() ? &fused_instance_norm_relu : nullptr);
+  const auto features = model::compute_frame_features(*compute_model_, frames.to(compute_dtype_), backbone_kernels());
   grids.lowres.select(0, 0).narrow(0, first, count).copy_(features[0]);
   grids.hires.select(0, 0).narrow(0, first, count).copy_(features[1]);
   grids.highest.select(0, 0).narrow(0, first, count).copy_(features[2]);
@@ -352,6 +358,13 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
   if (!fused_) return model::apply_mixer(*model_, encoded.unsqueeze(0), previous);
   const at::Tensor tracks = previous.tracks.select(0, 0);
   const int64_t frames = tracks.size(1);
+  if (device_.is_cpu()) {
+    // The CPU's projections run through ops::linear (oneDNN's GEMM: gpu/ops/cpu/cpu_support.h), which gains
+    // nothing from the padded rows that serve cuBLAS's alignment.
+    const at::Tensor update =
+        compute_model_->torch_pips_mixer->forward(mixer_input(encoded, previous), &ops::linear).to(at::kFloat);
+    return apply_update(update, previous);
+  }
   const at::Tensor occlusion = previous.occlusion.select(0, 0), expected = previous.expected_dist.select(0, 0);
   const at::Tensor motion = model::relative_motion_encoding(tracks).to(compute_dtype_);
   // The same rows as mixer_input(), padded to kMixerPaddedInput for the padded input projection.

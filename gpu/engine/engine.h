@@ -58,8 +58,8 @@ struct EngineOptions {
   /// cuDNN autotuning of the backbone's convolutions (CUDA): empty = on. Exact mode keeps its parity figures with
   /// the autotuned algorithms (gpu/engine_cuda_autotuned) and gains ~5 ms per 47 frames on an H200.
   std::optional<bool> cudnn_benchmark;
-  /// The backbone's InstanceNorm+ReLU as one fused CUDA kernel set (ops::instance_norm_relu) on the fused path;
-  /// false = the written-out reference (the eager op sequence). The CPU always runs the reference.
+  /// The backbone's InstanceNorm+ReLU as one fused op (ops::instance_norm_relu: a CUDA kernel set, or the CPU's
+  /// two-pass kernel) on the fused path; false = the written-out reference (the eager op sequence).
   bool fused_instance_norm = true;
   /// CUDA graphs for track_chunk (fused path, CUDA): the first call of a chunk shape captures the initialisation
   /// and every refinement iteration as one graph, later calls copy their inputs into it and replay it, which
@@ -92,8 +92,8 @@ class Engine {
   c10::Device device() const { return device_; }
   const EngineOptions& options() const { return options_; }
   bool fused() const { return fused_; }
-  /// Whether the backbone runs ops::instance_norm_relu (fused path, CUDA, fused_instance_norm).
-  bool uses_fused_instance_norm() const { return fused_ && device_.is_cuda() && options_.fused_instance_norm; }
+  /// Whether the backbone runs ops::instance_norm_relu (fused path, fused_instance_norm).
+  bool uses_fused_instance_norm() const { return fused_ && options_.fused_instance_norm; }
   /// Whether the correlation encoders run as the one-kernel CMDTop (ops::CmdTopFast::fused()).
   bool uses_fused_cmdtop() const { return fused_ && cmdtop_[0].has_value() && cmdtop_[0]->fused(); }
   /// Whether the mixer runs as ops::MixerFast, and in 3xTF32.
@@ -168,6 +168,8 @@ class Engine {
                            const model::TrackState& previous, int chunk_index, int iteration,
                            StageRecorder& recorder) const;
   core::WorkCost cost_of(core::Stage stage, int64_t chunk_points) const;
+  /// The backbone's fused operations on this device (CPU: norms and the L2 normalisation; CUDA: norms).
+  model::BackboneKernels backbone_kernels() const;
   model::TrackState track_chunk_eager(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
                                       const at::Tensor& queries, int chunk_index, StageRecorder& recorder,
                                       std::vector<model::TrackState>* every_iteration) const;

@@ -47,12 +47,17 @@ class StageRecorder {
     size_t index_;
   };
 
-  /// Starts timing `stage`. `host` = the work is on the host (decode, assembly): steady clock even on CUDA.
+  /// Starts timing `stage` (its StageSample::start_ms: ms since this recorder was made). `host` = the work is on the
+  /// host (decode, assembly): steady clock even on CUDA.
   Scope time(core::Stage stage, int chunk, int iteration, const core::WorkCost& cost, bool host = false);
 
   /// The samples of every closed stage since the last collect(), in start order. Waits for the device work of
   /// the recorded events (one host synchronisation on CUDA; none on the CPU).
   std::vector<core::StageSample> collect();
+
+  /// A stage timed elsewhere on the host (e.g. on a decode thread): [start, end) of the steady clock.
+  void add_host_sample(core::Stage stage, int chunk, int iteration, const core::WorkCost& cost,
+                       std::chrono::steady_clock::time_point start, double elapsed_ms);
 
   /// Appends the stages of `replayed`, a recorder that was used while its work was captured into a
   /// cuda_support::Graph: its events are nodes of the graph, recorded again by every replay. Call it right after
@@ -76,6 +81,12 @@ class StageRecorder {
   void close(size_t index);
 
   int cuda_device_;
+  const std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();  // StageSample::start_ms 0
+  // A CUDA event recorded at the first device stage, and the host's offset then: device starts are placed on the
+  // host's time axis through it.
+  cuda_support::EventPool origin_pool_;
+  cuda_support::Event origin_event_ = nullptr;
+  double origin_event_ms_ = 0.0;
   cuda_support::EventPool events_;
   std::vector<Pending> pending_;
 };

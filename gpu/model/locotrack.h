@@ -100,11 +100,14 @@ class AffineNorm : public torch::nn::Module {
   at::Tensor bias;
 };
 
+/// Computes input x weight^T + bias (e.g. ops::linear); null = at::linear.
+using LinearFunction = at::Tensor (*)(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
+
 /// nn.Linear's parameters ("weight" [out, in], "bias" [out]) with PyTorch's default initialisation.
 class Linear : public torch::nn::Module {
  public:
   Linear(std::int64_t in_features, std::int64_t out_features);
-  at::Tensor forward(const at::Tensor& input) const;
+  at::Tensor forward(const at::Tensor& input, LinearFunction linear = nullptr) const;
   at::Tensor weight;
   at::Tensor bias;
 };
@@ -113,11 +116,20 @@ class Linear : public torch::nn::Module {
 /// Computes relu(instance_norm(x) * weight + bias) for the backbone (e.g. ops::instance_norm_relu, the engine's
 /// fused kernel); null = the written-out reference of this file (what training and the eager path use).
 using NormReluFunction = at::Tensor (*)(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+/// x / sqrt(max(sum x^2, 1e-12)) along the last axis, contiguous (e.g. ops::l2_normalise_channels).
+using L2NormaliseFunction = at::Tensor (*)(const at::Tensor& x);
+
+/// Replacements for the backbone's hot operations (the engine's fused path); null members run the reference
+/// ops of this file, which training and the eager path use.
+struct BackboneKernels {
+  NormReluFunction norm_relu = nullptr;
+  L2NormaliseFunction l2_normalise = nullptr;  // compute_frame_features' output normalisation
+};
 
 class ResidualBlock : public torch::nn::Module {
  public:
   ResidualBlock(std::int64_t in_channels, std::int64_t out_channels, std::int64_t stride, bool projection);
-  at::Tensor forward(const at::Tensor& input, NormReluFunction norm_relu = nullptr) const;
+  at::Tensor forward(const at::Tensor& input, const BackboneKernels& kernels = {}) const;
 
   std::shared_ptr<Conv2dSame> proj_conv;  // null without projection
   std::shared_ptr<AffineNorm> bn_0, bn_1;
@@ -130,7 +142,7 @@ class ResNetBackbone : public torch::nn::Module {
   ResNetBackbone();
   /// frames [F,3,256,256] -> {group 0 [F,64,128,128] ("highest"), group 1 [F,128,64,64] ("hires"),
   /// group 3 [F,256,32,32] ("lowres")}, not normalised.
-  std::array<at::Tensor, 3> forward(const at::Tensor& frames, NormReluFunction norm_relu = nullptr) const;
+  std::array<at::Tensor, 3> forward(const at::Tensor& frames, const BackboneKernels& kernels = {}) const;
 
   std::shared_ptr<Conv2dSame> initial_conv;
   std::vector<std::vector<std::shared_ptr<ResidualBlock>>> groups;  // "block_groups.G.blocks.B"
@@ -155,7 +167,7 @@ class AlibiAttention : public torch::nn::Module {
  public:
   AlibiAttention(std::int64_t dim, std::int64_t heads);
   /// x [S, T, D] -> [S, T, D]; every sequence uses the same additive bias [H, T, T] (see alibi_bias()).
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& bias) const;
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& bias, LinearFunction linear = nullptr) const;
 
   std::int64_t heads;
   std::shared_ptr<Linear> query_proj, key_proj, value_proj, final_proj;
@@ -165,7 +177,7 @@ class TransformerLayer : public torch::nn::Module {
  public:
   TransformerLayer(std::int64_t dim, std::int64_t heads);
   /// Pre-LN: x += attn(LN1 x, bias); x += MLP(LN2 x).
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& attention_bias) const;
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& attention_bias, LinearFunction linear = nullptr) const;
 
   std::shared_ptr<AlibiAttention> attn;
   std::shared_ptr<Linear> dense_in, dense_out;  // "dense.0", "dense.2" (GELU at index 1)
@@ -177,7 +189,8 @@ class TemporalMixer : public torch::nn::Module {
  public:
   explicit TemporalMixer(ModelSize size);
   /// x [S, T, 854] -> [S, T, 4] = (dx, dy, d_occlusion, d_expected_dist); output rows 4..387 are not computed.
-  at::Tensor forward(const at::Tensor& x) const;
+  /// linear: the projections' matrix products (the engine's fused path on the CPU); null = at::linear.
+  at::Tensor forward(const at::Tensor& x, LinearFunction linear = nullptr) const;
 
   std::vector<std::shared_ptr<TransformerLayer>> layers;  // "transformer.layers.L"
   std::shared_ptr<AffineNorm> ln_out;                     // "transformer.ln_out"
@@ -254,7 +267,7 @@ at::Tensor resize_video_bilinear(const at::Tensor& video, std::int64_t height, s
 /// Backbone + normalisation of a batch of frames [F, 256, 256, 3] in [-1, 1] (one chunk):
 /// {lowres [F,32,32,256], hires [F,64,64,128], highest [F,128,128,64]}, channels-last, L2-normalised.
 std::array<at::Tensor, 3> compute_frame_features(const LocoTrack& model, const at::Tensor& frames,
-                                                 NormReluFunction norm_relu = nullptr);
+                                                 const BackboneKernels& kernels = {});
 
 /// Feature grids of a video [B, T, 256, 256, 3] in [-1, 1], at most `frames_per_chunk` frames per backbone call
 /// (default: the model's feature_chunk_frames, 256).

@@ -91,7 +91,9 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features) : torch::nn:
   default_initialise(weight, bias, in_features);
 }
 
-at::Tensor Linear::forward(const at::Tensor& input) const { return at::linear(input, weight, bias); }
+at::Tensor Linear::forward(const at::Tensor& input, LinearFunction linear) const {
+  return linear ? linear(input, weight, bias) : at::linear(input, weight, bias);
+}
 
 // --- backbone ---------------------------------------------------------------------------------------------
 
@@ -107,9 +109,9 @@ ResidualBlock::ResidualBlock(std::int64_t in_channels, std::int64_t out_channels
   bn_1 = register_module("bn_1", std::make_shared<AffineNorm>(out_channels));
 }
 
-at::Tensor ResidualBlock::forward(const at::Tensor& input, NormReluFunction norm_relu) const {
-  auto normalise = [norm_relu](const at::Tensor& x, const AffineNorm& norm) {
-    return norm_relu ? norm_relu(x, norm.weight, norm.bias) : at::relu(instance_norm(x, norm));
+at::Tensor ResidualBlock::forward(const at::Tensor& input, const BackboneKernels& kernels) const {
+  auto normalise = [&kernels](const at::Tensor& x, const AffineNorm& norm) {
+    return kernels.norm_relu ? kernels.norm_relu(x, norm.weight, norm.bias) : at::relu(instance_norm(x, norm));
   };
   const at::Tensor activated = normalise(input, *bn_0);
   const at::Tensor shortcut = proj_conv ? proj_conv->forward(activated) : input;
@@ -136,12 +138,12 @@ ResNetBackbone::ResNetBackbone() : torch::nn::Module("ResNet") {
   }
 }
 
-std::array<at::Tensor, 3> ResNetBackbone::forward(const at::Tensor& frames, NormReluFunction norm_relu) const {
+std::array<at::Tensor, 3> ResNetBackbone::forward(const at::Tensor& frames, const BackboneKernels& kernels) const {
   // Channels-last throughout (see instance_norm); elementwise ops and convs keep the layout.
   at::Tensor x = initial_conv->forward(frames.contiguous(at::MemoryFormat::ChannelsLast));
   std::array<at::Tensor, 3> out;  // highest (group 0), hires (group 1), lowres (group 3)
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    for (const auto& block : groups[g]) x = block->forward(x, norm_relu);
+    for (const auto& block : groups[g]) x = block->forward(x, kernels);
     if (g == 0) out[0] = x;
     if (g == 1) out[1] = x;
   }
@@ -197,17 +199,17 @@ AlibiAttention::AlibiAttention(std::int64_t dim, std::int64_t heads_)
   final_proj = register_module("final_proj", std::make_shared<Linear>(dim, dim));
 }
 
-at::Tensor AlibiAttention::forward(const at::Tensor& x, const at::Tensor& bias) const {
+at::Tensor AlibiAttention::forward(const at::Tensor& x, const at::Tensor& bias, LinearFunction linear) const {
   const std::int64_t sequences = x.size(0), frames = x.size(1), dim = x.size(2);
   const std::int64_t head_dim = dim / heads;
   auto split = [&](const Linear& projection) {
-    return projection.forward(x).view({sequences, frames, heads, head_dim}).permute({0, 2, 1, 3});
+    return projection.forward(x, linear).view({sequences, frames, heads, head_dim}).permute({0, 2, 1, 3});
   };
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));  // 1/8 for 64-channel heads
   at::Tensor attended =
       compat::scaled_dot_product_attention(split(*query_proj), split(*key_proj), split(*value_proj), bias, scale);
   attended = attended.permute({0, 2, 1, 3}).reshape({sequences, frames, dim});
-  return final_proj->forward(attended);
+  return final_proj->forward(attended, linear);
 }
 
 TransformerLayer::TransformerLayer(std::int64_t dim, std::int64_t heads) : torch::nn::Module("TransformerLayer") {
@@ -219,9 +221,11 @@ TransformerLayer::TransformerLayer(std::int64_t dim, std::int64_t heads) : torch
   layer_norm2 = register_module("layer_norm2", std::make_shared<AffineNorm>(dim));
 }
 
-at::Tensor TransformerLayer::forward(const at::Tensor& x, const at::Tensor& attention_bias) const {
-  const at::Tensor h = x + attn->forward(layer_norm(x, *layer_norm1), attention_bias);
-  return h + dense_out->forward(at::gelu(dense_in->forward(layer_norm(h, *layer_norm2))));  // exact (erf) GELU
+at::Tensor TransformerLayer::forward(const at::Tensor& x, const at::Tensor& attention_bias,
+                                     LinearFunction linear) const {
+  const at::Tensor h = x + attn->forward(layer_norm(x, *layer_norm1), attention_bias, linear);
+  return h + dense_out->forward(at::gelu(dense_in->forward(layer_norm(h, *layer_norm2), linear)),
+                                linear);  // exact (erf) GELU
 }
 
 TemporalMixer::TemporalMixer(ModelSize size) : torch::nn::Module("PIPSTransformer") {
@@ -238,10 +242,10 @@ TemporalMixer::TemporalMixer(ModelSize size) : torch::nn::Module("PIPSTransforme
   output_proj = register_module("output_proj", std::make_shared<Linear>(dim, kMixerOutputChannels));
 }
 
-at::Tensor TemporalMixer::forward(const at::Tensor& x) const {
-  at::Tensor h = input_proj->forward(x);
+at::Tensor TemporalMixer::forward(const at::Tensor& x, LinearFunction linear) const {
+  at::Tensor h = input_proj->forward(x, linear);
   const at::Tensor bias = alibi_bias(layers.front()->attn->heads, x.size(1), x.options());  // once, not per layer
-  for (const auto& layer : layers) h = layer->forward(h, bias);
+  for (const auto& layer : layers) h = layer->forward(h, bias, linear);
   h = layer_norm(h, *ln_out);
   // Rows 4..387 produce the carried "feature" that nothing reads (§2 stage 5, step 7).
   return at::linear(h, output_proj->weight.narrow(0, 0, 4), output_proj->bias.narrow(0, 0, 4));

@@ -126,15 +126,18 @@ at::Tensor resize_video_bilinear(const at::Tensor& video, std::int64_t height, s
 // --- stage 1: backbone ------------------------------------------------------------------------------------
 
 std::array<at::Tensor, 3> compute_frame_features(const LocoTrack& model, const at::Tensor& frames,
-                                                 NormReluFunction norm_relu) {
+                                                 const BackboneKernels& kernels) {
   TORCH_CHECK(frames.dim() == 4 && frames.size(1) == kModelResolution && frames.size(2) == kModelResolution &&
                   frames.size(3) == 3,
               "compute_frame_features: expected frames [F, 256, 256, 3], got ", frames.sizes());
   // NHWC data seen as NCHW (a strided view), as the official code hands it to the first conv.
-  const auto [highest, hires, lowres] = model.resnet_torch->forward(frames.permute({0, 3, 1, 2}), norm_relu);
-  return {l2_normalise_channels(lowres.permute({0, 2, 3, 1})).contiguous(),
-          l2_normalise_channels(hires.permute({0, 2, 3, 1})).contiguous(),
-          l2_normalise_channels(highest.permute({0, 2, 3, 1})).contiguous()};
+  const auto [highest, hires, lowres] = model.resnet_torch->forward(frames.permute({0, 3, 1, 2}), kernels);
+  const L2NormaliseFunction normalise = kernels.l2_normalise;
+  auto normalised = [normalise](const at::Tensor& x) {
+    return normalise ? normalise(x) : l2_normalise_channels(x).contiguous();
+  };
+  return {normalised(lowres.permute({0, 2, 3, 1})), normalised(hires.permute({0, 2, 3, 1})),
+          normalised(highest.permute({0, 2, 3, 1}))};
 }
 
 FeatureGrids compute_feature_grids(const LocoTrack& model, const at::Tensor& video, std::int64_t frames_per_chunk) {

@@ -24,7 +24,6 @@ constexpr int64_t kSide = 7;              // correlation window side (7x7 target
 constexpr int64_t kCorrPerSample = 2401;  // 7^4
 constexpr int64_t kChannelsPerGroup = 16;
 constexpr double kGroupNormEps = 1e-5;
-constexpr int64_t kCmdTopCpuPassBytes = int64_t{16} << 20;
 
 struct SamePadding {
   int64_t output = 0;
@@ -143,26 +142,25 @@ int fused_mma_tile(c10::Device device, bool base, at::ScalarType dtype) {
 
 bool is_compute_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
 
+// The layer-at-a-time building blocks of the CUDA GEMM paths (the CPU runs detail::cmdtop_forward_cpu).
 void gather_columns(const at::Tensor& input, const at::Tensor& index, at::Tensor& output) {
-  if (detail::use_cuda(input, "cmdtop_fast")) {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
-    detail::gather_columns_cuda(input, index, output);
+  detail::gather_columns_cuda(input, index, output);
+#else
+  (void)input;
+  (void)index;
+  (void)output;
 #endif
-  } else {
-    detail::gather_columns_cpu(input, index, output);
-  }
 }
 
 void bias_group_norm_relu(at::Tensor& x, const CmdTopFast::Layer& layer) {
-  if (detail::use_cuda(x, "cmdtop_fast")) {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
-    detail::bias_group_norm_relu_cuda(x, layer.conv_bias, layer.norm_weight, layer.norm_bias, layer.groups,
-                                      kGroupNormEps);
+  detail::bias_group_norm_relu_cuda(x, layer.conv_bias, layer.norm_weight, layer.norm_bias, layer.groups,
+                                    kGroupNormEps);
+#else
+  (void)x;
+  (void)layer;
 #endif
-  } else {
-    detail::bias_group_norm_relu_cpu(x, layer.conv_bias, layer.norm_weight, layer.norm_bias, layer.groups,
-                                     kGroupNormEps);
-  }
 }
 
 }  // namespace
@@ -258,7 +256,19 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
     const SamePadding rows = same_padding(height, kernel, w.stride);
     const SamePadding columns = same_padding(width, kernel, w.stride);
     layer.positions = rows.output * columns.output;
-    if (fused_) {
+    layer.kernel = kernel;
+    layer.stride = w.stride;
+    layer.in_height = height;
+    layer.in_width = width;
+    layer.in_channels = channels;
+    layer.pad_top = rows.before;
+    layer.pad_left = columns.before;
+    layer.out_width = columns.output;
+    if (device.is_cpu()) {
+      // The CPU kernel's own layout (detail::cmdtop_forward_cpu): channels-last patches, columns (ky, kx, ci).
+      layer.cpu_weight =
+          w.conv_weight.to(at::kCPU, at::kFloat).permute({0, 2, 3, 1}).reshape({layer.channels, -1}).contiguous();
+    } else if (fused_) {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
       layer.fused_weight = fused_tile_ > 0
                                ? detail::cmdtop_mma_weight_cuda(w.conv_weight, options.compute_dtype, device)
@@ -368,17 +378,13 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
     return;
   }
 #endif
-  const auto compute = input.options().dtype(options_.compute_dtype);
-  int64_t samples_per_pass = options_.max_samples_per_pass;
-  if (!input.is_cuda()) {
-    // On the CPU a pass also keeps its patches under kCmdTopCpuPassBytes: glibc hands larger blocks back to the OS
-    // on free, and faulting them in again on every pass costs more than the GEMMs.
-    const Layer& first = layers_.front();
-    const int64_t row_elements =
-        first.gather_index.defined() ? first.gather_index.size(0) : first.weight_matrix.size(0);  // its output row
-    const int64_t patch_bytes = row_elements * static_cast<int64_t>(at::elementSize(options_.compute_dtype));
-    samples_per_pass = std::min(samples_per_pass, std::max<int64_t>(1, kCmdTopCpuPassBytes / patch_bytes));
+  if (input.device().is_cpu()) {
+    detail::cmdtop_forward_cpu(input, layers_, kGroupNormEps, out);
+    return;
   }
+  detail::use_cuda(input, "cmdtop_fast");  // throws where this build has no CUDA kernels
+  const auto compute = input.options().dtype(options_.compute_dtype);
+  const int64_t samples_per_pass = options_.max_samples_per_pass;
   for (int64_t m0 = 0; m0 < samples; m0 += samples_per_pass) {
     const int64_t count = std::min(samples_per_pass, samples - m0);
     const int64_t rows = 2 * count;  // (sample, branch)

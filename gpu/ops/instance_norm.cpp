@@ -1,4 +1,4 @@
-// instance_norm_relu: argument checks, the reference, and the CUDA dispatch (contract in gpu/ops/ops.h).
+// instance_norm_relu: argument checks, the reference, and the CPU/CUDA dispatch (contract in gpu/ops/ops.h).
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/util/Exception.h>
@@ -53,6 +53,12 @@ at::Tensor instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, con
     if (detail::instance_norm_relu_cuda(input, weight.contiguous(), bias.contiguous(), eps, y)) return y;
   }
 #endif
+  if (x.device().is_cpu()) {
+    const at::Tensor input = x.contiguous(at::MemoryFormat::ChannelsLast);
+    at::Tensor y = at::empty_like(input, at::MemoryFormat::ChannelsLast);
+    detail::instance_norm_relu_cpu(input, weight.to(at::kFloat).contiguous(), bias.to(at::kFloat).contiguous(), eps, y);
+    return y;
+  }
   return instance_norm_relu_reference(x, weight, bias, eps);
 }
 

@@ -14,7 +14,8 @@
 namespace trackscope::gpu::ops::detail {
 
 // features [T,H,W,C] (channel stride 1), points [n,T,2] fp32 contiguous, supports [n,49,C] contiguous (same
-// dtype as features), corr [n,T,49,49] fp32 contiguous.
+// dtype as features), corr contiguous, fp32 or the features' dtype, [n,T,49,49] or padded rows [n,T,R > 2401]
+// (columns >= 2401 written as zeros).
 void local_corr4d_cpu(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
                       at::Tensor& corr);
 
@@ -25,13 +26,19 @@ void init_planes_cpu(const at::Tensor& cost_lowres, const at::Tensor& cost_hires
                      const at::Tensor& conv_bias, const at::Tensor& query_frames, const at::Tensor& query_xy,
                      at::Tensor& points, at::Tensor& stats);
 
-// input [rows, L] (row stride input.stride(0), column stride 1), index [columns] int32 (-1 = zero) ->
-// output [rows, columns] contiguous of output's dtype.
-void gather_columns_cpu(const at::Tensor& input, const at::Tensor& index, at::Tensor& output);
+// CmdTopFast's forward on the CPU: input [M, L] correlation rows (row stride input.stride(0), column stride 1;
+// fp32/bf16/fp16), the prepared layers (cpu_weight, conv_bias, norm_weight, norm_bias: CPU float32) -> out
+// [M, 2 * C_last] contiguous in the compute dtype.
+void cmdtop_forward_cpu(const at::Tensor& input, const std::vector<CmdTopFast::Layer>& layers, double eps,
+                        at::Tensor& out);
 
-// In place on x [rows, positions, channels] contiguous; bias/gamma/beta [channels] fp32.
-void bias_group_norm_relu_cpu(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma, const at::Tensor& beta,
-                              int64_t groups, double eps);
+// x [N,C,H,W] channels-last contiguous (fp32/bf16/fp16), weight/bias [C] fp32 contiguous -> y (same shape and
+// layout, x's dtype): relu(instance_norm(x) * weight + bias).
+void instance_norm_relu_cpu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
+                            at::Tensor& y);
+
+// x [..., C] contiguous fp32/bf16 -> out (same shape, contiguous): x / sqrt(max(sum_c x^2, 1e-12)).
+void l2_normalise_channels_cpu(const at::Tensor& x, at::Tensor& out);
 
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
 void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,

@@ -54,14 +54,8 @@ void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, cons
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
     detail::local_corr4d_cuda(features_c, points_c, supports_c, corr, kernel);  // writes the padding too
 #endif
-  } else if (padded) {
-    // The CPU gains nothing from padded rows: compute the plain layout, then place it.
-    at::Tensor plain = at::empty({queries, frames, 7, 7, 7, 7}, corr.options());
-    detail::local_corr4d_cpu(features_c, points_c, supports_c, plain);
-    corr.narrow(2, 0, 2401).copy_(plain.view({queries, frames, 2401}));
-    corr.narrow(2, 2401, kCorrPaddedRow - 2401).zero_();
   } else {
-    detail::local_corr4d_cpu(features_c, points_c, supports_c, corr);
+    detail::local_corr4d_cpu(features_c, points_c, supports_c, corr);  // writes the padding too
   }
 }
 

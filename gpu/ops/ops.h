@@ -162,8 +162,9 @@ class CmdTopFast {
   enum class Convolution { automatic, im2col, dense, fused };
   struct Options {
     at::ScalarType compute_dtype = at::kFloat;  // dtype of the GEMM operands and output (fp32/bf16/fp16)
-    int64_t max_samples_per_pass = 4096;        // bounds the temporaries (im2col patches: 160 MB fp32 small,
-                                                // 231 MB base); on the CPU passes are also kept under 16 MB
+    int64_t max_samples_per_pass = 4096;        // bounds the CUDA temporaries (im2col patches: 160 MB fp32
+                                                // small, 231 MB base); the CPU runs blocks of samples through
+                                                // every layer in cache-sized float32 buffers instead
     Convolution convolution = Convolution::automatic;
   };
   CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options options);
@@ -196,6 +197,10 @@ class CmdTopFast {
     at::Tensor fused_weight;   // fused FMA kernel: [K rounded up to 16, C_out] fp32, K = (ky, kx, C_in); tensor-core
                                // kernel: the mma B-fragment order (cuda::pack_cmdtop_mma_weight in bf16/fp16,
                                // cuda::pack_cmdtop_tf32_weight for float32); else undefined
+    // Geometry (SAME padding: the extra pixel of an odd total goes after) and the CPU kernel's weight.
+    int64_t kernel = 0, stride = 1, in_height = 0, in_width = 0, in_channels = 0, pad_top = 0, pad_left = 0;
+    int64_t out_width = 0;
+    at::Tensor cpu_weight;  // CPU: [C_out, k*k*C_in] float32, columns (ky, kx, ci); else undefined
   };
 
  private:
@@ -218,10 +223,26 @@ at::Tensor cmdtop_fast(const at::Tensor& corr, const CmdTopWeights& weights);
 /// weight, bias [C] float32 or x's dtype. Returns a new channels-last tensor of x's dtype.
 /// CUDA: one fused kernel set (Welford statistics in fp32, one rounding at the store) where
 /// cuda::instance_norm_eligible holds (the backbone's 64/128/256 channels), else the reference.
-/// CPU: the reference, i.e. the written-out two-pass formula of gpu/model (mean, mean of squared deviations).
+/// CPU: one statistics pass (float64 sums around a per-channel shift) and one normalisation pass (the reference's
+/// float arithmetic), AVX-512 where C % 16 == 0 and the processor has it (gpu/ops/cpu/instance_norm_kernel.cpp).
 at::Tensor instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps = 1e-5);
 /// The reference on any device, in x's dtype (float64 too): what the eager model computes.
 at::Tensor instance_norm_relu_reference(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                         double eps = 1e-5);
+
+// ---------------------------------------------------------------------------------------------------------
+// 5. The backbone's feature normalisation (stage 1).
+//
+/// x / sqrt(max(sum_c x^2, 1e-12)) along the last axis of x [..., C] (the backbone's feature normalisation, on
+/// the [N, H, W, C] view of its channels-last output) -> a new contiguous tensor of x's shape and dtype.
+/// CPU (float32/bfloat16, C % 16 == 0 with AVX-512): one read and one write, the sum in float32 like the reference
+/// (another summation order); elsewhere the reference ops (gpu/model's l2_normalise_channels).
+at::Tensor l2_normalise_channels(const at::Tensor& x);
+
+/// input x weight^T + bias: input [..., K] (float32/bfloat16/float16), weight [N, K], bias [N] or undefined (the
+/// input's dtype) -> [..., N] contiguous. CPU float32: one GEMM through the CPU kernels' sgemm (oneDNN: AVX-512 where
+/// Debian's OpenBLAS runs AVX2 kernels, gpu/ops/cpu/cpu_support.h) with the bias added in its output; elsewhere
+/// at::linear.
+at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias);
 
 }  // namespace trackscope::gpu::ops

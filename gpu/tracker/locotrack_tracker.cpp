@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/perf/memory_model.h"
 #include "core/tracking/windowed_tracking.h"
+#include "core/video/frame_prefetcher.h"
 #include "core/video/image_resize.h"
 #include "gpu/engine/cuda_support.h"
 #include "gpu/torch_compat.h"
@@ -240,9 +241,12 @@ core::Status LocoTrackTracker::feed_frames(core::VideoSource& video, int64_t fir
                                            const std::function<void(int64_t done)>& on_batch) {
   const core::VideoInfo& info = video.info();
   const bool on_cuda = engine_.device().is_cuda();
-  // --- frames: decode a batch on the host, upload, resize/normalise and run the backbone; the device works
-  // on batch k while the host decodes batch k + 1 (no synchronisation in between). Frames too large for the
-  // budget (low_memory_prepare) are brought to the model's size on the host one at a time as they are decoded.
+  const int cuda_index = engine_.cuda_index();
+  // --- frames: uint8 batches are decoded on the prefetcher's thread (Lanczos-resized there too) while this thread
+  // uploads the previous batch (on a copy stream, from pinned memory, on CUDA) and runs its backbone. Frames too
+  // large for the budget (low_memory_prepare) are brought to the model's size on the host one at a time as they
+  // are decoded, on this thread: their float batches stay out of the prefetcher, whose queued batch the memory plan
+  // does not count.
   const bool lanczos = options_.resize == core::InputResize::lanczos;
   const bool host_resized = lanczos || low_memory_prepare;
   const int decoded_width = host_resized ? model::kModelResolution : info.width;
@@ -252,42 +256,16 @@ core::Status LocoTrackTracker::feed_frames(core::VideoSource& video, int64_t fir
     resizer.emplace(info.width, info.height, model::kModelResolution, model::kModelResolution,
                     core::ResizeFilter::lanczos);
   const bool float_batch = low_memory_prepare && !lanczos;
-  const size_t frame_bytes = static_cast<size_t>(decoded_width) * decoded_height * 3;
   const core::WorkCost no_cost{};
-  for (int64_t begin = 0; begin < frames; begin += batch_frames) {
-    if (stop.stop_requested()) return core::cancelled("tracking was cancelled");
-    const int64_t count = std::min<int64_t>(batch_frames, frames - begin);
-    at::Tensor host = at::empty({count, decoded_height, decoded_width, 3},
-                                at::TensorOptions().dtype(float_batch ? at::kFloat : at::kByte).pinned_memory(on_cuda));
-    {
-      const auto scope = recorder.time(Stage::decode, 0, 0, no_cost, /*host=*/true);
-      for (int64_t i = 0; i < count; ++i) {
-        core::Expected<core::FramePtr> frame = video.read_frame(first_frame + begin + i);
-        if (!frame) return frame.status().with_context(fmt::format("frame {}", first_frame + begin + i));
-        const core::Frame& f = **frame;
-        if (f.width != info.width || f.height != info.height) {
-          return core::unsupported(
-              fmt::format("frame {} is {}x{}, the video {}x{}: size changes inside a clip are not "
-                          "supported",
-                          f.index, f.width, f.height, info.width, info.height));
-        }
-        if (float_batch) {
-          const at::Tensor native =
-              at::from_blob(const_cast<uint8_t*>(f.rgb.data()), {f.height, f.width, 3}, at::kByte);
-          host[i].copy_(resize_frame_low_memory(native));
-          continue;
-        }
-        uint8_t* slot = host.data_ptr<uint8_t>() + static_cast<size_t>(i) * frame_bytes;
-        if (lanczos)
-          resizer->resize(f.rgb.data(), slot);
-        else
-          std::memcpy(slot, f.rgb.data(), frame_bytes);
-      }
-    }
+  auto prepare_and_consume = [&](const at::Tensor& host, int64_t begin) -> core::Status {
     at::Tensor device_frames = host;
     if (on_cuda) {
-      const auto scope = recorder.time(Stage::upload, 0, 0, {0.0, static_cast<double>(host.nbytes())});
-      device_frames = host.to(engine_.device(), /*non_blocking=*/true);
+      {
+        const cuda_support::CopyStreamScope copies(cuda_index);
+        const auto scope = recorder.time(Stage::upload, 0, 0, {0.0, static_cast<double>(host.nbytes())});
+        device_frames = host.to(engine_.device(), /*non_blocking=*/true);
+      }
+      cuda_support::used_on_current_stream(device_frames, cuda_index);
     }
     at::Tensor prepared;
     {
@@ -295,7 +273,89 @@ core::Status LocoTrackTracker::feed_frames(core::VideoSource& video, int64_t fir
       prepared = float_batch ? engine_.prepare_normalised_frames(device_frames) : engine_.prepare_frames(device_frames);
     }
     TRACKSCOPE_RETURN_IF_ERROR(consume(prepared, begin));
-    on_batch(begin + count);
+    on_batch(begin + host.size(0));
+    return {};
+  };
+
+  if (float_batch) {
+    for (int64_t begin = 0; begin < frames; begin += batch_frames) {
+      if (stop.stop_requested()) return core::cancelled("tracking was cancelled");
+      const int64_t count = std::min<int64_t>(batch_frames, frames - begin);
+      at::Tensor host = at::empty({count, decoded_height, decoded_width, 3},
+                                  at::TensorOptions().dtype(at::kFloat).pinned_memory(on_cuda));
+      {
+        const auto scope = recorder.time(Stage::decode, 0, 0, no_cost, /*host=*/true);
+        for (int64_t i = 0; i < count; ++i) {
+          core::Expected<core::FramePtr> frame = video.read_frame(first_frame + begin + i);
+          if (!frame) return frame.status().with_context(fmt::format("frame {}", first_frame + begin + i));
+          const core::Frame& f = **frame;
+          if (f.width != info.width || f.height != info.height) {
+            return core::unsupported(
+                fmt::format("frame {} is {}x{}, the video {}x{}: size changes inside a clip are not "
+                            "supported",
+                            f.index, f.width, f.height, info.width, info.height));
+          }
+          const at::Tensor native =
+              at::from_blob(const_cast<uint8_t*>(f.rgb.data()), {f.height, f.width, 3}, at::kByte);
+          host[i].copy_(resize_frame_low_memory(native));
+        }
+      }
+      TRACKSCOPE_RETURN_IF_ERROR(prepare_and_consume(host, begin));
+    }
+    return {};
+  }
+
+  core::FramePrefetchOptions prefetch;
+  prefetch.first_frame = first_frame;
+  prefetch.end_frame = first_frame + frames;
+  prefetch.batch_frames = batch_frames;
+  // One batch ready ahead (two decoded batches at a time, the one in use included) keeps the host memory near the
+  // plan's single upload batch.
+  prefetch.queue_batches = 1;
+  prefetch.frame_width = decoded_width;
+  prefetch.frame_height = decoded_height;
+  if (lanczos) {
+    prefetch.convert = [&resizer, &info](const core::Frame& f, uint8_t* slot) -> core::Status {
+      if (f.width != info.width || f.height != info.height) {
+        return core::unsupported(
+            fmt::format("frame {} is {}x{}, the video {}x{}: size changes inside a clip are not "
+                        "supported",
+                        f.index, f.width, f.height, info.width, info.height));
+      }
+      resizer->resize(f.rgb.data(), slot);
+      return {};
+    };
+  }
+  prefetch.allocate = [on_cuda](int64_t bytes) {
+    auto buffer =
+        std::make_shared<at::Tensor>(at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(on_cuda)));
+    uint8_t* data = buffer->data_ptr<uint8_t>();
+    return core::BatchBuffer{std::move(buffer), data};
+  };
+  TRACKSCOPE_RETURN_IF_ERROR(prefetch.check());
+  // Destroyed on every return (errors and exceptions from `consume` included), which ends the decode thread before
+  // the caller uses `video` again.
+  core::FramePrefetcher prefetcher(video, std::move(prefetch));
+  for (int64_t begin = 0; begin < frames;) {
+    if (stop.stop_requested()) return core::cancelled("tracking was cancelled");
+    core::Expected<std::optional<core::PrefetchedBatch>> batch = prefetcher.next();
+    if (!batch) return batch.status();
+    if (!*batch) return core::internal_error("the frame prefetcher ended before the last frame");
+    const core::PrefetchedBatch& decoded = **batch;
+    const int64_t count = decoded.count;
+    recorder.add_host_sample(Stage::decode, 0, 0, no_cost, decoded.started,
+                             decoded.decode_ms + (lanczos ? 0.0 : decoded.convert_ms));
+    if (lanczos) {
+      recorder.add_host_sample(Stage::resize_normalize, 0, 0, no_cost,
+                               decoded.started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                     std::chrono::duration<double, std::milli>(decoded.decode_ms)),
+                               decoded.convert_ms);
+    }
+    const at::Tensor host = std::static_pointer_cast<at::Tensor>(decoded.buffer.storage)
+                                ->narrow(0, 0, count * decoded_height * decoded_width * 3)
+                                .view({count, decoded_height, decoded_width, 3});
+    TRACKSCOPE_RETURN_IF_ERROR(prepare_and_consume(host, begin));
+    begin += count;
   }
   return {};
 }

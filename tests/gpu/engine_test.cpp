@@ -427,6 +427,17 @@ TEST_F(EngineTest, TrackerReproducesTheOfficialInferenceOnTheClip) {
     EXPECT_TRUE(stages.count(stage)) << core::stage_name(stage);
   }
   EXPECT_EQ(stages.count(core::Stage::upload), wants_cuda() ? 1u : 0u);
+  // The timeline: every sample is placed in time; the frames are decoded (on the prefetcher's thread) before the
+  // backbone that uses them starts.
+  const core::StageSample* first_decode = nullptr;
+  const core::StageSample* first_backbone = nullptr;
+  for (const auto& s : observer.stages) {
+    EXPECT_GE(s.start_ms, 0.0) << core::stage_name(s.stage);
+    if (s.stage == core::Stage::decode && first_decode == nullptr) first_decode = &s;
+    if (s.stage == core::Stage::backbone && first_backbone == nullptr) first_backbone = &s;
+  }
+  ASSERT_TRUE(first_decode != nullptr && first_backbone != nullptr);
+  EXPECT_GE(first_backbone->start_ms + 0.5, first_decode->start_ms + first_decode->elapsed_ms);
 }
 
 TEST_F(EngineTest, TrackerHonoursTheFrameRangeAndLanczos) {

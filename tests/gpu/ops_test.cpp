@@ -402,6 +402,85 @@ TEST(InstanceNormReluCpu, MatchesAtenInstanceNormInFloat64) {
   EXPECT_LT(at::count_nonzero(actual).item<int64_t>(), actual.numel());  // the ReLU clipped something
 }
 
+// Channel counts off the vectorised path (C % 16 != 0) and reduced-precision activations.
+TEST(InstanceNormReluCpu, GenericChannelsAndBfloat16MatchFloat64) {
+  for (const int64_t channels : {24, 128}) {
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+      const at::Tensor x = offset_activations(2, channels, 7, 13).to(dtype);
+      const at::Tensor weight = at::rand({channels}) + 0.5;
+      const at::Tensor bias = at::randn({channels});
+      const at::Tensor expected = at::relu(at::instance_norm(x.to(at::kDouble).contiguous(), weight.to(at::kDouble),
+                                                             bias.to(at::kDouble), {}, {}, true, 0.1, 1e-5, false));
+      const at::Tensor actual = ops::instance_norm_relu(x, weight, bias);
+      EXPECT_EQ(actual.scalar_type(), dtype);
+      EXPECT_TRUE(actual.is_contiguous(at::MemoryFormat::ChannelsLast));
+      // bf16: one rounding of O(1-3) outputs (8 bits of mantissa).
+      const double tolerance = dtype == at::kFloat ? 1e-5 : 8e-3;
+      const Difference d = difference(actual.to(at::kDouble), expected);
+      report("instance_norm_relu cpu C=" + std::to_string(channels) + " " + std::string(c10::toString(dtype)), d,
+             "rel " + std::to_string(tolerance));
+      EXPECT_LE(d.relative(), tolerance);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------
+// l2_normalise_channels and linear (the CPU backbone's and mixer's kernels)
+at::Tensor l2_reference(const at::Tensor& x) {
+  const at::Tensor d = x.to(at::kDouble);
+  return d / at::sqrt(at::clamp_min(d.square().sum(-1, true), 1e-12));
+}
+
+TEST(L2NormaliseChannelsCpu, MatchesFloat64ReferenceOnStridedViews) {
+  for (const int64_t channels : {64, 24}) {
+    // [N, C, H, W] channels-last seen as [N, H, W, C]: what compute_frame_features hands over.
+    at::Tensor x = (at::randn({3, channels, 5, 6}) * 3.0).contiguous(at::MemoryFormat::ChannelsLast);
+    x.select(0, 1).select(1, 2).select(1, 3).zero_();  // pixel (n=1, y=2, x=3) all zero: stays zero (clamped norm)
+    const at::Tensor view = x.permute({0, 2, 3, 1});
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+      const at::Tensor input = view.to(dtype);
+      const at::Tensor actual = ops::l2_normalise_channels(input);
+      EXPECT_TRUE(actual.is_contiguous());
+      EXPECT_EQ(actual.sizes(), view.sizes());
+      EXPECT_EQ(actual.scalar_type(), dtype);
+      const double tolerance = dtype == at::kFloat ? 1e-6 : 8e-3;
+      const Difference d = difference(actual.to(at::kDouble), l2_reference(input));
+      report("l2_normalise_channels cpu C=" + std::to_string(channels) + " " + std::string(c10::toString(dtype)), d,
+             "abs " + std::to_string(tolerance));
+      EXPECT_LE(d.max_abs_diff, tolerance);
+      EXPECT_EQ(at::count_nonzero(actual[1][2][3]).item<int64_t>(), 0);
+    }
+  }
+  EXPECT_NE(error_message([] { ops::l2_normalise_channels(at::Tensor()); }).find("[..., C]"), std::string::npos);
+}
+
+TEST(LinearCpu, MatchesAtLinearWithAndWithoutBias) {
+  const at::Tensor weight = at::randn({40, 96}) * 0.1;
+  const at::Tensor bias = at::randn({40});
+  const at::Tensor input = at::randn({3, 5, 96});
+  const at::Tensor strided = at::randn({3, 96, 5}).transpose(1, 2);  // not contiguous
+  for (const at::Tensor& x : {input, strided}) {
+    for (const at::Tensor& b : {bias, at::Tensor()}) {
+      const at::Tensor actual = ops::linear(x, weight, b);
+      const at::Tensor expected =
+          at::linear(x.to(at::kDouble), weight.to(at::kDouble), b.defined() ? b.to(at::kDouble) : at::Tensor());
+      EXPECT_EQ(actual.sizes(), (at::IntArrayRef{3, 5, 40}));
+      const Difference d = difference(actual.to(at::kDouble), expected);
+      report(
+          std::string("linear cpu ") + (x.is_contiguous() ? "contiguous" : "strided") + (b.defined() ? " +bias" : ""),
+          d, "rel 1e-5");
+      EXPECT_LE(d.relative(), 1e-5);
+    }
+  }
+  // Other dtypes take at::linear itself.
+  const at::Tensor half_input = input.to(at::kBFloat16);
+  EXPECT_TRUE(at::equal(ops::linear(half_input, weight.to(at::kBFloat16), bias.to(at::kBFloat16)),
+                        at::linear(half_input, weight.to(at::kBFloat16), bias.to(at::kBFloat16))));
+  EXPECT_NE(error_message([&] { ops::linear(input, at::randn({40, 95}), bias); }).find("[N, K]"), std::string::npos);
+  EXPECT_NE(error_message([&] { ops::linear(input, weight, at::randn({41})); }).find("bias must be [40]"),
+            std::string::npos);
+}
+
 TEST(InstanceNormReluCpu, RejectsInvalidArgumentsWithTheirValues) {
   const at::Tensor x = at::randn({2, 8, 4, 4});
   EXPECT_NE(error_message([&] { ops::instance_norm_relu(x, at::ones({7}), at::zeros({8})); }).find("[8]"),
