@@ -31,6 +31,8 @@ AnnotationController::AnnotationController(MainWindow* window, TrackerService* s
   strip_->setObjectName("quality_strip");
   window->add_below_timeline(strip_);
   window->timeline()->slider()->installEventFilter(this);
+  watched_slider_ = window->timeline()->slider();
+  timeline_widget_ = window->timeline();
   connect(service, &TrackerService::consistency_checked, quality_, &TrackQualityModel::set_consistency);
   // The "uncertain" cue uses the thresholds calibrated for the model that made the tracks (its manifest).
   connect(service, &TrackerService::run_completed, quality_,
@@ -92,7 +94,8 @@ void AnnotationController::update_history_actions() {
 }
 
 bool AnnotationController::eventFilter(QObject* watched, QEvent* event) {
-  if (watched == window_->timeline()->slider() && (event->type() == QEvent::Resize || event->type() == QEvent::Move)) {
+  if (watched_slider_ != nullptr && watched == watched_slider_.data() &&
+      (event->type() == QEvent::Resize || event->type() == QEvent::Move)) {
     align_strip();
   }
   return QObject::eventFilter(watched, event);
@@ -100,14 +103,16 @@ bool AnnotationController::eventFilter(QObject* watched, QEvent* event) {
 
 void AnnotationController::align_strip() {
   // The slider's groove runs from half a handle in from each end; frame f sits where the handle centre would.
-  QSlider* slider = window_->timeline()->slider();
+  auto* slider = qobject_cast<QSlider*>(watched_slider_.data());
+  auto* timeline = qobject_cast<QWidget*>(timeline_widget_.data());
+  if (slider == nullptr || timeline == nullptr) return;
   QStyleOptionSlider option;
   option.initFrom(slider);
   option.orientation = Qt::Horizontal;
   const int handle = slider->style()->pixelMetric(QStyle::PM_SliderLength, &option, slider);
-  const QPoint slider_left = slider->mapTo(window_->timeline(), QPoint(0, 0));
+  const QPoint slider_left = slider->mapTo(timeline, QPoint(0, 0));
   const int left = slider_left.x() + handle / 2;
-  const int right = window_->timeline()->width() - (slider_left.x() + slider->width()) + handle / 2;
+  const int right = timeline->width() - (slider_left.x() + slider->width()) + handle / 2;
   // The strip spans frames over [left, width - right); widen by one frame so frame centres meet the handle's.
   strip_->set_horizontal_margins(std::max(0, left), std::max(0, right));
 }

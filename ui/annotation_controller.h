@@ -62,6 +62,12 @@ class AnnotationController : public QObject {
   int64_t shown_frame() const;
 
   MainWindow* window_ = nullptr;
+  // The watched slider, compared by identity in eventFilter: the window's accessors must not be called there,
+  // since Qt still delivers events to the filter while the MainWindow is being destroyed (UBSan saw it).
+  // QObject pointers, cast with qobject_cast when used: a QPointer<QSlider> would downcast an object that is
+  // already half destroyed.
+  QPointer<QObject> watched_slider_;
+  QPointer<QObject> timeline_widget_;
   QPointer<TrackerService> service_;
   TrackQualityModel* quality_ = nullptr;
   QualityStrip* strip_ = nullptr;

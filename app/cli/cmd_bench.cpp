@@ -138,7 +138,8 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
       ->capture_default_str();
   command
       ->add_option("--mixer", args->mixer,
-                   "temporal mixer on CUDA: auto (fused kernels; float32 in 3xTF32), fused, plain (fused, float32 "
+                   "temporal mixer on CUDA: auto (float32: the fused kernels in 3xTF32; fp16/bf16: the module), fused, "
+                   "plain (fused, float32 "
                    "without 3xTF32) or reference (the module path)")
       ->check(CLI::IsMember({"auto", "fused", "plain", "reference"}))
       ->capture_default_str();

@@ -332,7 +332,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
         if (options.cudnn_benchmark != "auto") engine_options.cudnn_benchmark = options.cudnn_benchmark == "on";
         engine_options.fused_instance_norm = options.norm != "reference";
         engine_options.cuda_graphs = options.cuda_graphs == "on";
-        engine_options.fused_mixer = options.mixer != "reference";
+        if (options.mixer != "auto") engine_options.fused_mixer = options.mixer != "reference";
         engine_options.mixer_arithmetic =
             options.mixer == "plain" ? ops::MixerFast::Arithmetic::plain : ops::MixerFast::Arithmetic::automatic;
         std::optional<engine::Engine> engine;

@@ -144,7 +144,8 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
     const at::Tensor& input_weight = compute_model_->torch_pips_mixer->input_proj->weight;
     mixer_input_weight_ =
         at::constant_pad_nd(input_weight, {0, kMixerPaddedInput - input_weight.size(1)}, 0.0).contiguous();
-    if (device_.is_cuda() && options_.fused_mixer && ops::MixerFast::available(device_)) {
+    const bool fused_mixer = options_.fused_mixer.value_or(compute_dtype_ == at::kFloat);
+    if (device_.is_cuda() && fused_mixer && ops::MixerFast::available(device_)) {
       ops::MixerFast::Options mixer_options;
       mixer_options.compute_dtype = compute_dtype_;
       mixer_options.arithmetic = options_.mixer_arithmetic;

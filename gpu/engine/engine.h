@@ -69,8 +69,10 @@ struct EngineOptions {
   bool cuda_graphs = false;
   /// The temporal mixer as ops::MixerFast (fused path, CUDA): fused LayerNorm/attention/GELU kernels writing the
   /// GEMM operands, one GEMM per linear layer; for float32 in 3xTF32 on compute capability 8.0+ (mixer_arithmetic).
-  /// false = the module path (TemporalMixer's op sequence with the padded input projection).
-  bool fused_mixer = true;
+  /// false = the module path (TemporalMixer's op sequence with the padded input projection). Unset (automatic):
+  /// fused for float32 only; in fp16/bf16 the module's cuBLAS tensor-core GEMMs are faster (H200, base N=1024:
+  /// mixer 10.2 ms with the module, 16.1 ms fused; docs/kernels.md).
+  std::optional<bool> fused_mixer;
   ops::MixerFast::Arithmetic mixer_arithmetic = ops::MixerFast::Arithmetic::automatic;
 };
 

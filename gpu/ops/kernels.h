@@ -59,8 +59,8 @@ at::Tensor cmdtop_fused_weight_cuda(const at::Tensor& conv_weight, c10::Device d
 void cmdtop_fused_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer>& layers, double eps,
                        at::Tensor& out);
 /// The tile (samples per block) of the tensor-core CMDTop kernel for dtype on this device, 0 when not eligible
-/// (compute capability < 8.0, too little shared memory). bf16/fp16: 16 where the device has its shared memory, else
-/// 8 (TRACKSCOPE_CMDTOP_MMA_TILE=8 or 16 in the environment overrides the choice where it fits: tuning); float32
+/// (compute capability < 8.0, too little shared memory). bf16/fp16: 8, else 16 where only that fits
+/// (TRACKSCOPE_CMDTOP_MMA_TILE=8 or 16 in the environment overrides the choice where it fits: tuning); float32
 /// (3xTF32): 8.
 int cmdtop_mma_tile_cuda(c10::Device device, bool base, at::ScalarType dtype);
 /// conv_weight [C_out, C_in, k, k] -> the tensor-core kernel's weight in mma B-fragment order on device:

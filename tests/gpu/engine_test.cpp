@@ -628,7 +628,10 @@ TEST_F(EngineTest, ExactStreamingEqualsTheWholeClipRun) {
     LocoTrackTrackerOptions options = long_clip_options(core::LongVideoMode::exact_streaming);
     options.stream_block_frames = block;
     options.mixer_block_frames = mixer_block;
-    if (location == core::CacheLocation::file) options.cache_dir = TRACKSCOPE_TEST_OUTPUT_DIR;  // a file there
+    if (location == core::CacheLocation::file) {  // a file there (a missing directory would plan host memory)
+      options.cache_dir = TRACKSCOPE_TEST_OUTPUT_DIR;
+      std::filesystem::create_directories(options.cache_dir);
+    }
     LocoTrackTracker tracker(load_model(ModelSize::small), describe(ModelSize::small), options);
     RecordingObserver observer;
     const int reads_before = video.reads;

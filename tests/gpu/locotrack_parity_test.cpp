@@ -92,6 +92,11 @@ class Parity : public ::testing::TestWithParam<ModelSize> {
     if (device_name() == "cuda" && !torch::cuda::is_available()) {
       GTEST_SKIP() << "TRACKSCOPE_TEST_DEVICE=cuda but LibTorch sees no CUDA device: the CUDA parity run is skipped";
     }
+    if (device_name() == "cuda") {  // a GPU machine's carry holds one size's fixtures (the upload limit); CI has all
+      const std::string size(model::model_size_name(GetParam()));
+      TRACKSCOPE_REQUIRE_FIXTURE("parity_" + size + ".safetensors");
+      TRACKSCOPE_REQUIRE_FIXTURE("locotrack_" + size + "_random_bf16.safetensors");
+    }
   }
   const SizeCase& data() const { return size_case(GetParam()); }
   const at::Tensor& reference(const std::string& key) const { return data().reference.at(key); }

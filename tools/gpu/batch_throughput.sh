@@ -18,7 +18,10 @@ GRID=${GRID:-16x16}
 GPU=${GPU:-cuda:0}
 END=""
 [ -n "${END_FRAME:-}" ] && END=", \"end\": $END_FRAME"
-TESTDATA=$(cd "${TRACKSCOPE_SHARED_DIR:-../shared}/testdata" && pwd)
+# The shared test data: TRACKSCOPE_SHARED_DIR, else the carry's copy (gpu_env.sh sets GPU_CARRY_SHARED; the carry
+# does not replace ../shared when the machine has an older link there), else ../shared.
+SHARED=${TRACKSCOPE_SHARED_DIR:-${GPU_CARRY_SHARED:-../shared}}
+TESTDATA=$(cd "$SHARED/testdata" && pwd)
 WORK=$(mktemp -d /tmp/trackscope-batch.XXXXXX)
 REPORT=$OUT/batch.txt
 mkdir -p "$OUT"

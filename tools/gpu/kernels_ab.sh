@@ -27,8 +27,9 @@
 #        fast-prev    fp16 --mixer reference --corr-kernel wmma: the previous round's fast path
 #        exact-corr   fp32 --mixer reference: the new correlation alone
 #        exact-plain  fp32 --mixer plain: the fused mixer on plain SGEMMs (fusion without 3xTF32)
-#        fast-wmma    fp16 --corr-kernel wmma: the fused mixer with the previous correlation kernel
-#        fast-tile8   fp16 with TRACKSCOPE_CMDTOP_MMA_TILE=8 (two 8-sample CMDTop blocks per SM instead of one of 16)
+#        fast-wmma    fp16 --corr-kernel wmma: the previous correlation kernel
+#        fast-fused   fp16 --mixer fused: the fused mixer in fp16 (slower than the module's cuBLAS GEMMs on the H200)
+#        fast-tile16  fp16 with TRACKSCOPE_CMDTOP_MMA_TILE=16 (one 16-sample CMDTop block per SM instead of two of 8)
 #        fast-graphs  fp16 --cuda-graphs on
 #   4. the table: per case and variant, end to end and the stage medians, with the targets.
 # Expected duration on a cold H200 machine: build ~2 min (16 cores), tests ~1-3 min (capped at 4), benches ~10-20 s
@@ -120,7 +121,8 @@ bench fast-prev --precision fp16 --mixer reference --corr-kernel wmma
 bench exact-corr --precision fp32 --mixer reference
 bench exact-plain --precision fp32 --mixer plain
 bench fast-wmma --precision fp16 --corr-kernel wmma
-TRACKSCOPE_CMDTOP_MMA_TILE=8 bench fast-tile8 --precision fp16
+bench fast-fused --precision fp16 --mixer fused
+TRACKSCOPE_CMDTOP_MMA_TILE=16 bench fast-tile16 --precision fp16
 bench fast-graphs --precision fp16 --cuda-graphs on
 cp "$LOGS/exact-new.json" "$LOGS/fast-new.json" "$OUT/" 2>/dev/null
 say "total: $((SECONDS - T0)) s"
@@ -128,7 +130,7 @@ say "total: $((SECONDS - T0)) s"
 python3 - "$LOGS" <<'EOF' | tee -a "$LOG"
 import json, os, sys
 logs = sys.argv[1]
-variants = ["exact-prev", "exact-corr", "exact-plain", "exact-new", "fast-prev", "fast-wmma", "fast-new", "fast-tile8",
+variants = ["exact-prev", "exact-corr", "exact-plain", "exact-new", "fast-prev", "fast-wmma", "fast-new", "fast-fused", "fast-tile16",
             "fast-graphs"]
 targets = {("small", 1024, "fp16"): 24, ("base", 1024, "fp16"): 28, ("small", 256, "fp16"): 8,
            ("base", 256, "fp16"): 9, ("small", 256, "fp32"): 71, ("small", 1024, "fp32"): 132,
