@@ -39,6 +39,7 @@ struct TrackArguments {
   int64_t end_frame = -1;
   int threads = 0;
   int decode_threads = 0;
+  std::string cudnn_benchmark = "auto";
   int64_t view_frame = 0;
   bool quiet = false;
   std::string bad_images = "stop";
@@ -106,6 +107,9 @@ int run_track(const TrackArguments& args) {
   options.resize = *resize;
   options.query_chunk = args.chunk;
   options.memory_budget_mb = args.memory_budget_mb;
+  // One process tracks one clip here, so cuDNN's autotuning (1-3 s on the H200 for the shapes of one clip) is
+  // rarely repaid: it saves ~0.1 ms per frame in fp32 and ~0 in fp16 (docs/performance-results.md).
+  options.cudnn_autotune = args.cudnn_benchmark == "on";
   core::Expected<core::LongVideoMode> long_video = core::parse_long_video_mode(args.long_video);
   if (!long_video) return fail(long_video.status());
   options.long_video = *long_video;
@@ -220,6 +224,11 @@ void add_track_command(CLI::App& app, CliContext& context) {
   command
       ->add_option("--decode-threads", args->decode_threads,
                    "decoder threads (0 = FFmpeg's choice; at most the machine's), as bench-video")
+      ->capture_default_str();
+  command
+      ->add_option("--cudnn-benchmark", args->cudnn_benchmark,
+                   "CUDA: cuDNN autotuning of the backbone: auto (off: one clip rarely repays its 1-3 s), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bar");
   command

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -59,6 +60,9 @@ struct TrackerOptions {
   int window_frames = 0;              // windowed: frames per window (0 = the longest that fits)
   int window_overlap = 0;             // windowed: frames shared by neighbouring windows (0 = automatic)
   int64_t host_memory_budget_mb = 0;  // CUDA runs: host memory for caches and stores (0 = automatic)
+  // CUDA: cuDNN's autotuning of the backbone's convolutions (unset = on). It pays off over many batches of one
+  // shape; a one-shot run of a short clip pays the tuning of every shape it meets (docs/performance-results.md).
+  std::optional<bool> cudnn_autotune;
 
   Status check() const;
 };

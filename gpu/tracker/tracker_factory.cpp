@@ -86,6 +86,7 @@ class LocoTrackFactory final : public core::TrackerFactory {
       tracker_options.memory_budget_bytes = options.memory_budget_mb > 0 ? options.memory_budget_mb * (int64_t{1} << 20)
                                                                          : default_memory_budget_bytes(*device);
       tracker_options.engine.precision = options.precision;
+      tracker_options.engine.cudnn_benchmark = options.cudnn_autotune;
       tracker_options.host_memory_budget_bytes = options.host_memory_budget_mb * (int64_t{1} << 20);
       tracker_options.long_video = options.long_video;
       tracker_options.cache_dir = options.cache_dir;

@@ -5,7 +5,8 @@
 # write) and the median ratio; writes OUT/camel_e2e.txt and OUT/decode.json.
 #   bash tools/gpu/camel_e2e.sh OUT [trackscope-cli]
 #   DEVICE (cuda:0), MODEL (default: the bundled model), PRECISION (fp32), THREADS (decoder threads, 4),
-#   REPEATS (3), END_FRAME (all) may be set; DEVICE=cpu END_FRAME=8 is a smoke test on a CPU machine.
+#   REPEATS (3), END_FRAME (all), TRACK_EXTRA (more track arguments, e.g. "--cudnn-benchmark off") may be set;
+#   DEVICE=cpu END_FRAME=8 is a smoke test on a CPU machine.
 # Meant for tools/gpu/check.sh --run "bash tools/gpu/camel_e2e.sh \$OUT" (the clip carried by tools/gpu/prepare.sh).
 set -uo pipefail
 OUT=${1:?usage: camel_e2e.sh OUT [trackscope-cli]}
@@ -22,6 +23,7 @@ REPORT=$OUT/camel_e2e.txt
 say() { echo "$*" | tee -a "$REPORT"; }
 END_ARGS=()
 [ -n "${END_FRAME:-}" ] && END_ARGS=(--end "$END_FRAME")
+read -r -a EXTRA_ARGS <<< "${TRACK_EXTRA:-}"
 
 "$CLI" bench-video "$CLIP" --threads "$THREADS" --seeks 5 --json "$OUT/decode.json" 2>&1 | tee -a "$REPORT"
 decode_s=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['open_ms']/1e3 + d['sequential']['total_ms']/1e3)" "$OUT/decode.json")
@@ -31,7 +33,7 @@ times=()
 for i in $(seq 1 "$REPEATS"); do
   start=$(date +%s.%N)
   "$CLI" track "$CLIP" --queries grid:8x8@frame0 --out "$OUT/camel_tracks.csv" --model "$MODEL" --device "$DEVICE" \
-    --precision "$PRECISION" --decode-threads "$THREADS" -q "${END_ARGS[@]}" 2>&1 | tee -a "$REPORT"
+    --precision "$PRECISION" --decode-threads "$THREADS" -q "${END_ARGS[@]}" "${EXTRA_ARGS[@]}" 2>&1 | tee -a "$REPORT"
   rc=${PIPESTATUS[0]}
   end=$(date +%s.%N)
   t=$(python3 -c "print(f'{$end - $start:.3f}')")
