@@ -42,7 +42,7 @@ struct ModelWeightsInfo {
   std::string summary() const;
 };
 
-/// The released checkpoints (LOCOTRACK.md §3.2).
+/// The released checkpoints (docs/locotrack-spec.md §3.2).
 struct KnownCheckpoint {
   std::string_view file_name;
   std::string_view model_size;

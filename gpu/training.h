@@ -121,7 +121,7 @@ struct LossOptions {
   core::Status check() const;
 };
 
-/// AdamW with gradient clipping (LOCOTRACK.md §7.1).
+/// AdamW with gradient clipping (docs/locotrack-spec.md §7.1).
 struct OptimizerOptions {
   double learning_rate = 1e-3;  // peak learning rate
   double weight_decay = 1e-3;

@@ -9,7 +9,7 @@ namespace trackscope::core {
 
 namespace {
 
-// Channels of the three feature levels (LOCOTRACK.md §2 stage 1): highest (stride 2), hires (4), lowres (8).
+// Channels of the three feature levels (docs/locotrack-spec.md §2.1): highest (stride 2), hires (4), lowres (8).
 constexpr double kHighestChannels = 64.0;
 constexpr double kHiresChannels = 128.0;
 constexpr double kLowresChannels = 256.0;
@@ -22,7 +22,7 @@ constexpr double kMixerInput = 854.0;
 constexpr double kMixerOutput = 388.0;
 constexpr double kMixerLayers = 3.0;
 // Softmax over 20x logits, the windowed soft-argmax and the mean/max/min statistics (with the 2x upsample) per
-// hires cell: LOCOTRACK.md §5.1 counts about 5.6 MFLOP per query at T = 47, i.e. 29 FLOP per cell.
+// hires cell: docs/locotrack-spec.md §5.1 counts about 5.6 MFLOP per query at T = 47, i.e. 29 FLOP per cell.
 constexpr double kInitElementwisePerCell = 29.0;
 // Bilinear sampling: 4 corners x (multiply + add); trilinear: 8 corners.
 constexpr double kBilinearFlopsPerValue = 8.0;
@@ -36,7 +36,7 @@ struct Conv {
   double parameters() const { return out_channels * in_channels * kernel_cells; }
 };
 
-// Backbone convolutions for one frame at resolution r (LOCOTRACK.md §2 stage 1), padding ignored.
+// Backbone convolutions for one frame at resolution r (docs/locotrack-spec.md §2.1), padding ignored.
 std::vector<Conv> backbone_convs(double r) {
   const double c128 = (r / 2) * (r / 2), c64 = (r / 4) * (r / 4), c32 = (r / 8) * (r / 8);
   std::vector<Conv> convs = {{c128, 64, 3, 49}};
@@ -54,7 +54,7 @@ std::vector<Conv> backbone_convs(double r) {
   return convs;
 }
 
-// CMDTop convolutions of one branch on one [49, 7, 7] input (LOCOTRACK.md §2 stage 5.3).
+// CMDTop convolutions of one branch on one [49, 7, 7] input (docs/locotrack-spec.md §2.5 step 3).
 std::vector<Conv> cmdtop_convs(ModelSize size) {
   if (size == ModelSize::small) return {{4, 64, 49, 25}, {1, 128, 64, 4}};
   return {{16, 64, 49, 9}, {4, 128, 64, 9}, {1, 128, 128, 4}};

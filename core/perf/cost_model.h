@@ -1,7 +1,7 @@
 #pragma once
 // The LocoTrack cost model: floating-point operations and minimum device-memory bytes of every canonical stage
 // (core/perf/stage_timing.h), as functions of the model size, frames, points, query chunk, resolution and
-// element size. It follows LOCOTRACK.md §5.1: convolutions and matrix products counted from the architecture
+// element size. It follows docs/locotrack-spec.md §5.1: convolutions and matrix products counted from the architecture
 // (2 FLOP per multiply-add), elementwise work by hand; "minimum bytes" = each materialised tensor the reference
 // code writes at a sub-step boundary written once and read once, weights once per call.
 //
@@ -10,8 +10,8 @@
 //   WorkCost encoder = stage_cost(Stage::refine_encoder, config);           // all chunks, all 4 iterations
 //   WorkCost one = chunk_stage_cost(Stage::refine_encoder, config, 256);     // one chunk, one iteration
 //
-// Checked against LOCOTRACK.md §5.1's table (1.48 / 3.28 / 2.06 / 5.57 TFLOP) in tests/core/perf_cost_model_test.
-// Threads: pure functions.
+// Checked against docs/locotrack-spec.md §5.1's table (1.48 / 3.28 / 2.06 / 5.57 TFLOP) in
+// tests/core/perf_cost_model_test. Threads: pure functions.
 
 #include <string_view>
 
@@ -50,7 +50,7 @@ struct WorkCost {
   WorkCost operator*(double factor) const { return {flops * factor, bytes * factor}; }
 };
 
-/// The rows of LOCOTRACK.md §5.1's table, totals over one forward pass (all chunks, all iterations).
+/// The rows of docs/locotrack-spec.md §5.1's table, totals over one forward pass (all chunks, all iterations).
 struct LocoTrackCostBreakdown {
   WorkCost backbone;
   WorkCost query_features;

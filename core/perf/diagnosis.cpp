@@ -267,7 +267,7 @@ std::vector<std::string> run_traps(const Profile& profile, const ProfileCase& ru
   if (gpu && c.precision == Precision::bf16 && capability > 0 && capability < 80) {
     traps.push_back(
         fmt::format("{} (compute capability {}) has no bf16 tensor cores: bf16 is emulated and slower than "
-                    "fp32 (LOCOTRACK.md §6.1); use fp16 or fp32 on this card",
+                    "fp32 (docs/locotrack-spec.md §6.1); use fp16 or fp32 on this card",
                     device.name, capability_text(capability)));
   }
   if (c.precision == Precision::tf32 && (!gpu || capability < 80)) {
@@ -307,9 +307,10 @@ std::vector<std::string> comparison_traps(const RunRef& a, const RunRef& b) {
         return fmt::format("{} used TF32 for {}, {} ran them in strict FP32 or another precision", lb, tb, la);
       return fmt::format("{} used TF32 for {}, {} for {}", la, ta, lb, tb);
     }();
-    warnings.push_back("TF32 vs strict FP32: " + what +
-                       ": those stages are not compared like for like (LOCOTRACK.md §6.2); set the TF32 flags "
-                       "explicitly on both sides");
+    warnings.push_back(
+        "TF32 vs strict FP32: " + what +
+        ": those stages are not compared like for like (docs/locotrack-spec.md §6.2); set the TF32 flags "
+        "explicitly on both sides");
   }
   const RunConfig& ca = a.run->config;
   const RunConfig& cb = b.run->config;
@@ -367,7 +368,7 @@ std::vector<PrecisionChoice> precision_choices(const DeviceDescription& device) 
     if (capability < 80) {
       bf16.warnings.push_back(
           fmt::format("trap: {} (compute capability {}) has no bf16 tensor cores; bf16 is emulated "
-                      "and slow, 2x or more slower than fp32 (LOCOTRACK.md §6.1); use fp16 or fp32",
+                      "and slow, 2x or more slower than fp32 (docs/locotrack-spec.md §6.1); use fp16 or fp32",
                       device.name, cc));
     }
     fp16.available = true;

@@ -23,7 +23,7 @@
 namespace trackscope::core {
 
 /// bf16 on a card without bf16 tensor cores (compute capability < 8.0) runs through emulated, non-tensor-core
-/// paths. LOCOTRACK.md §6.1 (third-party measurements, openxla/xla#12429, jax-ml/jax#21212): below 50% of the
+/// paths. docs/locotrack-spec.md §6.1 (third-party measurements, openxla/xla#12429, jax-ml/jax#21212): below 50% of the
 /// card's FP32 rate. The what-if and the effective peaks use this fraction.
 inline constexpr double kEmulatedBf16FractionOfFp32 = 0.5;
 

@@ -51,7 +51,7 @@ SampleStatistics compute_statistics(std::span<const double> values_ms);
 enum class ProfileOrigin {
   measured,     // a bench or a live run
   predicted,    // a what-if computed from another profile and the spec table
-  transcribed,  // typed in from a document (e.g. LOCOTRACK.md §5.2)
+  transcribed,  // typed in from a document (e.g. docs/locotrack-spec.md §5.2)
 };
 const char* to_string(ProfileOrigin origin);
 

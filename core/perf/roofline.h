@@ -103,7 +103,8 @@ struct WhatIfOptions {
   std::optional<Precision> precision;
   std::optional<bool> tf32_matmul;
   std::optional<bool> tf32_cudnn;
-  double attainable_fraction = 0.5;  // f: a well-tuned kernel's share of its floor (LOCOTRACK.md §5.3 uses ~50%)
+  double attainable_fraction =
+      0.5;  // f: a well-tuned kernel's share of its floor (docs/locotrack-spec.md §5.3 uses ~50%)
 };
 /// The predicted time of one stage (the model above); `source_clock_mhz`/`target_clock_mhz` 0 = unknown (no scaling).
 double predict_stage_ms(double measured_ms, double floor_ms, double target_floor_ms, double attainable_fraction,

@@ -21,7 +21,8 @@ using core::Stage;
 
 bool is_reduced(at::ScalarType dtype) { return dtype == at::kBFloat16 || dtype == at::kHalf; }
 
-// The backbone's norm through the fused op, with the model's epsilon (InstanceNorm2d's default, LOCOTRACK.md §4).
+// The backbone's norm through the fused op, with the model's epsilon (InstanceNorm2d's default, docs/locotrack-spec.md
+// §4).
 at::Tensor fused_instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return ops::instance_norm_relu(x, weight, bias, 1e-5);
 }

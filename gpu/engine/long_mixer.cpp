@@ -10,7 +10,7 @@
 namespace trackscope::gpu::engine {
 namespace {
 
-constexpr double kNormEpsilon = 1e-5;  // nn.LayerNorm's default (LOCOTRACK.md §4)
+constexpr double kNormEpsilon = 1e-5;  // nn.LayerNorm's default (docs/locotrack-spec.md §4)
 // A softmax weight below e^-kNegligibleLogit relative to the row's maximum is 0 in float (e^-103.3 is the smallest).
 constexpr double kNegligibleLogit = 110.0;
 

@@ -1,5 +1,5 @@
 #pragma once
-// The temporal transformer (model::TemporalMixer, LOCOTRACK.md §2 stage 5 step 6) over a time axis of any length,
+// The temporal transformer (model::TemporalMixer, docs/locotrack-spec.md §2.5 step 6) over a time axis of any length,
 // a block of frames at a time (torch-side header: include only from gpu/ .cpp files). It computes the same
 // function as TemporalMixer::forward on [S, T, 854] -- the same operations in the same dtype, up to the order of
 // floating-point sums -- in O(S T D) memory instead of the O(S H T^2) of the attention scores and the [H, T, T]

@@ -1,6 +1,6 @@
 #pragma once
 // LocoTrack-S / LocoTrack-B in LibTorch (torch-side header: include only from gpu/ .cpp files).
-// The complete specification is ../shared/design/LOCOTRACK.md; section numbers below refer to it.
+// The complete specification is docs/locotrack-spec.md; section numbers below refer to it.
 //
 // The network is a torch::nn::Module tree whose named_parameters() are exactly the official state_dict keys
 // (135 for small, 147 for base, in the official order), so official weights load by name. The pipeline is
@@ -11,8 +11,8 @@
 //   // ... load weights (gpu/weights/weights.h), model->to(device) ...
 //   c10::InferenceMode inference;                                   // or keep autograd for training
 //   at::Tensor video = normalize_video_u8(video_u8);                // [B,T,256,256,3] -> [-1, 1]
-//   FeatureGrids grids = compute_feature_grids(*model, video);      // §2 stage 1 (backbone, per frame chunk)
-//   QueryFeatures query = compute_query_features(grids, queries);   // §2 stage 2
+//   FeatureGrids grids = compute_feature_grids(*model, video);      // §2.1 (backbone, per frame chunk)
+//   QueryFeatures query = compute_query_features(grids, queries);   // §2.2
 //   for each query chunk [begin, end):
 //     QueryFeatures chunk = query.slice(begin, end);
 //     TrackState state = initialise_tracks(*model, grids, chunk, queries.slice(1, begin, end));  // stage 4
@@ -28,7 +28,7 @@
 // normalisation, grid_sample conventions (border + t+0.5 for queries, zeros for refinement), bilinear 32->64
 // upsample, softmax(20x), windowed soft-argmax (first-index argmax, radius^2 < 25 cells), query-frame pin with
 // round-half-even, exact GELU, ALiBi slopes computed in double, attention scale 1/8 with a -1e9 additive mask.
-// The 384 dead "feature" outputs of output_proj are loaded but not computed (§2 stage 5, step 7).
+// The 384 dead "feature" outputs of output_proj are loaded but not computed (§2.5 step 7).
 //
 // Autograd: no stage modifies a tensor in place, so the modules can be trained; refine_tracks() detaches its
 // input state like the official code. Threads: a model may be used by one thread at a time (torch modules are
@@ -77,7 +77,7 @@ inline constexpr int kMixerOutputChannels = 388;
 // ---------------------------------------------------------------------------------------------------------
 // Modules. Parameter names are the official keys; forward() methods take channels-first (NCHW) tensors.
 
-/// Conv2d with TensorFlow "SAME" padding (§2 stage 1): pad total max((ceil(i/s)-1)s + k - i, 0), the extra
+/// Conv2d with TensorFlow "SAME" padding (§2.1): pad total max((ceil(i/s)-1)s + k - i, 0), the extra
 /// pixel at the end. Registers "weight" and, if `bias`, "bias".
 class Conv2dSame : public torch::nn::Module {
  public:
@@ -215,7 +215,7 @@ class LocoTrack : public torch::nn::Module {
 // ---------------------------------------------------------------------------------------------------------
 // Stage data.
 
-/// L2-normalised, channels-last feature maps of every frame (§2 stage 1).
+/// L2-normalised, channels-last feature maps of every frame (§2.1).
 struct FeatureGrids {
   at::Tensor lowres;   // [B, T, 32, 32, 256]
   at::Tensor hires;    // [B, T, 64, 64, 128]
@@ -223,7 +223,7 @@ struct FeatureGrids {
   std::int64_t frames() const { return lowres.size(1); }
 };
 
-/// Query features and 7x7 supports (§2 stage 2); supports are indexed [dy + 3][dx + 3].
+/// Query features and 7x7 supports (§2.2); supports are indexed [dy + 3][dx + 3].
 struct QueryFeatures {
   at::Tensor lowres, hires, highest;                          // [B, N, C]
   at::Tensor lowres_support, hires_support, highest_support;  // [B, N, 7, 7, C]
@@ -277,7 +277,7 @@ FeatureGrids compute_feature_grids(const LocoTrack& model, const at::Tensor& vid
 /// padding at (t + 0.5, y / stride, x / stride) + the 7x7 offsets.
 QueryFeatures compute_query_features(const FeatureGrids& grids, const at::Tensor& query_points_tyx);
 
-/// Iteration 0 (§2 stage 4): global cost volumes (lowres upsampled 32->64, hires), cost_conv, softmax(20x),
+/// Iteration 0 (§2.4): global cost volumes (lowres upsampled 32->64, hires), cost_conv, softmax(20x),
 /// windowed soft-argmax, query-frame pin; occlusion head on mean/max/min of the costs.
 /// `query_points_tyx` [B, n, 3] are the chunk's queries in 256 space (used for the pin).
 TrackState initialise_tracks(const LocoTrack& model, const FeatureGrids& grids, const QueryFeatures& chunk,
@@ -290,7 +290,7 @@ at::Tensor initial_heatmap_logits(const LocoTrack& model, const FeatureGrids& gr
 /// the first maximal cell; the average is over cells whose centre lies strictly within 5 cells of it.
 at::Tensor windowed_soft_argmax(const at::Tensor& heatmap);
 
-/// One refinement iteration (§2 stage 5) from `previous` (detached first). The three parts are public too.
+/// One refinement iteration (§2.5) from `previous` (detached first). The three parts are public too.
 TrackState refine_tracks(const LocoTrack& model, const FeatureGrids& grids, const QueryFeatures& chunk,
                          const TrackState& previous);
 

@@ -1,5 +1,5 @@
 // LocoTrack's modules: parameter registration under the official names, default initialisation, and the
-// forward computations of the backbone, the correlation encoder and the temporal mixer (LOCOTRACK.md §2-§4).
+// forward computations of the backbone, the correlation encoder and the temporal mixer (docs/locotrack-spec.md §2-§4).
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
@@ -247,7 +247,7 @@ at::Tensor TemporalMixer::forward(const at::Tensor& x, LinearFunction linear) co
   const at::Tensor bias = alibi_bias(layers.front()->attn->heads, x.size(1), x.options());  // once, not per layer
   for (const auto& layer : layers) h = layer->forward(h, bias, linear);
   h = layer_norm(h, *ln_out);
-  // Rows 4..387 produce the carried "feature" that nothing reads (§2 stage 5, step 7).
+  // Rows 4..387 produce the carried "feature" that nothing reads (§2.5 step 7).
   return at::linear(h, output_proj->weight.narrow(0, 0, 4), output_proj->bias.narrow(0, 0, 4));
 }
 

@@ -1,4 +1,4 @@
-// LocoTrack's pipeline stages (LOCOTRACK.md §2). Each op mirrors the official code's op sequence where the
+// LocoTrack's pipeline stages (docs/locotrack-spec.md §2). Each op mirrors the official code's op sequence where the
 // order of floating-point operations is observable (coordinate scaling "multiply first", +0.5 before the
 // normalisation, softmax of 20x, ...); comments say where this port deliberately differs and why.
 #include <ATen/ATen.h>

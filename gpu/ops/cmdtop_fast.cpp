@@ -92,7 +92,7 @@ at::Tensor dense_weight(const at::Tensor& weight, const std::vector<int32_t>& ta
   return dense;
 }
 
-// The official layer stacks (LOCOTRACK.md §2, stage 5 step 3): from_named takes kernels and strides from here,
+// The official layer stacks (docs/locotrack-spec.md §2.5 step 3): from_named takes kernels and strides from here,
 // and the fused kernel is written for exactly these shapes.
 struct StackLayer {
   int64_t out_channels, in_channels, kernel, stride;

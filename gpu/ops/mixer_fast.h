@@ -1,6 +1,6 @@
 #pragma once
-// The temporal mixer (LocoTrack's transformer, LOCOTRACK.md §2 stage 5 steps 5-7) as a few fused CUDA kernels and one
-// GEMM per linear layer (torch-side header: include only from gpu/ .cpp files). docs/kernels.md §5 has the design.
+// The temporal mixer (LocoTrack's transformer, docs/locotrack-spec.md §2.5 steps 5-7) as a few fused CUDA kernels and
+// one GEMM per linear layer (torch-side header: include only from gpu/ .cpp files). docs/kernels.md §5 has the design.
 //
 //   MixerFast mixer(MixerWeights::from_named(lookup, "torch_pips_mixer."), device, {.compute_dtype = at::kHalf});
 //   at::Tensor update = mixer.forward(x);   // x [S, T, 864] (854 channels + zero columns) -> [S, T, 4] float32

@@ -1,7 +1,7 @@
 #pragma once
 // FLOP and byte counts of the fused ops (gpu/ops/ops.h) from their shapes, for stage instrumentation and
 // roofline floors. Torch-free on purpose: the bench and the perf model can include it anywhere.
-// FLOPs count 2 per multiply-add and follow LOCOTRACK.md §5.1 (docs/kernels.md derives each formula).
+// FLOPs count 2 per multiply-add and follow docs/locotrack-spec.md §5.1 (docs/kernels.md derives each formula).
 //
 //   const OpCost corr = local_corr4d_cost({1024, 47, 64, 64, 128}, 4);   // one level, one iteration, fp32
 //   double floor_ms = std::max(corr.flops / peak_flops, corr.min_bytes / peak_bytes_per_s) * 1e3;

@@ -2,7 +2,7 @@
 // Trackscope's fused LocoTrack operators: functional APIs on ATen tensors (torch-side header: include it only
 // from gpu/ .cpp files). Each op has a CPU reference (always built) and a CUDA kernel (built with
 // TRACKSCOPE_WITH_CUDA against a CUDA LibTorch); the device of the inputs picks the implementation.
-// Semantics follow ../shared/design/LOCOTRACK.md (§2 stages 4-5, §4) exactly; docs/kernels.md has the
+// Semantics follow docs/locotrack-spec.md (§2.4–2.5, §4) exactly; docs/kernels.md has the
 // design, FLOP and byte counts of each op.
 //
 //   using namespace trackscope::gpu::ops;
@@ -216,7 +216,7 @@ class CmdTopFast {
 at::Tensor cmdtop_fast(const at::Tensor& corr, const CmdTopWeights& weights);
 
 // ---------------------------------------------------------------------------------------------------------
-// 4. InstanceNorm + ReLU (the backbone's normalisation, stage 1; LOCOTRACK.md §4).
+// 4. InstanceNorm + ReLU (the backbone's normalisation, stage 1; docs/locotrack-spec.md §4).
 //
 /// relu(instance_norm(x) * weight + bias): per-sample, per-channel statistics over H x W, biased variance,
 /// eps. x [N, C, H, W] float32/bfloat16/float16 (channels-last is the fast layout; others are made so);

@@ -16,7 +16,7 @@ namespace trackscope::gpu::training {
 namespace {
 
 // LocoTrack with every query in one chunk (training batches are small: 256 queries); the loss sees the
-// initialisation and the 4 refinements (LOCOTRACK.md §1.3), each already in the 256x256 input's pixels.
+// initialisation and the 4 refinements (docs/locotrack-spec.md §1.3), each already in the 256x256 input's pixels.
 class TrainableLocoTrack final : public TrainableTracker {
  public:
   TrainableLocoTrack(model::ModelSize size, const at::Device& device)

@@ -12,9 +12,9 @@
 //     std::string describe() const override { return "LocoTrack-S"; }
 //   };
 //
-// Conventions (LOCOTRACK.md §0, §1.2-1.3): video [B,T,H,W,3] float32 in [-1,1]; queries [B,N,3] as (t, y, x) in
-// raster pixels of that video; tracks [B,N,T,2] as (x, y) in the same pixels; occlusion and expected-distance
-// logits [B,N,T] (higher = occluded / farther than 6 px at 256x256). Threads: one thread at a time (the trainer's).
+// Conventions (docs/locotrack-spec.md §0, §1.2-1.3): video [B,T,H,W,3] float32 in [-1,1]; queries [B,N,3] as (t, y, x)
+// in raster pixels of that video; tracks [B,N,T,2] as (x, y) in the same pixels; occlusion and expected-distance logits
+// [B,N,T] (higher = occluded / farther than 6 px at 256x256). Threads: one thread at a time (the trainer's).
 
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>

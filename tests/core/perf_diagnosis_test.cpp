@@ -295,7 +295,7 @@ TEST(WhatIf, SameGpuIsIdentityAndHostStagesKeepTheirTime) {
 
 TEST(WhatIf, T4Bf16AgainstTheH200IsDiagnosedAsEmulationAndTf32) {
   // The headline case: the official-style configuration (bf16, small, N=1024, T=47) predicted on a T4 from the
-  // transcribed H200 measurements of LOCOTRACK.md §5.2 (PyTorch default flags: TF32 convolutions).
+  // transcribed H200 measurements of docs/locotrack-spec.md §5.2 (PyTorch default flags: TF32 convolutions).
   Expected<Profile> h200 = read_profile(kFixture);
   ASSERT_TRUE(h200);
   const auto index =

@@ -216,7 +216,7 @@ TEST(ProfileJson, ReadsTheTranscribedH200Fixture) {
   EXPECT_EQ(p->origin, ProfileOrigin::transcribed);
   EXPECT_EQ(p->device.name, "NVIDIA H200");
   EXPECT_EQ(p->device.compute_capability(), 90);
-  EXPECT_EQ(p->cases.size(), 11u);  // every row of LOCOTRACK.md §5.2
+  EXPECT_EQ(p->cases.size(), 11u);  // every row of docs/locotrack-spec.md §5.2
   const ProfileCase* official = nullptr;
   for (const ProfileCase& c : p->cases) {
     if (c.name == "small-n1024-t47-c256-default") official = &c;

@@ -1,5 +1,5 @@
 // The GPU specification table (consistency with the architectures, lookups by CUDA name) and the LocoTrack
-// cost model against LOCOTRACK.md §5.1's independently counted table.
+// cost model against docs/locotrack-spec.md §5.1's independently counted table.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -144,7 +144,8 @@ CostModelConfig config(ModelSize size, int points) {
 }
 
 TEST(CostModel, ReproducesTheTotalsOfLocotrackSection51) {
-  // LOCOTRACK.md §5.1 (counted with torch.utils.flop_counter on the official model): 1.48 / 3.28 / 2.06 / 5.57 TFLOP.
+  // docs/locotrack-spec.md §5.1 (counted with torch.utils.flop_counter on the official model): 1.48 / 3.28 / 2.06
+  // / 5.57 TFLOP.
   EXPECT_NEAR(locotrack_cost_breakdown(config(ModelSize::small, 256)).total().flops / 1e12, 1.48, 0.01);
   EXPECT_NEAR(locotrack_cost_breakdown(config(ModelSize::small, 1024)).total().flops / 1e12, 3.28, 0.01);
   EXPECT_NEAR(locotrack_cost_breakdown(config(ModelSize::base, 256)).total().flops / 1e12, 2.06, 0.01);
@@ -169,8 +170,8 @@ TEST(CostModel, ReproducesThePerQueryUnitCosts) {
 }
 
 TEST(CostModel, MinimumBytesFollowTheTable) {
-  // LOCOTRACK.md §5.1 "min bytes" (GB, N=256 / N=1024, chunk 256). The table rounds to one or two digits; the init
-  // row's sub-step accounting is not spelled out there, hence its wider tolerance.
+  // docs/locotrack-spec.md §5.1 "min bytes" (GB, N=256 / N=1024, chunk 256). The table rounds to one or two digits; the
+  // init row's sub-step accounting is not spelled out there, hence its wider tolerance.
   struct Row {
     double n256, n1024, tolerance;
     WorkCost LocoTrackCostBreakdown::*member;

@@ -204,7 +204,7 @@ TEST(Safetensors, ReadsTheShardedFixtureWeights) {
   EXPECT_EQ(conv->shape, (std::vector<std::int64_t>{64, 49, 5, 5}));
   std::int64_t parameters = 0;
   for (const TensorEntry& t : small->tensors()) parameters += t.element_count();
-  EXPECT_EQ(parameters, 8'236'133);  // LOCOTRACK.md §3.1
+  EXPECT_EQ(parameters, 8'236'133);  // docs/locotrack-spec.md §3.1
 
   Expected<SafetensorsSet> inputs = SafetensorsSet::open(fixtures / "parity_inputs.safetensors");
   ASSERT_TRUE(inputs) << inputs.status().message();

@@ -3,8 +3,8 @@
 // thread, mma.sync m16n8k8 / m16n8k16 from the PTX fragment tables,
 // cp.async with in-flight tracking, shared-memory race and bounds checks) against the specification in double:
 // grid_sample (bilinear, zeros padding, align_corners=False) of the 7x7 neighbourhood, then the dot products with the
-// supports (LOCOTRACK.md §2 stage 5 steps 1-2). Points inside, across the borders, on exact integers and halves, far
-// away and not finite; strided feature grids; a partial frame tile; padded rows. The CUDA test (gpu/ops_cuda,
+// supports (docs/locotrack-spec.md §2.5 steps 1-2). Points inside, across the borders, on exact integers and halves,
+// far away and not finite; strided feature grids; a partial frame tile; padded rows. The CUDA test (gpu/ops_cuda,
 // LocalCorr4dCuda) checks the compiled kernel against the CPU implementation on a GPU. Torch-free.
 #include "cuda_emulation.h"  // first: the kernel header takes its primitives from it
 

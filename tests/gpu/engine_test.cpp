@@ -474,7 +474,7 @@ TEST_F(EngineTest, SmallerChunksGiveTheSameTracks) {
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a_observer.partials.size(), 1u);
   EXPECT_EQ(b_observer.partials.size(), 4u);
-  // The reference measured ~1e-4 px between chunkings (LOCOTRACK.md §0).
+  // The reference measured ~1e-4 px between chunkings (docs/locotrack-spec.md §0).
   expect_tracks(label("chunk 12 vs chunk 3"), tracks_tensor(*b), tracks_tensor(*a));
 }
 

@@ -391,7 +391,7 @@ TEST(LocoTrackStages, WindowedSoftArgmaxTakesTheFirstPeakAndAStrictRadius) {
 TEST(LocoTrackStages, AlibiBiasHasTheDocumentedSlopesAndMasks) {
   const at::Tensor small = model::alibi_bias(4, 5, at::TensorOptions());
   ASSERT_EQ(small.sizes(), (std::vector<std::int64_t>{4, 5, 5}));
-  // LOCOTRACK.md §2 stage 5: small slopes [0.2041241, 0.0416667], forward heads first, then backward heads.
+  // docs/locotrack-spec.md §2.5: small slopes [0.2041241, 0.0416667], forward heads first, then backward heads.
   EXPECT_NEAR(small[0][3][2].item<double>(), -0.2041241, 1e-7);  // forward: -s (i - j) for j <= i
   EXPECT_NEAR(small[1][4][0].item<double>(), -4 * 0.0416667, 1e-6);
   EXPECT_EQ(small[0][2][3].item<double>(), -1e9);                    // forward heads never look ahead

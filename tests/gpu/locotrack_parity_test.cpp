@@ -1,4 +1,5 @@
-// Parity of every LocoTrack stage with the official implementation (../shared/fixtures/locotrack, LOCOTRACK.md).
+// Parity of every LocoTrack stage with the official implementation (../shared/fixtures/locotrack,
+// docs/locotrack-spec.md).
 //
 // The same binary runs on the CPU (ctest gpu/locotrack_parity, label unit) and on CUDA
 // (gpu/locotrack_parity_cuda, label gpu: TRACKSCOPE_TEST_DEVICE=cuda, fp32 with TF32 off; skipped without CUDA).

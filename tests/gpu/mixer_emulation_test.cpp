@@ -4,8 +4,8 @@
 // 3xTF32 split), the ALiBi attention (several query and key tiles, forward and backward heads) and the head. Then the
 // whole mixer as gpu/ops/mixer_fast.cpp composes it (operand rows with a ones column, weights packed by
 // pack_mixer_linear, GEMMs over the packed operands computed here in double as the tensor cores compute them on
-// exact TF32 / fp16 values) against a plain double implementation of LOCOTRACK.md's transformer: this checks the
-// layout, the packing and the split without a GPU. cuBLAS itself is checked on the GPU (gpu/ops_cuda, MixerCuda).
+// exact TF32 / fp16 values) against a plain double implementation of docs/locotrack-spec.md's transformer: this checks
+// the layout, the packing and the split without a GPU. cuBLAS itself is checked on the GPU (gpu/ops_cuda, MixerCuda).
 // Torch-free: it builds in the CPU-only CI. Fresh random values each run (seed printed; TRACKSCOPE_TEST_SEED repeats).
 #include "cuda_emulation.h"  // first: the kernel header takes its primitives from it
 
@@ -450,7 +450,7 @@ void linear(const Linear& l, const std::vector<double>& x, int64_t rows, std::ve
   }
 }
 
-// LOCOTRACK.md's mixer in double: input_proj, 3 pre-LN layers, ln_out, output_proj rows 0..3.
+// docs/locotrack-spec.md's mixer in double: input_proj, 3 pre-LN layers, ln_out, output_proj rows 0..3.
 std::vector<double> reference_mixer(const Weights& w, const std::vector<double>& x, int64_t sequences, int frames) {
   const int64_t rows = sequences * frames;
   const int d = w.dim;

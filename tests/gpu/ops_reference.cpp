@@ -17,7 +17,7 @@ at::Tensor reference_local_corr4d(const at::Tensor& features, const at::Tensor& 
   const int64_t height = features.size(1);
   const int64_t width = features.size(2);
   const int64_t queries = points.size(0);
-  // 49 offsets (dy, dx), row-major with dy outer (LOCOTRACK.md stage 2).
+  // 49 offsets (dy, dx), row-major with dy outer (docs/locotrack-spec.md §2.2).
   const at::Tensor steps = at::arange(-3, 4, f32());
   const at::Tensor dy = steps.view({7, 1}).expand({7, 7});
   const at::Tensor dx = steps.view({1, 7}).expand({7, 7});
@@ -95,7 +95,7 @@ at::Tensor reference_cmdtop(const at::Tensor& corr, const gpu::ops::CmdTopWeight
   const at::Tensor branch1 = x.permute({0, 3, 4, 1, 2}).reshape({samples, 49, 7, 7});  // channels (i,j), space (h,w)
   const at::Tensor branch2 = x.reshape({samples, 49, 7, 7});                           // channels (h,w), space (i,j)
   const bool small = weights.layers.size() == 2;
-  // F.pad order (left, right, top, bottom), from LOCOTRACK.md §2 stage 5.
+  // F.pad order (left, right, top, bottom), from docs/locotrack-spec.md §2.5.
   const std::vector<std::vector<int64_t>> pads =
       small ? std::vector<std::vector<int64_t>>{{1, 1, 1, 1}, {0, 0, 0, 0}}
             : std::vector<std::vector<int64_t>>{{1, 1, 1, 1}, {0, 1, 0, 1}, {0, 0, 0, 0}};

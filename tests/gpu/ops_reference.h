@@ -1,6 +1,6 @@
 #pragma once
 // Test-only: the LocoTrack stages that the fused ops replace, written as compositions of plain ATen ops
-// exactly as ../shared/design/LOCOTRACK.md §2 describes them (grid_sample, einsum, interpolate, conv2d,
+// exactly as docs/locotrack-spec.md §2 describes them (grid_sample, einsum, interpolate, conv2d,
 // softmax, group_norm ...), plus random inputs shaped like the model's.
 
 #include <ATen/ATen.h>

@@ -1,4 +1,4 @@
-// The fused ops (gpu/ops/ops.h) against ATen compositions of LOCOTRACK.md (suites *Cpu, ctest gpu/ops,
+// The fused ops (gpu/ops/ops.h) against ATen compositions of docs/locotrack-spec.md (suites *Cpu, ctest gpu/ops,
 // label unit) and their CUDA kernels against the CPU references (suites *Cuda, ctest gpu/ops_cuda, label gpu).
 // Inputs are fresh random data each run; the seed is printed (set TRACKSCOPE_TEST_SEED to repeat a run).
 // Every comparison prints one "[ops] ..." line with its error figures and tolerance.
@@ -319,7 +319,7 @@ TEST(CmdTopCpu, FromNamedFollowsTheOfficialKeys) {
 }
 
 // ------------------------------------------------------------------------------------------------------
-// Cost model: the per-query unit costs of LOCOTRACK.md §5.1 (T=47, 256^2).
+// Cost model: the per-query unit costs of docs/locotrack-spec.md §5.1 (T=47, 256^2).
 const float kPoisonValue = std::numeric_limits<float>::quiet_NaN();
 
 // The padded row layout [n, T, 2408] (what the tracker hands CMDTop): the same 2401 values per row, zeros after

@@ -1,4 +1,4 @@
-// Fails when a layer includes what it must not (ARCHITECTURE.md §1): Qt in core/ or gpu/, torch or CUDA in
+// Fails when a layer includes what it must not (docs/architecture.md §1): Qt in core/ or gpu/, torch or CUDA in
 // core/ or ui/, FFmpeg in any header of core/ or anywhere in ui/, gpu's torch-side headers outside gpu/.
 #include <gtest/gtest.h>
 

@@ -380,7 +380,7 @@ class PerformanceDockTest : public QObject {
     for (size_t i = 0; i < dock.entries().size(); ++i) {
       if (dock.entries()[i].run().name == "small-n1024-t47-c64-default") official = static_cast<int>(i);
     }
-    dock.addRun(*dock.entries()[static_cast<size_t>(official)].profile, official, "H200 (LOCOTRACK.md §5.2)");
+    dock.addRun(*dock.entries()[static_cast<size_t>(official)].profile, official, "H200 (docs/locotrack-spec.md §5.2)");
     dock.compare(official, official);
     QVERIFY(dock.showWhatIf("t4", "bf16"));
     dock.resize(1500, 950);

@@ -1,5 +1,5 @@
 // CPU reference of the fused initialisation, one (query, frame) plane at a time (plain loops in the order
-// of LOCOTRACK.md §2 stage 4; sums in double so that the reference is the more accurate side).
+// of docs/locotrack-spec.md §2.4; sums in double so that the reference is the more accurate side).
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 

@@ -175,7 +175,7 @@ struct Tiling {
   static_assert(warps_n * NT * 8 == L::out_channels && NT % 2 == 0, "the warps tile the output channels");
 };
 
-// The official stacks (LOCOTRACK.md §2 stage 5 step 3; docs/kernels.md has the bank analysis behind the strides).
+// The official stacks (docs/locotrack-spec.md §2.5 step 3; docs/kernels.md has the bank analysis behind the strides).
 // 16-bit (A = HalfArithmetic<Tag>): 16- or 8-sample tiles.
 template <class A, int Samples>
 struct SmallConfig;

@@ -1,4 +1,4 @@
-// Fused initialisation from the global cost volumes (LOCOTRACK.md §2 stage 4), per (query, frame) plane:
+// Fused initialisation from the global cost volumes (docs/locotrack-spec.md §2.4), per (query, frame) plane:
 // 2x bilinear upsample of the low-resolution cost (align_corners=False), stack with the high-resolution
 // cost, 3x3 SAME conv with bias, softmax of 20x over the cells, argmax (first index on ties), soft-argmax in
 // the window of squared radius < 25 cells around the argmax cell centre (denominator clamped at 1e-12),
@@ -12,7 +12,7 @@
 //   FLOPs ~ Hh*Wh*(7 upsample + 37 conv + 4 softmax + 1 argmax + 8 window + 6 statistics) = 63*Hh*Wh
 //   bytes: (Hl*Wl + Hh*Wh)*e read + 8*4 written; nothing else touches global memory.
 //   The eager path writes and re-reads the upsampled plane, the stacked plane, the conv output, the heatmap
-//   and five or six [Hh,Wh,2] soft-argmax temporaries: ~18 MB per query at T=47 (LOCOTRACK.md §6 item 6).
+//   and five or six [Hh,Wh,2] soft-argmax temporaries: ~18 MB per query at T=47 (docs/locotrack-spec.md §6.6).
 
 #include <cfloat>
 #include <climits>

@@ -1,4 +1,4 @@
-// Fused InstanceNorm + ReLU for the backbone (LOCOTRACK.md §4: per-sample, per-channel statistics over H x W,
+// Fused InstanceNorm + ReLU for the backbone (docs/locotrack-spec.md §4: per-sample, per-channel statistics over H x W,
 // biased variance, eps, affine), on channels-last activations seen as x [samples, positions, channels].
 //
 // Three launches instead of the ~12 elementwise/reduction passes of the written-out norm:

@@ -1,6 +1,6 @@
 #pragma once
 // Raw-pointer launchers of Trackscope's CUDA kernels. Torch-free on purpose: nvcc compiles the .cu files
-// without ATen headers (31-71 s each otherwise, BUILD.md); gpu/ops/cuda/cuda_wrappers.cpp validates the
+// without ATen headers (31-71 s each otherwise, docs/architecture.md §5); gpu/ops/cuda/cuda_wrappers.cpp validates the
 // tensors and calls these with data pointers, sizes, strides and the current stream.
 //
 // Contract for every launcher: all pointers are device pointers of the current device, the caller has

@@ -1,4 +1,4 @@
-// Fused neighbourhood sampling + local 4D correlation (LOCOTRACK.md §2 stage 5 steps 1-2).
+// Fused neighbourhood sampling + local 4D correlation (docs/locotrack-spec.md §2.5 steps 1-2).
 //
 // corr[q,t,h,w,i,j] = sum_c bilinear(F[t], x_qt + (w-3), y_qt + (h-3))[c] * S[q,i,j,c]
 //

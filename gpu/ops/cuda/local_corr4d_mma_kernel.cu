@@ -1,4 +1,4 @@
-// local_corr4d on tensor cores, for bf16/fp16 feature grids (LOCOTRACK.md §2 stage 5 steps 1-2; the contract
+// local_corr4d on tensor cores, for bf16/fp16 feature grids (docs/locotrack-spec.md §2.5 steps 1-2; the contract
 // is local_corr4d's, see launchers.h).
 //
 // The 49 bilinear samples of one (q,t) share one fractional part, so with the 8x8 integer window W of the

@@ -8,9 +8,9 @@
 //  * mixer_attention_kernel  one block of kMixerAttentionRows threads per (sequence, head, tile of query rows),
 //                         a thread per query row: its q and output (64 channels each) in registers, keys and values
 //                         in shared memory in tiles of kMixerAttentionKeys, online softmax in fp32. The additive bias
-//                         is the split-direction ALiBi of the official model (LOCOTRACK.md §4; gpu/model alibi_bias):
-//                         heads [0, H/2) attend to keys j <= i with slope * (j - i), heads [H/2, H) to j >= i with
-//                         slope * (i - j), -1e9 elsewhere (computed here with the same float products);
+//                         is the split-direction ALiBi of the official model (docs/locotrack-spec.md §4; gpu/model
+//                         alibi_bias): heads [0, H/2) attend to keys j <= i with slope * (j - i), heads [H/2, H) to j
+//                         >= i with slope * (i - j), -1e9 elsewhere (computed here with the same float products);
 //  * mixer_head_kernel    one warp per row: the final LayerNorm and the 4 used rows of output_proj, in fp32.
 // Element types: float32 or 16-bit (Fp16Tag / Bf16Tag) storage, fp32 arithmetic. The source reaches the hardware
 // only through mma_primitives.cuh, so tests/gpu/cuda_emulation.h runs it on the CPU (tests/gpu/mixer_emulation_test).
