@@ -4,6 +4,7 @@
 #include <QBarSet>
 #include <QComboBox>
 #include <QDir>
+#include <QHorizontalBarSeries>
 #include <QImage>
 #include <QLabel>
 #include <QLineSeries>
@@ -98,6 +99,13 @@ int row_of(QTableWidget* table, const QString& stage) {
 }
 
 QBarSet* bar_set(ui::StageBreakdownChart* chart, const QString& label) {
+  for (QBarSet* set : chart->series()->barSets()) {
+    if (set->label() == label) return set;
+  }
+  return nullptr;
+}
+
+QBarSet* ratio_set(ui::StageRatioChart* chart, const QString& label) {
   for (QBarSet* set : chart->series()->barSets()) {
     if (set->label() == label) return set;
   }
@@ -250,6 +258,42 @@ class PerformanceDockTest : public QObject {
     QCOMPARE(chart->categories().size(), 2);
     QCOMPARE(bar_set(chart, "backbone")->at(0), 10.0);
     QCOMPARE(bar_set(chart, "backbone")->at(1), 200.0);
+    // Ratio bars on a log10 axis; the chart lists the stages top to bottom, i.e. bar index count-1-row.
+    ui::StageRatioChart* ratios = dock.comparisonView()->ratioChart();
+    QBarSet* measured = ratio_set(ratios, "measured");
+    QBarSet* predicted = ratio_set(ratios, "predicted");
+    QVERIFY(measured != nullptr && predicted != nullptr);
+    const int rows = table->rowCount();
+    QCOMPARE(measured->count(), rows);
+    QVERIFY(std::abs(measured->at(rows - 1 - backbone) - std::log10(20.0)) < 1e-9);
+    QVERIFY(std::abs(measured->at(rows - 1 - correlation) - std::log10(5.0)) < 1e-9);
+    QVERIFY(std::abs(predicted->at(rows - 1 - backbone) - std::log10(19.5 / 8.1)) < 1e-9);
+    QCOMPARE(ratios->decades(), 2);  // log10(20) = 1.3 -> 0.01x .. 100x
+  }
+
+  void ratioChartStaysReadableAt100x() {
+    // B 300x slower in the backbone and 1/50 of A's time in the correlation: the axis spans 0.001x .. 1000x and
+    // both bars have lengths of the same order, where the stacked chart draws A's bar at 1/300 of B's.
+    ui::PerformanceDock dock;
+    const core::Profile fast =
+        make_profile("NVIDIA H200", core::Precision::fp32, false,
+                     {{core::Stage::backbone, 2.0, 1e12, 1e6}, {core::Stage::refine_correlation, 50.0, 1e9, 10e9, 16}});
+    const core::Profile slow = make_profile(
+        "Tesla T4", core::Precision::fp32, false,
+        {{core::Stage::backbone, 600.0, 1e12, 1e6}, {core::Stage::refine_correlation, 1.0, 1e9, 10e9, 16}});
+    dock.compare(dock.addProfile(fast, "test", "H200"), dock.addProfile(slow, "test", "T4"));
+    ui::StageRatioChart* ratios = dock.comparisonView()->ratioChart();
+    QTableWidget* table = dock.comparisonView()->table();
+    const int rows = table->rowCount();
+    QBarSet* measured = ratio_set(ratios, "measured");
+    QVERIFY(measured != nullptr);
+    QVERIFY(std::abs(measured->at(rows - 1 - row_of(table, "backbone")) - std::log10(300.0)) < 1e-9);
+    QVERIFY(std::abs(measured->at(rows - 1 - row_of(table, "refine_correlation")) - std::log10(1.0 / 50.0)) < 1e-9);
+    QCOMPARE(ratios->decades(), 3);
+    dock.resize(1500, 950);
+    dock.show();
+    QTest::qWait(50);
+    QVERIFY(dock.grab().save(output_dir() + "/perf_dock_compare_300x.png"));
   }
 
   void trapWarningForBf16OnATuringCard() {

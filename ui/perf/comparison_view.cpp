@@ -69,13 +69,14 @@ ComparisonView::ComparisonView(const std::vector<ProfileEntry>& entries, QWidget
   auto* top = new QSplitter(Qt::Horizontal, splitter);
   chart_ = new StageBreakdownChart(top);
   chart_->setLegendAlignment(Qt::AlignBottom);
+  ratio_chart_ = new StageRatioChart(top);
   table_ = new QTableWidget(0, kColumnCount, top);
   table_->setHorizontalHeaderLabels({tr("stage"), tr("A ms"), tr("B ms"), tr("B/A measured"), tr("B/A predicted"),
                                      tr("precision-aware"), tr("excess"), tr("likely causes")});
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  top->setSizes({560, 840});
+  top->setSizes({420, 420, 840});
   diagnosis_ = new QTextBrowser(splitter);
   diagnosis_->setOpenLinks(false);
   layout->addWidget(splitter, 1);
@@ -124,6 +125,7 @@ void ComparisonView::recompute() {
   if (a < 0 || b < 0 || a >= count || b >= count) {
     table_->setRowCount(0);
     chart_->showRuns({}, {});
+    ratio_chart_->showRatios({}, {});
     summary_->setText(tr("Open or run two profiles to compare them."));
     diagnosis_->clear();
     return;
@@ -136,10 +138,19 @@ void ComparisonView::recompute() {
   rb.label = "B";
   core::Expected<core::Comparison> result = core::compare_runs(ra, rb);
   if (!result) {
+    ratio_chart_->showRatios({}, {});
     summary_->setText(QString::fromStdString(result.status().message()));
     return;
   }
   comparison_ = std::move(*result);
+  QStringList stages;
+  std::vector<std::optional<double>> measured, predicted;
+  for (const core::StageComparison& s : comparison_->stages) {
+    stages << QString::fromStdString(s.stage);
+    measured.push_back(s.measured_ratio);
+    predicted.push_back(s.predicted_ratio);
+  }
+  ratio_chart_->showRatios(stages, {{tr("measured"), measured}, {tr("predicted"), predicted}});
   summary_->setText(
       tr("A = %1\nB = %2\nend to end: B/A measured %3, predicted %4; %5 stage(s) more than 2x off the prediction")
           .arg(ea.label, eb.label, ratio_text(comparison_->end_to_end_measured_ratio),

@@ -1,9 +1,9 @@
 #pragma once
 // Side-by-side comparison of two profiled runs (live runs, bench JSON files opened from disk, or what-if
-// predictions): the two stacked bars next to each other, a per-stage table with the measured ratio, the ratio
-// predicted from the two devices' specifications and the precision-aware one, highlighted rows where the
-// measured ratio is more than 2x off, the likely causes, and the trap warnings. A what-if selector asks for
-// the prediction of A on another GPU of the table. GUI thread only.
+// predictions): the two stacked bars next to each other, per-stage B/A ratio bars on a log axis, a per-stage table with
+// the measured ratio, the ratio predicted from the two devices' specifications and the precision-aware one, highlighted
+// rows where the measured ratio is more than 2x off, the likely causes, and the trap warnings. A what-if selector asks
+// for the prediction of A on another GPU of the table. GUI thread only.
 
 #include <QWidget>
 
@@ -22,6 +22,7 @@ class QTextBrowser;
 namespace trackscope::ui {
 
 class StageBreakdownChart;
+class StageRatioChart;
 
 class ComparisonView : public QWidget {
   Q_OBJECT
@@ -41,6 +42,8 @@ class ComparisonView : public QWidget {
   const std::optional<core::Comparison>& comparison() const { return comparison_; }
   QTableWidget* table() const { return table_; }
   StageBreakdownChart* sideBySideChart() const { return chart_; }
+  /// Per-stage B/A, measured and predicted, on a log axis (the stacked bars hide the faster run at 100x).
+  StageRatioChart* ratioChart() const { return ratio_chart_; }
   QString diagnosisText() const;
   QComboBox* whatIfGpuCombo() const { return what_if_gpu_; }
   QComboBox* whatIfPrecisionCombo() const { return what_if_precision_; }
@@ -64,6 +67,7 @@ class ComparisonView : public QWidget {
   QComboBox* what_if_precision_ = nullptr;
   QPushButton* what_if_run_ = nullptr;
   StageBreakdownChart* chart_ = nullptr;
+  StageRatioChart* ratio_chart_ = nullptr;
   QTableWidget* table_ = nullptr;
   QLabel* summary_ = nullptr;
   QTextBrowser* diagnosis_ = nullptr;

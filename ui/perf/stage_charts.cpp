@@ -2,12 +2,16 @@
 
 #include <QBarCategoryAxis>
 #include <QBarSet>
+#include <QCategoryAxis>
 #include <QChart>
+#include <QHorizontalBarSeries>
 #include <QLineSeries>
 #include <QStackedBarSeries>
 #include <QValueAxis>
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <map>
 
 namespace trackscope::ui {
@@ -216,6 +220,63 @@ void StageHistoryChart::rescale() {
     axis->setTickCount(runs_ + 2 <= 12 ? runs_ + 2 : 2);  // integer ticks while they fit
     axis->setLabelFormat("%.0f");
   }
+}
+
+// ---- ratios -----------------------------------------------------------------------------------------------
+
+StageRatioChart::StageRatioChart(QWidget* parent) : QChartView(parent) {
+  auto* chart = new QChart();
+  chart->setAnimationOptions(QChart::NoAnimation);
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  chart->setTitle(tr("B/A per stage (log scale)"));
+  setChart(chart);
+  setRenderHint(QPainter::Antialiasing);
+  setMinimumHeight(180);
+  showRatios({}, {});
+}
+
+void StageRatioChart::showRatios(const QStringList& stages,
+                                 const std::vector<std::pair<QString, std::vector<std::optional<double>>>>& sets) {
+  QChart* c = chart();
+  c->removeAllSeries();
+  for (QAbstractAxis* axis : c->axes()) {
+    c->removeAxis(axis);
+    delete axis;
+  }
+  series_ = new QHorizontalBarSeries();
+  double largest = 0.0;
+  static const QColor kSetColors[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xbd, 0xbd, 0xbd), QColor(0xff, 0x7f, 0x0e)};
+  size_t index = 0;
+  for (const auto& [name, ratios] : sets) {
+    auto* set = new QBarSet(name);
+    set->setColor(kSetColors[index++ % std::size(kSetColors)]);
+    // A horizontal bar chart draws its first category at the bottom: append in reverse for top-to-bottom order.
+    for (auto it = ratios.rbegin(); it != ratios.rend(); ++it) {
+      const double value = *it && **it > 0.0 ? std::log10(**it) : 0.0;
+      largest = std::max(largest, std::abs(value));
+      set->append(value);
+    }
+    series_->append(set);
+  }
+  c->addSeries(series_);
+  QStringList reversed(stages.rbegin(), stages.rend());
+  auto* y = new QBarCategoryAxis();
+  y->append(reversed);
+  c->addAxis(y, Qt::AlignLeft);
+  series_->attachAxis(y);
+  decades_ = std::max(1, static_cast<int>(std::ceil(largest - 1e-9)));
+  auto* x = new QCategoryAxis();
+  x->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+  x->setStartValue(-decades_);
+  for (int d = -decades_; d <= decades_; ++d) {
+    const double ratio = std::pow(10.0, d);
+    const QString label = (d < 0 ? QString::number(ratio, 'g', 6) : QString::number(ratio, 'f', 0)) + "x";
+    x->append(label, d);
+  }
+  x->setRange(-decades_, decades_);
+  x->setTitleText(tr("B/A (right of 1x: B slower)"));
+  c->addAxis(x, Qt::AlignBottom);
+  series_->attachAxis(x);
 }
 
 }  // namespace trackscope::ui

@@ -2,18 +2,23 @@
 // The dock's stage charts (QtCharts stays inside ui/perf/):
 //  * StageBreakdownChart: a stacked bar of per-stage time, one bar per run shown (the current run, or A and B
 //    side by side) or, while a run is in progress, one bar per query chunk;
-//  * StageHistoryChart: a time series of each stage's median time across runs (x = run number).
+//  * StageHistoryChart: a time series of each stage's median time across runs (x = run number);
+//  * StageRatioChart: per-stage B/A ratio bars on a log10 axis (measured and predicted), readable when two runs
+//    differ by 100x or more, where the stacked bars of the faster run shrink to nothing.
 // Both are QChartViews owning their QChart; tests inspect chart()->series(). GUI thread only.
 
 #include <QChartView>
 #include <QColor>
 #include <QStringList>
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/perf/profile.h"
 
 class QBarSet;
+class QHorizontalBarSeries;
 class QStackedBarSeries;
 class QLineSeries;
 
@@ -60,6 +65,26 @@ class StageHistoryChart : public QChartView {
   void rescale();
   int runs_ = 0;
   double max_ms_ = 0.0;
+};
+
+class StageRatioChart : public QChartView {
+  Q_OBJECT
+ public:
+  explicit StageRatioChart(QWidget* parent = nullptr);
+
+  /// One row per stage (top to bottom in the given order) with a bar per set: its value is log10(ratio) (0 = same
+  /// time, +2 = B 100x slower, -2 = B 100x faster); a missing ratio (or <= 0) is drawn as 0. The axis spans the
+  /// largest |log10| rounded up to a decade (at least 1), labelled "0.01x" .. "1x" .. "100x".
+  void showRatios(const QStringList& stages,
+                  const std::vector<std::pair<QString, std::vector<std::optional<double>>>>& sets);
+
+  QHorizontalBarSeries* series() const { return series_; }
+  /// The axis' half-span in decades (2 = 0.01x .. 100x).
+  int decades() const { return decades_; }
+
+ private:
+  QHorizontalBarSeries* series_ = nullptr;
+  int decades_ = 1;
 };
 
 }  // namespace trackscope::ui
