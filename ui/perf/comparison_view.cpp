@@ -76,7 +76,7 @@ ComparisonView::ComparisonView(const std::vector<ProfileEntry>& entries, QWidget
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  top->setSizes({420, 420, 840});
+  top->setSizes({380, 560, 740});
   diagnosis_ = new QTextBrowser(splitter);
   diagnosis_->setOpenLinks(false);
   layout->addWidget(splitter, 1);

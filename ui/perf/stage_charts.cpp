@@ -275,6 +275,9 @@ void StageRatioChart::showRatios(const QStringList& stages,
   }
   x->setRange(-decades_, decades_);
   x->setTitleText(tr("B/A (right of 1x: B slower)"));
+  QFont label_font = x->labelsFont();  // up to seven decade labels ("0.001x" .. "1000x") side by side
+  label_font.setPointSizeF(label_font.pointSizeF() * 0.8);
+  x->setLabelsFont(label_font);
   c->addAxis(x, Qt::AlignBottom);
   series_->attachAxis(x);
 }
