@@ -178,6 +178,12 @@ core::Expected<core::RunPlan> LocoTrackTracker::plan(const core::VideoInfo& info
   }
   const std::filesystem::path cache_dir =
       options_.cache_dir.empty() ? core::io::default_scratch_directory() : std::filesystem::path(options_.cache_dir);
+  // A named cache directory that is not there would quietly plan host memory instead (a typo is not a choice).
+  std::error_code exists_error;
+  if (!options_.cache_dir.empty() && !std::filesystem::is_directory(cache_dir, exists_error)) {
+    return core::invalid_argument(
+        fmt::format("the cache directory {} does not exist or is not a directory (--cache-dir)", cache_dir.string()));
+  }
   input.cache_dir = cache_dir.string();
   input.prefer_cache_file = !options_.cache_dir.empty();
   input.disk_free_bytes = core::io::free_disk_bytes(cache_dir);

@@ -509,6 +509,14 @@ TEST_F(EngineTest, BadRequestsAndTinyBudgetsAreClearErrors) {
   ASSERT_FALSE(result);
   EXPECT_EQ(result.status().code(), core::StatusCode::out_of_memory);
   EXPECT_NE(result.status().message().find("memory budget"), std::string::npos) << result.status().message();
+  LocoTrackTrackerOptions missing_cache;
+  missing_cache.memory_budget_bytes = int64_t{4} << 30;
+  missing_cache.cache_dir = std::string(TRACKSCOPE_TEST_OUTPUT_DIR) + "/no-such-cache-dir";
+  LocoTrackTracker typo(load_model(ModelSize::small), describe(ModelSize::small), missing_cache);
+  core::Expected<core::TrackSet> no_cache = typo.track(video, {{{0, 10, 10}}, 0, -1}, observer, {});
+  ASSERT_FALSE(no_cache);
+  EXPECT_EQ(no_cache.status().code(), core::StatusCode::invalid_argument);
+  EXPECT_NE(no_cache.status().message().find("no-such-cache-dir"), std::string::npos) << no_cache.status().message();
   core::Expected<core::TrackSet> empty = tracker->track(video, {}, observer, {});
   ASSERT_TRUE(empty);
   EXPECT_TRUE(empty->tracks.empty());
