@@ -165,6 +165,10 @@ core::TrackerMemoryInput LocoTrackTracker::memory_input(const core::VideoInfo& i
   return memory;
 }
 
+std::filesystem::path LocoTrackTracker::cache_directory() const {
+  return options_.cache_dir.empty() ? core::io::default_scratch_directory() : std::filesystem::path(options_.cache_dir);
+}
+
 core::Expected<core::RunPlan> LocoTrackTracker::plan(const core::VideoInfo& info, int64_t frames, int points) const {
   const bool on_cuda = engine_.device().is_cuda();
   core::RunPlanInput input;
@@ -176,8 +180,7 @@ core::Expected<core::RunPlan> LocoTrackTracker::plan(const core::VideoInfo& info
     input.host_budget_bytes =
         options_.host_memory_budget_bytes > 0 ? options_.host_memory_budget_bytes : default_memory_budget_bytes(cpu);
   }
-  const std::filesystem::path cache_dir =
-      options_.cache_dir.empty() ? core::io::default_scratch_directory() : std::filesystem::path(options_.cache_dir);
+  const std::filesystem::path cache_dir = cache_directory();
   // A named cache directory that is not there would quietly plan host memory instead (a typo is not a choice).
   std::error_code exists_error;
   if (!options_.cache_dir.empty() && !std::filesystem::is_directory(cache_dir, exists_error)) {

@@ -17,6 +17,7 @@
 // down to one query, before it reports out_of_memory.
 // Threads: see core::PointTracker (one thread at a time; callbacks on that thread).
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -54,6 +55,8 @@ class LocoTrackTracker final : public core::PointTracker {
   const core::RunPlan& last_plan() const { return last_plan_; }
 
  private:
+  // Exact streaming's cache folder: options_.cache_dir, else core::io::default_scratch_directory().
+  std::filesystem::path cache_directory() const;
   // A request checked against the video: the frames [first_frame, end_frame).
   struct Run {
     const core::TrackRequest* request = nullptr;

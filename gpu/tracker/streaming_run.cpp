@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/io/scratch_file.h"
 #include "core/log.h"
 #include "gpu/engine/feature_cache.h"
 #include "gpu/engine/long_mixer.h"
@@ -52,10 +51,8 @@ core::Expected<core::TrackSet> LocoTrackTracker::run_streaming(core::VideoSource
     for (const core::StageSample& sample : recorder.collect()) observer.on_stage(sample);
   };
 
-  const std::filesystem::path cache_dir =
-      options_.cache_dir.empty() ? core::io::default_scratch_directory() : std::filesystem::path(options_.cache_dir);
   core::Expected<engine::FeatureCache> cache =
-      engine::FeatureCache::create(frames, engine_.compute_dtype(), device, streaming.cache, cache_dir);
+      engine::FeatureCache::create(frames, engine_.compute_dtype(), device, streaming.cache, cache_directory());
   if (!cache) return cache.status();
   const auto stream_cost = [&](int64_t count) {
     return core::WorkCost{0.0, static_cast<double>(count * cache->bytes_per_frame())};
