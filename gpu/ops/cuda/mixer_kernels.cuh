@@ -82,6 +82,30 @@ TRACKSCOPE_DEVICE_FN float warp_sum(float v) {
   return v;  // the same bits in every lane (each step adds the same two values in both partners)
 }
 
+// A LayerNorm row of k <= kMixerMaxNormWidth channels, one warp per row: lane l holds channels l, l + 32, ... in v
+// (0 past k); mean and 1 / sqrt(variance + eps) in fp32, two passes (as the reference's statistics).
+constexpr int kNormPerLane = kMixerMaxNormWidth / 32;
+template <class In>
+TRACKSCOPE_DEVICE_FN void warp_layer_norm_statistics(const typename Storage<In>::Raw* x, int k, float eps, int lane,
+                                                     float (&v)[kNormPerLane], float& mean, float& inverse_std) {
+  float sum = 0.0f;
+  TRACKSCOPE_UNROLL
+  for (int i = 0; i < kNormPerLane; ++i) {
+    const int c = lane + 32 * i;
+    v[i] = c < k ? Storage<In>::load(x + c) : 0.0f;
+    sum += v[i];
+  }
+  const float inverse_k = 1.0f / static_cast<float>(k);
+  mean = warp_sum(sum) * inverse_k;
+  float squares = 0.0f;
+  TRACKSCOPE_UNROLL
+  for (int i = 0; i < kNormPerLane; ++i) {
+    const float d = lane + 32 * i < k ? v[i] - mean : 0.0f;
+    squares += d * d;
+  }
+  inverse_std = reciprocal_sqrt(warp_sum(squares) * inverse_k + eps);
+}
+
 // -- rows ------------------------------------------------------------------------------------------------------
 constexpr int kRowWarps = kMixerRowThreads / 32;
 
@@ -95,26 +119,11 @@ mixer_rows_kernel(MixerRowsParams p, MixerRowOp op) {
   const auto* x = static_cast<const typename Storage<In>::Raw*>(p.x) + row * p.x_stride;
   auto* y = static_cast<typename Storage<Out>::Raw*>(p.y) + row * p.y_stride;
   if (op == MixerRowOp::layer_norm) {
-    constexpr int kPerLane = kMixerMaxNormWidth / 32;
-    float v[kPerLane];
-    float sum = 0.0f;
+    float v[kNormPerLane];
+    float mean = 0.0f, inverse_std = 0.0f;
+    warp_layer_norm_statistics<In>(x, p.k, p.eps, lane, v, mean, inverse_std);
     TRACKSCOPE_UNROLL
-    for (int i = 0; i < kPerLane; ++i) {
-      const int c = lane + 32 * i;
-      v[i] = c < p.k ? Storage<In>::load(x + c) : 0.0f;
-      sum += v[i];
-    }
-    const float inverse_k = 1.0f / static_cast<float>(p.k);
-    const float mean = warp_sum(sum) * inverse_k;
-    float squares = 0.0f;
-    TRACKSCOPE_UNROLL
-    for (int i = 0; i < kPerLane; ++i) {
-      const float d = lane + 32 * i < p.k ? v[i] - mean : 0.0f;
-      squares += d * d;
-    }
-    const float inverse_std = reciprocal_sqrt(warp_sum(squares) * inverse_k + p.eps);
-    TRACKSCOPE_UNROLL
-    for (int i = 0; i < kPerLane; ++i) {
+    for (int i = 0; i < kNormPerLane; ++i) {
       const int c = lane + 32 * i;
       if (c < p.k) {
         emit<Out, Split>(y, p.kp, c,
@@ -251,27 +260,12 @@ mixer_head_kernel(MixerHeadParams p) {
   const int64_t row = block_index() * kRowWarps + (thread_index() >> 5);
   if (row >= p.rows) return;
   const auto* x = static_cast<const typename Storage<In>::Raw*>(p.x) + row * p.x_stride;
-  constexpr int kPerLane = kMixerMaxNormWidth / 32;
-  float v[kPerLane];
-  float sum = 0.0f;
-  TRACKSCOPE_UNROLL
-  for (int i = 0; i < kPerLane; ++i) {
-    const int c = lane + 32 * i;
-    v[i] = c < p.k ? Storage<In>::load(x + c) : 0.0f;
-    sum += v[i];
-  }
-  const float inverse_k = 1.0f / static_cast<float>(p.k);
-  const float mean = warp_sum(sum) * inverse_k;
-  float squares = 0.0f;
-  TRACKSCOPE_UNROLL
-  for (int i = 0; i < kPerLane; ++i) {
-    const float d = lane + 32 * i < p.k ? v[i] - mean : 0.0f;
-    squares += d * d;
-  }
-  const float inverse_std = reciprocal_sqrt(warp_sum(squares) * inverse_k + p.eps);
+  float v[kNormPerLane];
+  float mean = 0.0f, inverse_std = 0.0f;
+  warp_layer_norm_statistics<In>(x, p.k, p.eps, lane, v, mean, inverse_std);
   float partial[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   TRACKSCOPE_UNROLL
-  for (int i = 0; i < kPerLane; ++i) {
+  for (int i = 0; i < kNormPerLane; ++i) {
     const int c = lane + 32 * i;
     if (c < p.k) {
       const float normalised = (v[i] - mean) * inverse_std * global_load_f32(p.gamma + c) + global_load_f32(p.beta + c);
