@@ -25,6 +25,7 @@
 #include "core/io/atomic_file.h"
 #include "core/io/safetensors.h"
 #include "core/io/sha256.h"
+#include "core/perf/gpu_specs.h"
 #include "core/tracking/progress_bar.h"
 #include "gpu/cpu_runtime.h"
 #include "gpu/devices.h"
@@ -136,6 +137,7 @@ core::Expected<std::vector<core::BatchWorkerSpec>> make_workers(const BatchArgum
     // Beside a GPU, a CPU worker's clip may be taken over by the GPU (a backup attempt); small query chunks let
     // the CPU notice sooner that it lost (the tracker checks per chunk).
     if (!device.is_cuda() && gpu_workers > 0) spec.query_chunk = kCpuChunkBesideGpu;
+    spec.estimated_tflops = core::estimated_fp32_tflops(device, spec.cpu_threads);
     spec.memory_budget_mb = args.memory_budget_mb > 0
                                 ? args.memory_budget_mb
                                 : gpu::default_memory_budget_bytes(device) / workers_on[device.id] / (1 << 20);

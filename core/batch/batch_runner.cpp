@@ -28,6 +28,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How much slower than the rest an unmeasured worker must be estimated to be before it steps aside (the
+// estimate, core/perf/gpu_specs.h estimated_fp32_tflops, is a guess within a factor of a few).
+constexpr double kPriorMargin = 3.0;
+
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string utc_now() {
@@ -67,12 +71,13 @@ class Scheduler {
   };
   enum class Outcome { committed, failed, lost };
 
-  Scheduler(size_t slots, std::vector<std::string> worker_devices, bool backup_attempts,
-            const std::vector<std::string>& keys)
+  Scheduler(size_t slots, std::vector<std::string> worker_devices, std::vector<double> estimated_tflops,
+            bool backup_attempts, const std::vector<std::string>& keys)
       : clips_(slots),
         queues_(worker_devices.size()),
         stats_(worker_devices.size()),
         devices_(std::move(worker_devices)),
+        estimated_tflops_(std::move(estimated_tflops)),
         backup_attempts_(backup_attempts) {
     const size_t workers = devices_.size();
     // Sorted by tracker, dealt in contiguous runs: a worker mostly needs one model.
@@ -209,28 +214,50 @@ class Scheduler {
     return {slot, clip.attempts.size() - 1, backup, clip.attempts.back().stop.get_token()};
   }
 
-  // The others would finish every queued clip before this worker finishes one.
+  // A worker's seconds per clip: measured; else its estimated speed relative to the measured worker with the
+  // most clips. In `relative` mode (nothing measured yet) the unit is 1 / estimated TFLOP/s instead of seconds.
+  std::optional<double> seconds_per_clip(size_t worker, bool relative) const {
+    if (relative)
+      return estimated_tflops_[worker] > 0.0 ? std::optional(1.0 / estimated_tflops_[worker]) : std::nullopt;
+    if (std::optional<double> measured = stats_[worker].seconds_per_clip()) return measured;
+    if (estimated_tflops_[worker] <= 0.0) return std::nullopt;
+    std::optional<size_t> reference;
+    for (size_t other = 0; other < stats_.size(); ++other) {
+      if (estimated_tflops_[other] > 0.0 && stats_[other].clips > 0 &&
+          (!reference || stats_[other].clips > stats_[*reference].clips)) {
+        reference = other;
+      }
+    }
+    if (!reference) return std::nullopt;
+    return *stats_[*reference].seconds_per_clip() * estimated_tflops_[*reference] / estimated_tflops_[worker];
+  }
+
+  // The others would finish every queued clip before this worker finishes one (by a margin, when this worker's
+  // speed is only estimated).
   bool should_yield(size_t worker) const {
-    const std::optional<double> mine = stats_[worker].seconds_per_clip();
+    bool relative = true;  // nothing measured yet: compare the estimates alone
+    for (const WorkerStats& s : stats_) relative = relative && s.clips == 0;
+    const std::optional<double> mine = seconds_per_clip(worker, relative);
     if (!mine) return false;
-    double others_rate = 0.0;  // clips per second
+    double others_rate = 0.0;  // clips per unit
     for (size_t other = 0; other < stats_.size(); ++other) {
       if (other == worker || stats_[other].exited) continue;
-      const std::optional<double> theirs = stats_[other].seconds_per_clip();
-      if (!theirs || *theirs <= 0.0) return false;  // an unmeasured worker: no basis to step aside
+      const std::optional<double> theirs = seconds_per_clip(other, relative);
+      if (!theirs || *theirs <= 0.0) return false;  // an unknown worker: no basis to step aside
       others_rate += 1.0 / *theirs;
     }
     if (others_rate <= 0.0) return false;
     size_t queued = 0;
     for (const auto& queue : queues_) queued += queue.size();
-    return *mine > static_cast<double>(queued) / others_rate;
+    const double margin = stats_[worker].clips > 0 ? 1.0 : kPriorMargin;
+    return *mine > margin * static_cast<double>(queued) / others_rate;
   }
 
   // A running clip (one attempt, not committed, on another device) that this worker expects to finish in less
   // than half of its estimated remaining time; the one with the most time left. Never on the same device: its
   // workers share the cores or the GPU, so a second attempt there only slows the first.
   std::optional<size_t> backup_candidate(size_t worker) const {
-    const std::optional<double> mine = stats_[worker].seconds_per_clip();
+    const std::optional<double> mine = seconds_per_clip(worker, false);
     constexpr double kUnknown = std::numeric_limits<double>::infinity();
     std::optional<size_t> best;
     double best_remaining = 0.0;
@@ -260,6 +287,7 @@ class Scheduler {
   std::vector<std::deque<size_t>> queues_;
   std::vector<WorkerStats> stats_;
   std::vector<std::string> devices_;
+  std::vector<double> estimated_tflops_;
   bool backup_attempts_;
 };
 
@@ -331,8 +359,13 @@ class BatchRunner {
     }
     total_ = static_cast<int64_t>(records_.size());
     std::vector<std::string> devices;
-    for (const BatchWorkerSpec& w : options_.workers) devices.push_back(w.device);
-    scheduler_ = std::make_unique<Scheduler>(slot_entries_.size(), std::move(devices), options_.backup_attempts, keys);
+    std::vector<double> estimated_tflops;
+    for (const BatchWorkerSpec& w : options_.workers) {
+      devices.push_back(w.device);
+      estimated_tflops.push_back(w.estimated_tflops);
+    }
+    scheduler_ = std::make_unique<Scheduler>(slot_entries_.size(), std::move(devices), std::move(estimated_tflops),
+                                             options_.backup_attempts, keys);
     for (const auto& [index, record] : records_) {
       if (record.status == "failed") notify_finished(record, false);
     }

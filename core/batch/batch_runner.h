@@ -11,12 +11,16 @@
 // Scheduling. The clips are sorted by tracker (model, precision, resize) and dealt to the workers' queues in
 // contiguous runs, so that a worker mostly needs one model. A worker takes the front of its own queue; with its
 // queue empty it steals from the back of the longest other queue (work stealing), so a fast device does more
-// clips. A worker whose measured seconds per clip exceed the time the other workers need, at their measured
-// speeds, for every clip still queued, stops taking clips (a CPU next to a GPU does not hold the batch's end
-// with one slow clip). With nothing left to take, an idle worker runs a clip that another worker is still on
-// when it expects to finish it in less than half of that clip's estimated remaining time (a backup attempt):
-// the first attempt to finish writes the outputs, the other is cancelled at its next chunk. An attempt that lost
-// counts for its worker's speed as its elapsed time over its progress, so a slow worker learns to step aside.
+// clips. A worker whose seconds per clip exceed the time the other workers need, at their speeds, for every clip
+// still queued, stops taking clips (a CPU next to a GPU does not hold the batch's end with one slow clip). Speeds
+// are measured (a clip's tracking time); before a worker has finished a clip, its speed is estimated from the
+// workers' `estimated_tflops` (scaled by a measured worker's seconds when there is one), and it steps aside only
+// when the estimate says so by a wide margin (the estimate is a guess): so a CPU beside a fast GPU
+// does not take its first clip when the GPU would finish the whole batch sooner. With nothing left to take, an idle
+// worker runs a clip that another worker is still on when it expects to finish it in less than half of that clip's
+// estimated remaining time (a backup attempt): the first attempt to finish writes the outputs, the other is cancelled
+// at its next chunk. An attempt that lost counts for its worker's speed as its elapsed time over its progress, so a
+// slow worker learns to step aside.
 //
 // Memory. Each worker's trackers plan their memory within the worker's budget (core/perf/memory_model.h), and a
 // worker keeps at most `max_cached_trackers` trackers loaded (least recently used first out).
@@ -47,11 +51,13 @@
 namespace trackscope::core {
 
 struct BatchWorkerSpec {
-  std::string device = "cpu";    // "cpu", "cuda:N"
-  int64_t memory_budget_mb = 0;  // the tracker's working-memory budget (0: the tracker's default for the device)
-  int cpu_threads = 0;           // LibTorch threads of this worker (0: leave as is)
-  int query_chunk = 0;           // queries per chunk (0: from the memory budget); smaller chunks let a backup
-                                 // attempt's loser stop sooner (the tracker checks its stop token per chunk)
+  std::string device = "cpu";     // "cpu", "cuda:N"
+  int64_t memory_budget_mb = 0;   // the tracker's working-memory budget (0: the tracker's default for the device)
+  int cpu_threads = 0;            // LibTorch threads of this worker (0: leave as is)
+  int query_chunk = 0;            // queries per chunk (0: from the memory budget); smaller chunks let a backup
+                                  // attempt's loser stop sooner (the tracker checks its stop token per chunk)
+  double estimated_tflops = 0.0;  // a guess of the device's speed before anything is measured on it (0: none);
+                                  // core/perf/gpu_specs.h estimated_fp32_tflops
 };
 
 struct BatchOptions {

@@ -412,4 +412,16 @@ DevicePeaks device_peaks(const GpuSpec* spec, const MeasuredPeaks& measured) {
   return peaks;
 }
 
+double estimated_fp32_tflops(const DeviceDescription& device, int cpu_threads) {
+  if (!device.is_cuda()) {
+    const int threads = cpu_threads > 0 ? cpu_threads : device.multiprocessors;
+    return std::max(0, threads) * kCpuThreadFp32Gflops / 1000.0;
+  }
+  if (const GpuSpec* spec = find_gpu_spec(device.name); spec != nullptr && spec->fp32_tflops > 0.0) {
+    return spec->fp32_tflops;
+  }
+  constexpr double kLanesPerMultiprocessor = 128.0, kFlopPerLane = 2.0, kClockGhz = 1.5;
+  return std::max(0, device.multiprocessors) * kLanesPerMultiprocessor * kFlopPerLane * kClockGhz / 1000.0;
+}
+
 }  // namespace trackscope::core

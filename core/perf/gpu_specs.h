@@ -105,4 +105,14 @@ struct DevicePeaks {
 /// then known only if the measured peaks give at least the FP32 rate and the bandwidth.
 DevicePeaks device_peaks(const GpuSpec* spec, const MeasuredPeaks& measured);
 
+/// FP32 rate assumed for one CPU hardware thread in estimated_fp32_tflops: AVX2, two FMA units of 8 lanes at
+/// ~2 GHz per core (64 GFLOP/s), shared by its two hardware threads.
+inline constexpr double kCpuThreadFp32Gflops = 32.0;
+
+/// A rough FP32 rate of a device, for comparing devices before anything has been measured on them (the batch
+/// scheduler's first clip): a known GPU's datasheet FP32 rate; an unknown GPU's multiprocessors x 128 lanes x
+/// 2 FLOP x 1.5 GHz; the CPU's `cpu_threads` (or, when 0, device.multiprocessors) x kCpuThreadFp32Gflops.
+/// 0 when nothing is known. A guess within a factor of a few: callers must leave room for that.
+double estimated_fp32_tflops(const DeviceDescription& device, int cpu_threads);
+
 }  // namespace trackscope::core

@@ -405,6 +405,67 @@ TEST(BatchRun, AFastDeviceDoesMostAndTheSlowOneDoesNotHoldTheEnd) {
   EXPECT_LT(seconds, 4.0) << "the slow device held the end of the batch";
 }
 
+// Ten clips of 10 frames for the scheduling tests.
+BatchJobList ten_clips(const fs::path& dir) {
+  std::string text;
+  for (int i = 0; i < 10; ++i) {
+    text += "{\"id\": \"clip" + std::to_string(i) + "\", \"video\": \"" + kTestdata.string() +
+            "/horsejump-high_480p/video\", \"queries\": \"grid:2x2\", \"end\": 10}\n";
+  }
+  write_text(dir / "jobs.jsonl", text);
+  Expected<BatchJobList> jobs = read_batch_jobs(dir / "jobs.jsonl");
+  EXPECT_TRUE(jobs) << jobs.status().message();
+  return jobs ? *jobs : BatchJobList{};
+}
+
+struct SchedulingResult {
+  double seconds = 0.0;
+  int on_cpu = 0;
+};
+
+// A "GPU" of 20 ms a clip beside a "CPU" of `cpu_seconds_per_clip`, no backup attempts (so that a clip the CPU
+// takes is one the batch waits for), with the given speed estimates.
+SchedulingResult run_gpu_beside_cpu(const std::string& name, double cpu_seconds_per_clip, double cpu_tflops,
+                                    double gpu_tflops) {
+  const fs::path dir = fresh_dir(name);
+  const BatchJobList jobs = ten_clips(dir);
+  FakeFactory factory;
+  factory.cuda_seconds_per_frame = 0.002;
+  factory.cpu_seconds_per_frame = cpu_seconds_per_clip / 10.0;
+  BatchOptions options = options_for(dir / "out", {"cpu", "cuda:0"});
+  options.backup_attempts = false;
+  options.workers[0].estimated_tflops = cpu_tflops;
+  options.workers[1].estimated_tflops = gpu_tflops;
+  Collector collector;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(run_batch(jobs, factory, options, test_hooks(), collector));
+  SchedulingResult result;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Expected<BatchSummary> summary = collect_batch(dir / "out");
+  EXPECT_TRUE(summary);
+  if (!summary) return result;
+  EXPECT_EQ(summary->ok, 10);
+  for (const ClipRecord& r : summary->clips) result.on_cpu += r.measurements->device == "cpu" ? 1 : 0;
+  return result;
+}
+
+// Before anything is measured, the speed estimates decide: a CPU estimated 100x slower than the GPU does not
+// take a first clip the GPU would beat with the whole batch; without estimates it does, and the batch waits for it.
+TEST(BatchRun, AnUnmeasuredSlowDeviceStepsAsideOnItsEstimate) {
+  const SchedulingResult estimated = run_gpu_beside_cpu("estimated", 1.5, 1.0, 100.0);
+  EXPECT_EQ(estimated.on_cpu, 0);
+  EXPECT_LT(estimated.seconds, 1.2) << "the CPU took a clip the GPU would have finished sooner";
+  const SchedulingResult unknown = run_gpu_beside_cpu("unestimated", 1.5, 0.0, 0.0);
+  EXPECT_EQ(unknown.on_cpu, 1);
+  EXPECT_GT(unknown.seconds, 1.4);
+}
+
+// The estimate is a guess: a CPU estimated only 2x slower (within the margin) takes clips and does its share.
+TEST(BatchRun, ADeviceEstimatedSlightlySlowerStillWorks) {
+  const SchedulingResult close = run_gpu_beside_cpu("close", 0.04, 1.0, 2.0);
+  EXPECT_GE(close.on_cpu, 1);
+}
+
 TEST(BatchRun, AModelThatDoesNotLoadFailsOnlyItsClips) {
   const fs::path dir = fresh_dir("model");
   const std::string video = (kTestdata / "cotracker_apple.mp4").string();
