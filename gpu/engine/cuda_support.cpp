@@ -98,6 +98,14 @@ void reset_peak_memory(int device) {
 
 void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
+bool register_host_memory(void* data, size_t bytes) {
+  if (cudaHostRegister(data, bytes, cudaHostRegisterPortable) == cudaSuccess) return true;
+  (void)cudaGetLastError();  // a refused registration is not a sticky error: clear it for the next call's check
+  return false;
+}
+
+void unregister_host_memory(void* data) { (void)cudaHostUnregister(data); }
+
 struct Graph::Impl {
   at::cuda::CUDAGraph graph;
   bool captured = false;

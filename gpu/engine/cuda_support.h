@@ -73,6 +73,14 @@ void reset_peak_memory(int device);
 /// Returns cached, unused blocks to the driver (after an out-of-memory, or when a model leaves a device).
 void empty_cache();
 
+/// Page-locks the host memory [data, data + bytes) for every CUDA device (cudaHostRegister, portable), so that
+/// copies from and to it run at full speed and asynchronously. Unlike a pinned allocation from ATen's host
+/// allocator (which rounds each allocation up to a power of two and pins all of it), it pins exactly `bytes`.
+/// False when this build has no CUDA support or the driver refuses: the memory stays pageable. Any thread.
+bool register_host_memory(void* data, size_t bytes);
+/// Undoes register_host_memory; call before the memory is freed.
+void unregister_host_memory(void* data);
+
 /// A CUDA graph of the work one callable enqueues (at::cuda::CUDAGraph), for replaying launch-bound work
 /// (the refinement iterations at small N) without the host's per-kernel cost.
 ///

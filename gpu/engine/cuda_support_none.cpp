@@ -18,6 +18,8 @@ int64_t peak_allocated_bytes(int /*device*/) { return 0; }
 int64_t allocated_bytes(int /*device*/) { return 0; }
 void reset_peak_memory(int /*device*/) {}
 void empty_cache() {}
+bool register_host_memory(void* /*data*/, size_t /*bytes*/) { return false; }
+void unregister_host_memory(void* /*data*/) {}
 struct Graph::Impl {};
 Graph::Graph() = default;
 Graph::~Graph() = default;

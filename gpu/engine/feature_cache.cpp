@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include "gpu/engine/engine.h"
 
@@ -33,6 +34,26 @@ model::FeatureGrids grids_of(std::array<at::Tensor, 3> levels) {
   return grids;
 }
 
+// Host memory for a CUDA run's cache: anonymous pages, page-locked in place. ATen's pinned allocator rounds each
+// allocation up to a power of two and pins all of it with cudaHostAlloc: for pips2_camel's 372 frames, 3.5 GiB
+// pinned for 2.54 GiB of grids, which cost ~1.5 s on the H200 machine (docs/long-videos.md).
+at::Tensor allocate_page_locked(const std::vector<int64_t>& sizes, at::ScalarType dtype) {
+  int64_t elements = 1;
+  for (const int64_t size : sizes) elements *= size;
+  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(elements) * c10::elementSize(dtype));
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (data == MAP_FAILED) throw std::bad_alloc();
+  (void)::madvise(data, bytes, MADV_HUGEPAGE);  // fewer page faults while the pages are locked
+  const bool locked = cuda_support::register_host_memory(data, bytes);
+  return at::from_blob(
+      data, sizes,
+      [bytes, locked](void* p) {
+        if (locked) cuda_support::unregister_host_memory(p);
+        ::munmap(p, bytes);
+      },
+      at::TensorOptions().dtype(dtype));
+}
+
 }  // namespace
 
 // Two pinned buffers for reading a file cache onto a CUDA device, used in turn (see the header).
@@ -54,7 +75,14 @@ core::Expected<FeatureCache> FeatureCache::create(int64_t frames, at::ScalarType
   cache.device_ = device;
   cache.location_ = location;
   try {
-    if (location == core::CacheLocation::host) {
+    if (location == core::CacheLocation::host && device.is_cuda() && cuda_support::available()) {
+      cache.pending_host_ = std::async(std::launch::async, [frames, dtype] {
+        std::array<at::Tensor, 3> levels;
+        for (size_t level = 0; level < 3; ++level)
+          levels[level] = allocate_page_locked(level_shape(level, frames), dtype);
+        return levels;
+      });
+    } else if (location == core::CacheLocation::host) {
       const auto options = at::TensorOptions().dtype(dtype).pinned_memory(true);
       for (size_t level = 0; level < 3; ++level) {
         cache.host_[level] = device.is_cuda() ? at::empty(level_shape(level, frames), options)
@@ -73,6 +101,17 @@ core::Expected<FeatureCache> FeatureCache::create(int64_t frames, at::ScalarType
                                            static_cast<double>(cache.bytes()) / (1 << 30), e.what()));
   }
   return cache;
+}
+
+core::Status FeatureCache::wait_for_host() {
+  if (!pending_host_.valid()) return {};
+  try {
+    host_ = pending_host_.get();
+  } catch (const std::exception& e) {
+    return core::out_of_memory(fmt::format("could not allocate the {:.2f} GiB feature cache in host memory: {}",
+                                           static_cast<double>(bytes()) / (1 << 30), e.what()));
+  }
+  return {};
 }
 
 FeatureCache::FeatureCache(FeatureCache&&) noexcept = default;
@@ -97,6 +136,7 @@ core::Status FeatureCache::write(int64_t first, const model::FeatureGrids& grids
     return core::invalid_argument(
         fmt::format("cache write of frames [{}, {}) outside {}", first, first + count, frames_));
   }
+  TRACKSCOPE_RETURN_IF_ERROR(wait_for_host());
   const int64_t element = static_cast<int64_t>(c10::elementSize(dtype_));
   int64_t level_offset = 0;
   const auto levels = levels_of(grids);
@@ -122,6 +162,7 @@ core::Expected<model::FeatureGrids> FeatureCache::read(int64_t first, int64_t co
         fmt::format("cache read of frames [{}, {}) outside {}", first, first + count, frames_));
   }
   const int64_t element = static_cast<int64_t>(c10::elementSize(dtype_));
+  TRACKSCOPE_RETURN_IF_ERROR(wait_for_host());
   std::array<at::Tensor, 3> out;
   if (location_ == core::CacheLocation::host) {
     for (size_t level = 0; level < 3; ++level) {

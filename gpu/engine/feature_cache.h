@@ -8,7 +8,9 @@
 //   model::FeatureGrids block = cache.read(first, count);  // on the device, [1, count, ...] contiguous
 //
 // Layout: level-major (all lowres frames, then hires, then highest), so that a block of one level is one
-// contiguous range. On the CPU with a host cache, read() returns views of the cache (no copy). On CUDA, reads go
+// contiguous range. On the CPU with a host cache, read() returns views of the cache (no copy). For a CUDA device
+// the host cache is page-locked in place (exactly its size), allocated and locked on a helper thread that
+// create() starts, so that this overlaps the backbone; the first write() waits for it. On CUDA, file reads go
 // through two pinned staging buffers used in turn; a buffer is refilled only after the device has finished
 // copying from it (an event), so the host reads block k + 1 from disk while the device works on block k.
 // Threads: one thread at a time (the tracking thread).
@@ -18,6 +20,7 @@
 
 #include <array>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <optional>
 
@@ -32,7 +35,8 @@ namespace trackscope::gpu::engine {
 class FeatureCache {
  public:
   /// A cache for `frames` frames of grids in `dtype` for work on `device`, in host memory (`location` host) or in
-  /// a scratch file in `directory` (file). Errors: out_of_memory (host allocation), io_error / not_found (file).
+  /// a scratch file in `directory` (file). Errors: out_of_memory (host allocation; for a CUDA device reported by
+  /// the first write() or read() instead), io_error / not_found (file).
   static core::Expected<FeatureCache> create(int64_t frames, at::ScalarType dtype, c10::Device device,
                                              core::CacheLocation location, const std::filesystem::path& directory);
 
@@ -62,7 +66,10 @@ class FeatureCache {
   at::ScalarType dtype_ = at::kFloat;
   c10::Device device_ = c10::Device(c10::kCPU);
   core::CacheLocation location_ = core::CacheLocation::host;
-  std::array<at::Tensor, 3> host_;  // host location: [T, ...] per level (lowres, hires, highest)
+  core::Status wait_for_host();
+
+  std::array<at::Tensor, 3> host_;                       // host location: [T, ...] per level (lowres, hires, highest)
+  std::future<std::array<at::Tensor, 3>> pending_host_;  // host_ being allocated and page-locked (CUDA)
   std::optional<core::io::ScratchFile> file_;
   std::unique_ptr<Staging> staging_;
   int64_t bytes_written_ = 0;
