@@ -87,8 +87,8 @@ TEST(MemoryVideo, RejectsInconsistentInput) {
   EXPECT_EQ(short_buffer.status().code(), StatusCode::invalid_argument);
   EXPECT_NE(short_buffer.status().message().find("frame 1"), std::string::npos) << short_buffer.status().message();
   std::vector<Frame> mixed(2);
-  mixed[0] = {0, 0, 4, 4, pattern(4, 4, 0)};
-  mixed[1] = {0, 0, 4, 3, pattern(4, 3, 0)};
+  mixed[0] = {0, 0, 4, 4, pattern(4, 4, 0), {}};
+  mixed[1] = {0, 0, 4, 3, pattern(4, 3, 0), {}};
   EXPECT_EQ(MemoryVideoSource::create(std::move(mixed), {25, 1}).status().code(), StatusCode::invalid_argument);
   EXPECT_EQ(MemoryVideoSource::from_rgb(0, 4, {{}}, {25, 1}).status().code(), StatusCode::invalid_argument);
 }

@@ -66,7 +66,9 @@ TEST(Safetensors, WriteThenReadRoundTripsEveryField) {
     const std::span<const std::byte> data = set->bytes(*entry);
     ASSERT_EQ(data.size(), expected.data.size());
     // memcmp on the empty tensor's null pointers would be undefined behaviour (the ASan job runs UBSan).
-    if (!data.empty()) EXPECT_EQ(std::memcmp(data.data(), expected.data.data(), data.size()), 0) << expected.name;
+    if (!data.empty()) {
+      EXPECT_EQ(std::memcmp(data.data(), expected.data.data(), data.size()), 0) << expected.name;
+    }
   }
   EXPECT_EQ(set->find("scalar_i64")->element_count(), 1);
   EXPECT_EQ(set->find("empty")->element_count(), 0);

@@ -430,7 +430,9 @@ TEST(Trainer, AugmentationConsistencyCalibrationAndStability) {
   for (std::string line; std::getline(log, line);) {
     const nlohmann::json j = nlohmann::json::parse(line);
     if (j["type"] == "train") saw_consistency = j["consistency_loss"].get<double>() > 0.0;
-    if (j["type"] == "start") EXPECT_EQ(j["consistency"]["weight"], 0.5);
+    if (j["type"] == "start") {
+      EXPECT_EQ(j["consistency"]["weight"], 0.5);
+    }
   }
   EXPECT_TRUE(saw_consistency);
 }
