@@ -485,7 +485,7 @@ class BatchRunner {
       if (options_.resume && finished_before(record, stored)) {
         scheduler_->try_commit(a.slot, a.attempt);
         scheduler_->finish(worker, a.slot, a.attempt, Scheduler::Outcome::committed, std::nullopt);
-        return finish_record(a.slot, std::move(stored), true);
+        return finish_record(a.slot, stored, true);
       }
       std::error_code ignored;
       std::filesystem::remove(clip_record_path(options_.out_dir, record.id), ignored);
@@ -552,7 +552,7 @@ class BatchRunner {
     }
     scheduler_->finish(worker, a.slot, a.attempt, Scheduler::Outcome::committed,
                        record.status == "ok" ? std::optional(m.track_seconds) : std::nullopt);
-    finish_record(a.slot, std::move(record), false);
+    finish_record(a.slot, record, false);
   }
 
   void fail(size_t worker, const Scheduler::Assignment& a, ClipRecord& record, const Status& status, ClipMeasurements m,
@@ -570,10 +570,10 @@ class BatchRunner {
     if (Status s = write_clip_record(options_.out_dir, record); !s) {
       log::warn("batch: the record of {} could not be written: {}", record.id, s.message());
     }
-    finish_record(a.slot, std::move(record), false);
+    finish_record(a.slot, record, false);
   }
 
-  void finish_record(size_t slot, ClipRecord record, bool skipped) {
+  void finish_record(size_t slot, const ClipRecord& record, bool skipped) {
     {
       std::lock_guard lock(records_mutex_);
       if (record.status == "failed") ++failed_;

@@ -15,7 +15,7 @@ namespace {
 // Columns: key, display name, CUDA names, architecture, SMs, cc, memory GB, GB/s, L2 MB, boost MHz,
 //          fp32, tf32 tensor, bf16 tensor, fp16 tensor (TFLOP/s), source.
 const std::vector<GpuSpec>& table() {
-  static const std::vector<GpuSpec> rows = {
+  static const std::vector<GpuSpec> kRows = {
       // NVIDIA Tesla V100 GPU datasheet (SXM2: 15.7 FP32, 125 tensor, 900 GB/s HBM2); Volta whitepaper (80 SMs,
       // 6 MB L2, 1530 MHz boost). No TF32 or BF16 tensor cores. 16 GB and 32 GB variants.
       {"v100-sxm2-16gb",
@@ -301,7 +301,7 @@ const std::vector<GpuSpec>& table() {
        835.5,
        "NVIDIA H200 Tensor Core GPU datasheet (NVL)"},
   };
-  return rows;
+  return kRows;
 }
 
 std::string lower(std::string_view text) {

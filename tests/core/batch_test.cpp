@@ -34,7 +34,7 @@ using Json = nlohmann::json;
 const fs::path kTestdata = fs::path(TRACKSCOPE_SHARED_DIR) / "testdata";
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("trackscope_batch_test_" + std::to_string(::getpid())) / name;
+  fs::path dir = fs::temp_directory_path() / ("trackscope_batch_test_" + std::to_string(::getpid())) / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -109,12 +109,12 @@ class FakeFactory final : public TrackerFactory {
 class Collector final : public BatchObserver {
  public:
   void on_clip_finished(const ClipRecord& record, bool skipped, const BatchProgress& progress) override {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(mutex);
     finished.push_back(record.id);
     if (skipped) skipped_ids.push_back(record.id);
     last = progress;
   }
-  std::mutex mutex_;
+  std::mutex mutex;
   std::vector<std::string> finished;
   std::vector<std::string> skipped_ids;
   BatchProgress last;
@@ -129,7 +129,7 @@ BatchDeviceHooks test_hooks() {
   return hooks;
 }
 
-BatchOptions options_for(const fs::path& out, std::vector<std::string> devices) {
+BatchOptions options_for(const fs::path& out, const std::vector<std::string>& devices) {
   BatchOptions options;
   options.out_dir = out;
   for (const std::string& d : devices) options.workers.push_back({d, 0, 0});
@@ -511,6 +511,7 @@ TEST(BatchSlurm, ScriptRunsOneShardPerArrayTask) {
   for (const char* line : {"#SBATCH --array=0-2\n", "#SBATCH --partition=gpu\n", "#SBATCH --gpus-per-task=1\n",
                            "#SBATCH --time=02:00:00\n", "#SBATCH --account=lab\n",
                            "#SBATCH --output=/shared/out/slurm/shard-%a.log\n", "module load cuda/12.4\n",
+                           // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one line, split for the column limit
                            "'/opt/track scope/bin/trackscope-cli' batch '/shared/jobs.jsonl' --out '/shared/out' "
                            "--shard \"${SLURM_ARRAY_TASK_ID}/3\" '--devices' 'cuda:0' '-q'\n"}) {
     EXPECT_NE(script.find(line), std::string::npos) << line << "\n" << script;
