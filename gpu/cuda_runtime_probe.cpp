@@ -43,17 +43,15 @@ std::vector<CudaDeviceProperties> probe_cuda_devices() {
   return devices;
 }
 
-CudaRuntimeVersions probe_cuda_versions() {
-  CudaRuntimeVersions v;
+void probe_cuda_versions(core::RuntimeInfo& runtime) {
   int version = 0;
-  if (cudaRuntimeGetVersion(&version) == cudaSuccess) v.runtime = cuda_version_string(version);
-  if (cudaDriverGetVersion(&version) == cudaSuccess && version > 0) v.driver = cuda_version_string(version);
+  if (cudaRuntimeGetVersion(&version) == cudaSuccess) runtime.cuda_runtime = cuda_version_string(version);
+  if (cudaDriverGetVersion(&version) == cudaSuccess && version > 0) runtime.driver = cuda_version_string(version);
   cudaGetLastError();
-  return v;
 }
 #else
 std::vector<CudaDeviceProperties> probe_cuda_devices() { return {}; }
-CudaRuntimeVersions probe_cuda_versions() { return {}; }
+void probe_cuda_versions(core::RuntimeInfo&) {}
 #endif
 
 }  // namespace trackscope::gpu

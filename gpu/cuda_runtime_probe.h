@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/tracking/device.h"
+
 namespace trackscope::gpu {
 
 struct CudaDeviceProperties {
@@ -23,12 +25,9 @@ struct CudaDeviceProperties {
   std::string pci_bus_id;
 };
 
-struct CudaRuntimeVersions {
-  std::string runtime;  // "13.0"; empty without CUDA
-  std::string driver;   // highest CUDA version the driver supports, "13.0"
-};
-
 std::vector<CudaDeviceProperties> probe_cuda_devices();
-CudaRuntimeVersions probe_cuda_versions();
+/// Sets runtime.cuda_runtime ("13.0") and runtime.driver (the highest CUDA version the driver supports); leaves
+/// them empty without CUDA.
+void probe_cuda_versions(core::RuntimeInfo& runtime);
 
 }  // namespace trackscope::gpu

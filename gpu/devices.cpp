@@ -15,23 +15,27 @@
 
 namespace trackscope::gpu {
 
-std::vector<core::DeviceDescription> list_devices() {
-  std::vector<core::DeviceDescription> devices;
-  core::DeviceDescription cpu;
-  cpu.id = "cpu";
+std::vector<core::DeviceInfo> list_devices() {
+  std::vector<core::DeviceInfo> devices;
+  core::DeviceInfo cpu;
+  cpu.id = core::DeviceId::cpu().to_string();
   cpu.multiprocessors = at::get_num_threads();
   cpu.name = fmt::format("CPU ({} threads)", cpu.multiprocessors);
   devices.push_back(cpu);
 
   if (at::hasCUDA()) {
     for (const CudaDeviceProperties& props : probe_cuda_devices()) {
-      core::DeviceDescription d;
-      d.id = fmt::format("cuda:{}", props.index);
+      core::DeviceInfo d;
+      d.id = core::DeviceId::cuda(props.index).to_string();
       d.name = props.name;
       d.multiprocessors = props.multiprocessors;
       d.memory_bytes = props.memory_bytes;
       d.compute_capability_major = props.major;
       d.compute_capability_minor = props.minor;
+      d.sm_clock_max_mhz = props.clock_khz / 1000.0;
+      d.memory_clock_max_mhz = props.memory_clock_khz / 1000.0;
+      d.l2_cache_bytes = props.l2_cache_bytes;
+      d.pci_bus_id = props.pci_bus_id;
       devices.push_back(d);
     }
   }
@@ -46,26 +50,19 @@ std::vector<core::DeviceDescription> list_devices() {
   return devices;
 }
 
-core::Expected<core::DeviceDescription> resolve_device(const std::string& id) {
-  std::vector<core::DeviceDescription> devices = list_devices();
-  if (id == "auto") {
-    if (devices.size() > 1) return devices[1];
+core::Expected<core::DeviceInfo> resolve_device(const std::string& request) {
+  core::Expected<core::DeviceId> id = core::DeviceId::parse(request);
+  if (!id) return id.status();
+  core::Expected<core::DeviceInfo> device = core::resolve_device(*id, list_devices());
+  if (device && id->is_automatic() && !device->is_cuda())
     core::log::info("no CUDA device available: tracking on the CPU");
-    return devices[0];
-  }
-  const std::string wanted = id == "cuda" ? "cuda:0" : id;
-  for (const auto& d : devices) {
-    if (d.id == wanted) return d;
-  }
-  std::string known;
-  for (const auto& d : devices) known += (known.empty() ? "" : ", ") + d.id;
-  return core::not_found(fmt::format("device '{}' does not exist here (available: {})", id, known));
+  return device;
 }
 
 namespace {
 int cuda_index_of(const std::string& device_id) {
-  if (device_id.rfind("cuda:", 0) != 0) return -1;
-  return std::atoi(device_id.c_str() + 5);
+  const core::Expected<core::DeviceId> id = core::DeviceId::parse(device_id);
+  return id && id->is_cuda() ? id->cuda_index() : -1;
 }
 }  // namespace
 
@@ -79,20 +76,18 @@ void reset_peak_device_memory(const std::string& device_id) {
   if (index >= 0) cuda_support::reset_peak_memory(index);
 }
 
-RuntimeVersions runtime_versions() {
-  RuntimeVersions v;
+core::RuntimeInfo runtime_versions() {
+  core::RuntimeInfo v;
   v.libtorch = TORCH_VERSION;
-  v.cuda_compiled = at::hasCUDA();
-  CudaRuntimeVersions cuda = probe_cuda_versions();
-  v.cuda_runtime = cuda.runtime;
-  v.driver = cuda.driver;
+  v.torch_cuda = at::hasCUDA();
+  probe_cuda_versions(v);
   if (at::hasCUDA() && at::globalContext().hasCuDNN()) {
     const long version = at::globalContext().versionCuDNN();
     v.cudnn = fmt::format("{}.{}.{}", version / 10000 ? version / 10000 : version / 1000,
                           version / 10000 ? (version / 100) % 100 : (version % 1000) / 100, version % 100);
   }
 #ifdef TRACKSCOPE_WITH_CUDA_KERNELS
-  v.kernels_compiled = true;
+  v.trackscope_kernels = true;
 #endif
   return v;
 }

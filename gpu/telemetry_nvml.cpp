@@ -183,11 +183,10 @@ core::Expected<std::unique_ptr<core::TelemetrySource>> open_nvml_telemetry(const
   return std::unique_ptr<core::TelemetrySource>(std::make_unique<NvmlSource>(library, api, device, description));
 }
 
-core::Expected<std::unique_ptr<core::TelemetrySource>> open_device_telemetry(const core::DeviceDescription& device) {
+core::Expected<std::unique_ptr<core::TelemetrySource>> open_device_telemetry(const core::DeviceInfo& device) {
   if (!device.is_cuda()) return core::open_cpu_telemetry();
   NvmlTelemetryOptions options;
-  const std::string index_text = device.id.size() > 5 ? device.id.substr(5) : "0";
-  const int cuda_index = index_text.find_first_not_of("0123456789") == std::string::npos ? std::stoi(index_text) : 0;
+  const int cuda_index = device.device_id()->cuda_index();  // is_cuda(): a parsed "cuda:N"
   for (const CudaDeviceProperties& props : probe_cuda_devices()) {
     if (props.index == cuda_index) options.pci_bus_id = props.pci_bus_id;
   }

@@ -29,6 +29,6 @@ core::Expected<std::unique_ptr<core::TelemetrySource>> open_nvml_telemetry(const
 
 /// The telemetry of a tracker device: NVML for "cuda:N" (matched through the PCI bus id of CUDA device N), the
 /// /proc/stat source for "cpu".
-core::Expected<std::unique_ptr<core::TelemetrySource>> open_device_telemetry(const core::DeviceDescription& device);
+core::Expected<std::unique_ptr<core::TelemetrySource>> open_device_telemetry(const core::DeviceInfo& device);
 
 }  // namespace trackscope::gpu

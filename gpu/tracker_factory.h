@@ -13,9 +13,10 @@
 // Model folders, in order: TrackerFactoryOptions::model_dirs, $TRACKSCOPE_MODEL_DIR, $XDG_DATA_HOME/trackscope/models
 // (~/.local/share/trackscope/models), the installed share/trackscope/models and the source tree's resources/models.
 //
-// Devices and precisions: "cpu", "cuda:N", "auto" (the first CUDA device, else the CPU). fp32 (exact) everywhere;
-// tf32 on CUDA with compute capability >= 8.0; bf16 on CUDA (>= 8.0; emulated and slow below: refused with the
-// reason) and on the CPU; fp16 on CUDA (>= 7.0). create() fails with a Status a user can act on.
+// Devices and precisions: "cpu", "cuda:N", "auto" (the first CUDA device, else the CPU), as core::DeviceId parses
+// them; a precision is refused where core::precision_support (core/tracking/device.h) says unsupported on the
+// device with this build's runtime, and logged where it says slow or emulated. create() fails with a Status a user
+// can act on.
 // Threads: create() may run on any thread (the GUI runs it on a loader thread); one create() at a time per
 // factory. Each tracker is then used by one thread at a time.
 
@@ -41,11 +42,14 @@ std::unique_ptr<core::TrackerFactory> make_tracker_factory(TrackerFactoryOptions
 core::Expected<std::filesystem::path> resolve_model_path(const std::string& model,
                                                          const TrackerFactoryOptions& options);
 
-/// Whether `precision` is usable on `device`, with the reason when it is not (for the GUI's selector too).
-core::Status check_precision_supported(core::Precision precision, const core::DeviceDescription& device);
+/// Whether `precision` is usable on `device` with `runtime` (default: this build's, runtime_versions()): the
+/// refusal of create(), core::check_precision of the support table.
+core::Status check_precision_supported(core::Precision precision, const core::DeviceInfo& device);
+core::Status check_precision_supported(core::Precision precision, const core::DeviceInfo& device,
+                                       const core::RuntimeInfo& runtime);
 
 /// Default working-memory budget of the tracker on a device: 85% of the free device memory on CUDA; on the CPU
 /// 60% of the available host memory, at most 16 GiB.
-int64_t default_memory_budget_bytes(const core::DeviceDescription& device);
+int64_t default_memory_budget_bytes(const core::DeviceInfo& device);
 
 }  // namespace trackscope::gpu

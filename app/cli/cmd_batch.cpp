@@ -110,16 +110,16 @@ class BatchPrinter final : public core::BatchObserver {
 // The workers of --devices with their threads and memory budgets.
 core::Expected<std::vector<core::BatchWorkerSpec>> make_workers(const BatchArguments& args) {
   std::vector<std::string> all;
-  for (const core::DeviceDescription& d : gpu::list_devices()) {
+  for (const core::DeviceInfo& d : gpu::list_devices()) {
     if (d.is_cuda()) all.push_back(d.id);
   }
   all.push_back("cpu");  // "all": every GPU, then the CPU
   core::Expected<std::vector<std::string>> names = core::parse_worker_devices(args.devices, all);
   if (!names) return names.status();
-  std::vector<core::DeviceDescription> devices;
+  std::vector<core::DeviceInfo> devices;
   std::map<std::string, int> workers_on;
   for (const std::string& name : *names) {
-    core::Expected<core::DeviceDescription> device = gpu::resolve_device(name);
+    core::Expected<core::DeviceInfo> device = gpu::resolve_device(name);
     if (!device) return device.status().with_context("--devices");
     devices.push_back(*device);
     ++workers_on[device->id];
@@ -130,7 +130,7 @@ core::Expected<std::vector<core::BatchWorkerSpec>> make_workers(const BatchArgum
   const int threads_per_cpu_worker =
       args.threads > 0 ? args.threads : std::max(1, (available_cpus() - gpu_workers) / std::max(1, cpu_workers));
   std::vector<core::BatchWorkerSpec> workers;
-  for (const core::DeviceDescription& device : devices) {
+  for (const core::DeviceInfo& device : devices) {
     core::BatchWorkerSpec spec;
     spec.device = device.id;
     spec.cpu_threads = device.is_cuda() ? 0 : threads_per_cpu_worker;

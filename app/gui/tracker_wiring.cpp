@@ -23,7 +23,7 @@ std::unique_ptr<core::TrackerFactory> make_gui_tracker_factory() {
 
 ui::TelemetrySourceFactory make_gui_telemetry_factory() {
   return [](const std::string& device_id) -> core::Expected<std::unique_ptr<core::TelemetrySource>> {
-    core::Expected<core::DeviceDescription> device = gpu::resolve_device(device_id);
+    core::Expected<core::DeviceInfo> device = gpu::resolve_device(device_id);
     if (!device) return device.status();
     return gpu::open_device_telemetry(*device);
   };

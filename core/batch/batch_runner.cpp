@@ -690,8 +690,7 @@ Expected<std::vector<std::string>> parse_worker_devices(const std::string& text,
       }
       count = std::stoi(times);
     }
-    const bool known =
-        item == "all" || item == "cpu" || item == "auto" || item == "cuda" || item.rfind("cuda:", 0) == 0;
+    const bool known = item == "all" || DeviceId::parse(item).has_value();
     if (!known) {
       return invalid_argument(
           fmt::format("--devices: unknown device '{}' (cpu, cuda:N, auto, all; DEVICE*N for N workers)", item));

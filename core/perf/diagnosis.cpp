@@ -264,13 +264,19 @@ std::vector<std::string> run_traps(const Profile& profile, const ProfileCase& ru
   const int capability = peaks_for_device(device).compute_capability;
   const RunConfig& c = run.config;
   const bool gpu = device.is_cuda() || !device.spec_key.empty();
-  if (gpu && c.precision == Precision::bf16 && capability > 0 && capability < 80) {
+  // The support table on the device as the run saw it: a what-if profile names its GPU by spec_key only.
+  DeviceInfo as_run = device;
+  if (gpu && !device.is_cuda()) as_run.id = DeviceId::cuda(0).to_string();
+  as_run.compute_capability_major = capability / 10;
+  as_run.compute_capability_minor = capability % 10;
+  const SupportLevel level = precision_support(c.precision, as_run, profile.runtime).level;
+  if (gpu && c.precision == Precision::bf16 && capability > 0 && level == SupportLevel::emulated) {
     traps.push_back(
         fmt::format("{} (compute capability {}) has no bf16 tensor cores: bf16 is emulated and slower than "
                     "fp32 (docs/locotrack-spec.md §6.1); use fp16 or fp32 on this card",
                     device.name, capability_text(capability)));
   }
-  if (c.precision == Precision::tf32 && (!gpu || capability < 80)) {
+  if (c.precision == Precision::tf32 && level == SupportLevel::unsupported) {
     traps.push_back(
         fmt::format("TF32 needs compute capability 8.0 or newer: on {} this run is plain fp32", device.name));
   }
@@ -340,44 +346,6 @@ std::vector<std::string> comparison_traps(const RunRef& a, const RunRef& b) {
     }
   }
   return warnings;
-}
-
-std::vector<PrecisionChoice> precision_choices(const DeviceDescription& device) {
-  std::vector<PrecisionChoice> choices;
-  const int capability = device.compute_capability_major * 10 + device.compute_capability_minor;
-  const std::string cc = capability_text(capability);
-  PrecisionChoice fp32{Precision::fp32, true, {}, {}};
-  PrecisionChoice tf32{Precision::tf32, false, {}, {}};
-  PrecisionChoice bf16{Precision::bf16, true, {}, {}};
-  PrecisionChoice fp16{Precision::fp16, false, {}, {}};
-  if (!device.is_cuda()) {
-    tf32.reason = "TF32 is a tensor-core mode of NVIDIA GPUs (compute capability 8.0 or newer)";
-    bf16.warnings.push_back("bf16 on the CPU is slower than fp32 on CPUs without AMX/AVX-512 BF16");
-    fp16.reason = "fp16 is not supported by the CPU path";
-  } else {
-    if (capability >= 80) {
-      tf32.available = true;
-      tf32.warnings.push_back(
-          "TF32 rounds the inputs of convolutions and matrix products to a 10-bit mantissa: "
-          "fast, but not bit-exact to the reference (fp32 is)");
-    } else {
-      tf32.reason =
-          fmt::format("TF32 needs compute capability 8.0 or newer; {} is {} (the flags would be ignored: plain fp32)",
-                      device.name, cc);
-    }
-    if (capability < 80) {
-      bf16.warnings.push_back(
-          fmt::format("trap: {} (compute capability {}) has no bf16 tensor cores; bf16 is emulated "
-                      "and slow, 2x or more slower than fp32 (docs/locotrack-spec.md §6.1); use fp16 or fp32",
-                      device.name, cc));
-    }
-    fp16.available = true;
-    fp16.warnings.push_back("fp16 has not been validated for this model (overflow in the cost volumes is possible)");
-    if (capability < 70)
-      fp16.warnings.push_back(fmt::format("compute capability {} has no tensor cores: no speed-up from fp16", cc));
-  }
-  choices = {fp32, tf32, bf16, fp16};
-  return choices;
 }
 
 }  // namespace trackscope::core

@@ -1,11 +1,11 @@
 #pragma once
 // Side-by-side comparison of two profiled runs (A and B) and the diagnosis of stages that are slower than the
-// two devices' specifications predict; precision gating and trap warnings for the precision selector.
+// two devices' specifications predict, and the traps of a run's settings (the precision selector's gating is
+// core::precision_support, core/tracking/device.h, which the traps read too).
 //
 //   Expected<Comparison> ab = compare_runs({&h200, &h200.cases[0], "H200"}, {&t4, &t4.cases[0], "T4"});
 //   for (const StageComparison& s : ab->stages)
 //     if (s.highlighted) for (const Cause& c : s.causes) log::info("{}: {}", s.stage, c.text);
-//   for (const PrecisionChoice& p : precision_choices(device)) ...;   // gate the selector, show p.warnings
 //
 // Ratios are B / A (> 1: B is slower). The predicted ratio is floor_B / floor_A with each side's FLOPs and bytes
 // at the datasheet rate of the precision each side asked for (PeakBasis::nominal); "precision-aware" uses what
@@ -91,14 +91,5 @@ std::vector<std::string> run_traps(const Profile& profile, const ProfileCase& ru
 /// Warnings about comparing two runs: TF32 on one side only (like-for-like), the traps of each side, different
 /// workloads, devices without specifications, predicted or transcribed data.
 std::vector<std::string> comparison_traps(const RunRef& a, const RunRef& b);
-
-/// Precision selector gating for a device.
-struct PrecisionChoice {
-  Precision precision = Precision::fp32;
-  bool available = false;
-  std::string reason;                 // why unavailable
-  std::vector<std::string> warnings;  // traps (shown next to the selector)
-};
-std::vector<PrecisionChoice> precision_choices(const DeviceDescription& device);
 
 }  // namespace trackscope::core

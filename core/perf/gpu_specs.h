@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "core/tracking/point_tracker.h"
+#include "core/tracking/device.h"
 
 namespace trackscope::core {
 
@@ -68,18 +68,6 @@ const GpuSpec* find_gpu_spec(std::string_view name_or_key);
 
 /// As find_gpu_spec, with a not_found Status that lists the known keys.
 Expected<const GpuSpec*> lookup_gpu_spec(std::string_view name_or_key);
-
-/// Peaks measured on the card (a bench may run a GEMM and a copy kernel); each one given replaces the datasheet
-/// value in the roofline. Unset = use the datasheet.
-struct MeasuredPeaks {
-  std::optional<double> fp32_tflops;
-  std::optional<double> tf32_tflops;
-  std::optional<double> bf16_tflops;
-  std::optional<double> fp16_tflops;
-  std::optional<double> bandwidth_gbps;
-  bool empty() const { return !fp32_tflops && !tf32_tflops && !bf16_tflops && !fp16_tflops && !bandwidth_gbps; }
-  bool operator==(const MeasuredPeaks&) const = default;
-};
 
 /// The peak rates used for one device in one roofline: the datasheet row (if any) with measured overrides.
 struct DevicePeaks {

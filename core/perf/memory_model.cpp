@@ -6,13 +6,15 @@
 #include <cmath>
 #include <vector>
 
+#include "core/tracking/locotrack_shape.h"
+
 namespace trackscope::core {
 namespace {
 
 constexpr int64_t kGridElementsPerFrame = 32 * 32 * 256 + 64 * 64 * 128 + 128 * 128 * 64;  // 1,835,008
 constexpr int64_t kFramePixels = 256 * 256 * 3;
 constexpr int64_t kSupportElements = 49 * (256 + 128 + 64);
-constexpr int64_t kCorrelation = 2408;  // 7^4 per level, rows padded to a multiple of 8
+constexpr int64_t kCorrelation = locotrack::kCorrPaddedRow;  // 7^4 per level, rows padded to a multiple of 8
 constexpr int64_t kMixerInput = 854;
 constexpr int64_t kEncoded = 3 * 256;
 // Live activations of the backbone per frame: measured peak of the ResNet forward (stem output, block input,

@@ -49,28 +49,6 @@ const char* to_string(ProfileOrigin origin) {
   return "?";
 }
 
-DeviceInfo device_info_from(const DeviceDescription& device) {
-  DeviceInfo info;
-  info.id = device.id;
-  info.name = device.name;
-  info.multiprocessors = device.multiprocessors;
-  info.memory_bytes = device.memory_bytes;
-  info.compute_capability_major = device.compute_capability_major;
-  info.compute_capability_minor = device.compute_capability_minor;
-  return info;
-}
-
-DeviceDescription device_description_from(const DeviceInfo& device) {
-  DeviceDescription d;
-  d.id = device.id;
-  d.name = device.name;
-  d.multiprocessors = device.multiprocessors;
-  d.memory_bytes = device.memory_bytes;
-  d.compute_capability_major = device.compute_capability_major;
-  d.compute_capability_minor = device.compute_capability_minor;
-  return d;
-}
-
 const StageStats* ProfileCase::find_stage(std::string_view wanted) const {
   for (const StageStats& stage : stages) {
     if (stage.name == wanted) return &stage;
@@ -549,6 +527,7 @@ std::string profile_to_json(const Profile& p) {
               {"cuda_runtime", p.runtime.cuda_runtime},
               {"cudnn", p.runtime.cudnn},
               {"driver", p.runtime.driver},
+              {"torch_cuda", p.runtime.torch_cuda},
               {"trackscope_kernels", p.runtime.trackscope_kernels}}},
             {"cases", json::array()}};
   for (const ProfileCase& c : p.cases) j["cases"].push_back(case_to_json(c));
@@ -623,6 +602,7 @@ Expected<Profile> profile_from_json(std::string_view text) {
     optional_into(runtime, "cuda_runtime", "runtime.", p.runtime.cuda_runtime);
     optional_into(runtime, "cudnn", "runtime.", p.runtime.cudnn);
     optional_into(runtime, "driver", "runtime.", p.runtime.driver);
+    optional_into(runtime, "torch_cuda", "runtime.", p.runtime.torch_cuda);
     optional_into(runtime, "trackscope_kernels", "runtime.", p.runtime.trackscope_kernels);
     const json& cases = require(j, "cases", "");
     if (!cases.is_array()) return corrupt_data("field 'cases' must be an array");

@@ -32,7 +32,7 @@ namespace trackscope::core {
 
 inline constexpr const char* kProfileSchemaName = "trackscope.profile";
 inline constexpr int kProfileSchemaMajor = 1;  // incompatible changes
-inline constexpr int kProfileSchemaMinor = 0;  // additions that old readers can ignore
+inline constexpr int kProfileSchemaMinor = 1;  // additions that old readers can ignore (1.1: runtime.torch_cuda)
 
 /// median (of the sorted values; mean of the two middle ones for even counts), p90 (linear interpolation between
 /// closest ranks, numpy's default), min, max, mean.
@@ -60,37 +60,6 @@ struct ToolInfo {
   std::string version;
   std::string command;  // the command line of the bench, if any
   bool operator==(const ToolInfo&) const = default;
-};
-
-struct DeviceInfo {
-  std::string id;           // "cpu", "cuda:0"
-  std::string name;         // as CUDA reports it: "NVIDIA H200"; "CPU (16 threads)"
-  int multiprocessors = 0;  // SMs (CPU: threads)
-  int64_t memory_bytes = 0;
-  int compute_capability_major = 0;
-  int compute_capability_minor = 0;
-  double sm_clock_max_mhz = 0.0;  // 0 = unknown
-  double memory_clock_max_mhz = 0.0;
-  int64_t l2_cache_bytes = 0;
-  std::string pci_bus_id;
-  std::string spec_key;  // the GPU specification row used ("h200"); empty = look up by name
-  MeasuredPeaks measured_peaks;
-  bool is_cuda() const { return id.rfind("cuda", 0) == 0; }
-  int compute_capability() const { return compute_capability_major * 10 + compute_capability_minor; }
-  bool operator==(const DeviceInfo&) const = default;
-};
-
-/// From / to the tracker's device description.
-DeviceInfo device_info_from(const DeviceDescription& device);
-DeviceDescription device_description_from(const DeviceInfo& device);
-
-struct RuntimeInfo {
-  std::string libtorch;
-  std::string cuda_runtime;
-  std::string cudnn;
-  std::string driver;
-  bool trackscope_kernels = false;
-  bool operator==(const RuntimeInfo&) const = default;
 };
 
 struct RunConfig {

@@ -21,19 +21,11 @@
 #include "core/perf/memory_model.h"
 #include "core/perf/stage_timing.h"
 #include "core/status.h"
+#include "core/tracking/device.h"
 #include "core/tracking/tracks.h"
 #include "core/video/video_source.h"
 
 namespace trackscope::core {
-
-enum class Precision {
-  fp32,  // exact: float32, TF32 off (parity with the official implementation)
-  tf32,  // float32 storage, TF32 tensor cores for convolutions and matrix products (compute capability >= 8.0)
-  bf16,  // bfloat16 compute (fast on compute capability >= 8.0, emulated and slow below)
-  fp16,  // float16 compute (tensor cores from compute capability 7.0)
-};
-const char* to_string(Precision precision);
-Expected<Precision> parse_precision(std::string_view text);
 
 /// How the tracker resizes frames to the model's 256x256 input. (Not core::ResizeFilter of image_resize.h,
 /// which names Pillow's filters: the tracker's "bilinear" is the un-antialiased one of the official inference().)
@@ -47,7 +39,7 @@ Expected<InputResize> parse_input_resize(std::string_view text);
 struct TrackerOptions {
   std::string model = "default";  // "default" (the bundled model), "small"/"base" (official checkpoints in the model
                                   // folder), or a weights file path
-  std::string device = "auto";    // "auto" (first CUDA device, else CPU), "cpu", "cuda", "cuda:N"
+  std::string device = "auto";    // DeviceId::parse: "auto" (first CUDA device, else CPU), "cpu", "cuda", "cuda:N"
   Precision precision = Precision::fp32;
   InputResize resize = InputResize::bilinear;
   int query_chunk = 0;           // queries per chunk; 0 = chosen from the memory budget
@@ -67,24 +59,13 @@ struct TrackerOptions {
   Status check() const;
 };
 
-/// A device the tracker can run on.
-struct DeviceDescription {
-  std::string id;            // "cpu", "cuda:0", ...
-  std::string name;          // "NVIDIA H200", "CPU (16 threads)"
-  int multiprocessors = 0;   // SMs, or CPU threads for the CPU
-  int64_t memory_bytes = 0;  // device memory (0 for the CPU: host memory)
-  int compute_capability_major = 0;
-  int compute_capability_minor = 0;
-  bool is_cuda() const { return id.rfind("cuda", 0) == 0; }
-};
-
 /// What a tracker instance is: which model, on which device, at which precision.
 struct TrackerDescription {
   std::string model_name;  // "LocoTrack-S (bundled default)", "LocoTrack-B (official checkpoint)"
   std::string model_size;  // "small" / "base"
   std::string weights_path;
   std::string weights_sha256;
-  DeviceDescription device;
+  DeviceInfo device;
   Precision precision = Precision::fp32;
   int64_t parameter_count = 0;
 };
@@ -131,9 +112,12 @@ class TrackerFactory {
  public:
   virtual ~TrackerFactory() = default;
   /// Every device the factory can run on, the CPU first.
-  virtual std::vector<DeviceDescription> devices() const = 0;
+  virtual std::vector<DeviceInfo> devices() const = 0;
+  /// The runtime the trackers run on (what precision_support needs besides the device). The default, an unknown
+  /// runtime, makes the precisions that depend on the LibTorch version unsupported.
+  virtual RuntimeInfo runtime() const { return {}; }
   /// Loads the model on the device. Fails with a user-actionable Status (weights missing or mismatched,
-  /// no such device, precision unsupported on the device).
+  /// no such device, precision unsupported on the device: precision_support(device, runtime()) says which).
   virtual Expected<std::unique_ptr<PointTracker>> create(const TrackerOptions& options) = 0;
 };
 

@@ -17,7 +17,6 @@
 #include "core/video/sample_clip.h"
 #include "core/video/video_source.h"
 #include "gpu/cpu_runtime.h"
-#include "gpu/cuda_runtime_probe.h"
 #include "gpu/devices.h"
 #include "gpu/engine/cuda_support.h"
 #include "gpu/engine/engine.h"
@@ -136,21 +135,6 @@ core::MeasuredPeaks measure_peaks(const at::Device& device, const std::function<
   return peaks;
 }
 
-core::DeviceInfo describe_device(const core::DeviceDescription& device) {
-  core::DeviceInfo info = core::device_info_from(device);
-  if (device.is_cuda()) {
-    const int index = std::stoi(device.id.substr(5));
-    for (const CudaDeviceProperties& p : probe_cuda_devices()) {
-      if (p.index != index) continue;
-      info.sm_clock_max_mhz = p.clock_khz / 1000.0;
-      info.memory_clock_max_mhz = p.memory_clock_khz / 1000.0;
-      info.l2_cache_bytes = p.l2_cache_bytes;
-      info.pci_bus_id = p.pci_bus_id;
-    }
-  }
-  return info;
-}
-
 struct Pass {
   std::vector<core::StageSample> samples;
   double wall_ms = 0.0;
@@ -258,9 +242,17 @@ core::Status BenchOptions::check() const {
 core::Expected<core::Profile> run_bench(const BenchOptions& options,
                                         const std::function<void(const std::string&)>& log) {
   TRACKSCOPE_RETURN_IF_ERROR(options.check());
-  core::Expected<core::DeviceDescription> device = resolve_device(options.device);
+  core::Expected<core::DeviceInfo> device = resolve_device(options.device);
   if (!device) return device.status();
-  for (core::Precision p : options.precisions) TRACKSCOPE_RETURN_IF_ERROR(check_precision_supported(p, *device));
+  const core::RuntimeInfo runtime = runtime_versions();
+  for (core::Precision p : options.precisions) {
+    TRACKSCOPE_RETURN_IF_ERROR(core::check_precision(p, *device, runtime));
+    if (const core::PrecisionSupport support = core::precision_support(p, *device, runtime);
+        support.level != core::SupportLevel::supported) {
+      log(fmt::format("{} on {} is {}: {}", core::to_string(p), device->id, core::to_string(support.level),
+                      support.reason));
+    }
+  }
   if (!device->is_cuda()) {
     keep_freed_host_memory();
     if (options.cpu_threads > 0) set_cpu_threads(options.cpu_threads);
@@ -276,10 +268,9 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
     profile.tool.command = options.command;
     profile.created_utc = core::utc_timestamp_now();
     profile.host = core::probe_host_info();
-    profile.device = describe_device(*device);
-    const RuntimeVersions versions = runtime_versions();
-    profile.runtime = {versions.libtorch, versions.cuda_runtime, versions.cudnn, versions.driver,
-                       versions.kernels_compiled && device->is_cuda()};
+    profile.device = *device;
+    profile.runtime = runtime;
+    profile.runtime.trackscope_kernels = runtime.trackscope_kernels && device->is_cuda();  // they ran
     if (options.measure_peaks) profile.device.measured_peaks = measure_peaks(torch_device, log);
 
     core::Expected<std::unique_ptr<core::TelemetrySampler>> sampler =

@@ -4,14 +4,15 @@
 
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
-#include <torch/version.h>
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 #include <vector>
 
+#include "gpu/devices.h"
 #include "gpu/torch_compat.h"
 
 namespace trackscope::gpu::engine {
@@ -92,6 +93,16 @@ at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const at::Ten
   return at::linear(h, mixer.output_proj->weight.narrow(0, 0, 4), mixer.output_proj->bias.narrow(0, 0, 4));
 }
 
+// The device as the support table sees it (compute capability from the device list).
+core::DeviceInfo device_info_of(c10::Device device) {
+  const core::DeviceId id =
+      device.is_cuda() ? core::DeviceId::cuda(std::max<int>(0, device.index())) : core::DeviceId::cpu();
+  if (core::Expected<core::DeviceInfo> listed = core::resolve_device(id, list_devices())) return *listed;
+  core::DeviceInfo unlisted;
+  unlisted.id = id.to_string();
+  return unlisted;
+}
+
 }  // namespace
 
 at::ScalarType compute_dtype_of(core::Precision precision) {
@@ -120,12 +131,10 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
   fused_ = options_.path != EnginePath::eager;
   TORCH_CHECK(fused_ || !is_reduced(compute_dtype_), "Engine: ", core::to_string(options_.precision),
               " needs the fused path (the eager stage functions would round sampling coordinates)");
-#if !TRACKSCOPE_TORCH_AT_LEAST(2, 0)
-  TORCH_CHECK(!(device_.is_cpu() && compute_dtype_ == at::kHalf), "fp16 is not available on the CPU with LibTorch ",
-              TORCH_VERSION, " (no half-precision GEMM): use fp32 or bf16");
-#endif
-  TORCH_CHECK(device_.is_cuda() || options_.precision != core::Precision::tf32,
-              "tf32 is a CUDA tensor-core mode: on the CPU use fp32 (or bf16)");
+  const core::DeviceInfo device_info = device_info_of(device_);
+  const core::PrecisionSupport support = core::precision_support(options_.precision, device_info, runtime_versions());
+  TORCH_CHECK(support.usable(), "Engine: ", core::to_string(options_.precision), " on ", device_info.id, ": ",
+              support.reason);
   compute_model_ = is_reduced(compute_dtype_) ? converted_copy(*model_, device_, compute_dtype_) : model_;
 
   const auto parameters = model_->named_parameters(/*recurse=*/true);

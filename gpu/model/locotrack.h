@@ -44,6 +44,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/tracking/locotrack_shape.h"
+
 namespace trackscope::gpu::model {
 
 enum class ModelSize { small, base };
@@ -64,9 +66,9 @@ struct LocoTrackConfig {
   std::int64_t parameter_count() const { return size == ModelSize::small ? 8'236'133 : 11'519'717; }
 };
 
-// Fixed geometry (§2): 256x256 input, feature strides 8 / 4 / 2, 7x7 supports, 64x64 init heatmaps.
+// Fixed geometry (§2): 256x256 input, feature strides 8 / 4 / 2, 7x7 supports (shape.h), 64x64 init heatmaps.
 inline constexpr int kModelResolution = 256;
-inline constexpr int kSupportSize = 7;
+using core::locotrack::kSupportSize;
 inline constexpr int kSupportRadius = 3;
 inline constexpr int kHeatmapSize = 64;
 inline constexpr double kSoftmaxTemperature = 20.0;

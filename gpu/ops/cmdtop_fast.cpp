@@ -20,8 +20,8 @@
 namespace trackscope::gpu::ops {
 namespace {
 
-constexpr int64_t kSide = 7;              // correlation window side (7x7 target and support offsets)
-constexpr int64_t kCorrPerSample = 2401;  // 7^4
+constexpr int64_t kSide = core::locotrack::kSupportSize;  // correlation window side (7x7 target and support offsets)
+constexpr int64_t kCorrPerSample = core::locotrack::kCorrPerSample;
 constexpr int64_t kChannelsPerGroup = 16;
 constexpr double kGroupNormEps = 1e-5;
 

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/tracking/locotrack_shape.h"
+
 namespace trackscope::gpu::ops {
 
 struct OpCost {
@@ -34,11 +36,13 @@ inline OpCost local_corr4d_cost(const CorrShape& s, int element_bytes) {
   const double e = element_bytes;
   const double grid = static_cast<double>(s.frames * s.height * s.width) * c * e;
   const double windows = pairs * 64.0 * c * e;
-  const double supports = static_cast<double>(s.queries) * 49.0 * c * e;
-  const double io = pairs * (2.0 * 4.0 + 2401.0 * 4.0);
-  const double neighbourhoods = pairs * 49.0 * c * 4.0;  // fp32 [n,T,7,7,C] in the eager path
+  const double taps = core::locotrack::kSupportTaps;
+  const double corr_values = core::locotrack::kCorrPerSample;
+  const double supports = static_cast<double>(s.queries) * taps * c * e;
+  const double io = pairs * (2.0 * 4.0 + corr_values * 4.0);
+  const double neighbourhoods = pairs * taps * c * 4.0;  // fp32 [n,T,7,7,C] in the eager path
   OpCost cost;
-  cost.flops = pairs * c * (2.0 * 2401.0 + 8.0 * 49.0);
+  cost.flops = pairs * c * (2.0 * corr_values + 8.0 * taps);
   cost.min_bytes = std::min(grid, windows) + supports + io;
   const double blocks_per_query = static_cast<double>((s.frames + 3) / 4);
   cost.design_bytes = windows + supports * blocks_per_query + io;
@@ -105,17 +109,18 @@ inline OpCost cmdtop_cost(int64_t samples, bool base, int input_bytes, int compu
     activations += 2.0 * m * layers[i].positions * layers[i].channels;  // per layer output, both branches
     if (!dense && (i == 0 || layers[i].positions > 1)) patches += 2.0 * m * layers[i].positions * layers[i].patch;
   }
+  const double corr_values = core::locotrack::kCorrPerSample;
   OpCost cost;
   cost.flops = flops;
-  cost.min_bytes = m * 2401.0 * input_bytes + weights + m * 256.0 * ce;
+  cost.min_bytes = m * corr_values * input_bytes + weights + m * 256.0 * ce;
   // Patches written by the gather and read by the GEMM; each layer output written by the GEMM and read +
   // written by the fused GroupNorm+ReLU.
-  cost.design_bytes = m * 2401.0 * input_bytes + weights + 2.0 * patches * ce + 3.0 * activations * ce;
-  if (dense && input_bytes != compute_bytes) cost.design_bytes += m * 2401.0 * (input_bytes + compute_bytes);
+  cost.design_bytes = m * corr_values * input_bytes + weights + 2.0 * patches * ce + 3.0 * activations * ce;
+  if (dense && input_bytes != compute_bytes) cost.design_bytes += m * corr_values * (input_bytes + compute_bytes);
   // Eager: branch-1 permute copy, per layer and branch F.pad copy, conv (implicit GEMM: input + output),
   // GroupNorm read + write, ReLU read + write, all fp32.
   const double padded_inputs = 2.0 * m * (base ? 49.0 * 81.0 + 64.0 * 25.0 : 49.0 * 81.0);
-  cost.eager_bytes = m * 2401.0 * 4.0 * 3.0 + padded_inputs * 4.0 * 3.0 + activations * 4.0 * 5.0 + weights;
+  cost.eager_bytes = m * corr_values * 4.0 * 3.0 + padded_inputs * 4.0 * 3.0 + activations * 4.0 * 5.0 + weights;
   return cost;
 }
 

@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "core/tracking/locotrack_shape.h"
+
 namespace trackscope::gpu::ops {
 
 /// True when this build contains Trackscope's CUDA kernels and LibTorch sees at least one CUDA device.
@@ -53,7 +55,7 @@ std::string cuda_kernels_status();
 /// Row length of a padded correlation buffer: 2401 rounded up to a multiple of 8 elements, so that every row of
 /// a [M, 2408] matrix starts 16-byte aligned and the CMDTop GEMMs that read it take cuBLAS's tensor-core paths
 /// (with 2401-element rows bf16/fp16 GEMMs ran ~7x slower on an H200).
-inline constexpr int64_t kCorrPaddedRow = 2408;
+inline constexpr int64_t kCorrPaddedRow = core::locotrack::kCorrPaddedRow;
 
 /// Which CUDA kernel computes it (the CPU has one implementation). All but classic take the dot products of the raw
 /// 8x8 window cells with the supports (a small GEMM per (q,t)) and interpolate the products.

@@ -175,7 +175,7 @@ core::Expected<core::RunPlan> LocoTrackTracker::plan(const core::VideoInfo& info
   input.tracker = memory_input(info, frames, points);
   input.device_is_host = !on_cuda;
   if (on_cuda) {
-    core::DeviceDescription cpu;
+    core::DeviceInfo cpu;
     cpu.id = "cpu";
     input.host_budget_bytes =
         options_.host_memory_budget_bytes > 0 ? options_.host_memory_budget_bytes : default_memory_budget_bytes(cpu);

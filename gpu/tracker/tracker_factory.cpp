@@ -2,7 +2,6 @@
 #include "gpu/tracker_factory.h"
 
 #include <ATen/ATen.h>
-#include <torch/version.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -53,16 +52,19 @@ class LocoTrackFactory final : public core::TrackerFactory {
  public:
   explicit LocoTrackFactory(TrackerFactoryOptions options) : options_(std::move(options)) {}
 
-  std::vector<core::DeviceDescription> devices() const override { return list_devices(); }
+  std::vector<core::DeviceInfo> devices() const override { return list_devices(); }
+  core::RuntimeInfo runtime() const override { return runtime_versions(); }
 
   core::Expected<std::unique_ptr<core::PointTracker>> create(const core::TrackerOptions& options) override {
     TRACKSCOPE_RETURN_IF_ERROR(options.check());
-    core::Expected<core::DeviceDescription> device = resolve_device(options.device);
+    core::Expected<core::DeviceInfo> device = resolve_device(options.device);
     if (!device) return device.status();
-    TRACKSCOPE_RETURN_IF_ERROR(check_precision_supported(options.precision, *device));
-    if (device->is_cuda() && options.precision == core::Precision::bf16 && device->compute_capability_major < 8) {
-      core::log::warn("bf16 on {} (compute capability {}.{}) is emulated and slower than fp32: prefer fp16 or fp32",
-                      device->name, device->compute_capability_major, device->compute_capability_minor);
+    const core::RuntimeInfo runtime = runtime_versions();
+    TRACKSCOPE_RETURN_IF_ERROR(core::check_precision(options.precision, *device, runtime));
+    if (const core::PrecisionSupport support = core::precision_support(options.precision, *device, runtime);
+        support.level != core::SupportLevel::supported) {
+      core::log::warn("{} on {} is {}: {}", core::to_string(options.precision), device->id,
+                      core::to_string(support.level), support.reason);
     }
     core::Expected<std::filesystem::path> path = resolve_model_path(options.model, options_);
     if (!path) return path.status();
@@ -148,39 +150,18 @@ core::Expected<std::filesystem::path> resolve_model_path(const std::string& mode
   return core::not_found(fmt::format("weights file {} does not exist (models: default, small, base or a file)", model));
 }
 
-core::Status check_precision_supported(core::Precision precision, const core::DeviceDescription& device) {
-  const int capability = device.compute_capability_major * 10 + device.compute_capability_minor;
-  switch (precision) {
-    case core::Precision::fp32: return {};
-    case core::Precision::tf32:
-      if (!device.is_cuda()) return core::unsupported("tf32 is a tensor-core mode of NVIDIA GPUs: on the CPU use fp32");
-      if (capability < 80) {
-        return core::unsupported(fmt::format("tf32 needs compute capability 8.0 or newer; {} has {}.{}: use fp32",
-                                             device.name, device.compute_capability_major,
-                                             device.compute_capability_minor));
-      }
-      return {};
-    case core::Precision::bf16: return {};  // on CUDA < 8.0 emulated and slow: allowed, with a warning (create())
-    case core::Precision::fp16:
-      if (!device.is_cuda() && TORCH_VERSION_MAJOR < 2) {
-        return core::unsupported(
-            fmt::format("fp16 is not available on the CPU with LibTorch {} (no half-precision "
-                        "matrix products): use fp32 or bf16",
-                        TORCH_VERSION));
-      }
-      if (device.is_cuda() && capability < 70) {
-        return core::unsupported(fmt::format("fp16 tensor cores need compute capability 7.0; {} has {}.{}", device.name,
-                                             device.compute_capability_major, device.compute_capability_minor));
-      }
-      return {};
-  }
-  return core::invalid_argument("unknown precision");
+core::Status check_precision_supported(core::Precision precision, const core::DeviceInfo& device) {
+  return check_precision_supported(precision, device, runtime_versions());
 }
 
-int64_t default_memory_budget_bytes(const core::DeviceDescription& device) {
+core::Status check_precision_supported(core::Precision precision, const core::DeviceInfo& device,
+                                       const core::RuntimeInfo& runtime) {
+  return core::check_precision(precision, device, runtime);
+}
+
+int64_t default_memory_budget_bytes(const core::DeviceInfo& device) {
   if (device.is_cuda()) {
-    const int index = std::stoi(device.id.substr(5));
-    const cuda_support::MemoryInfo memory = cuda_support::memory_info(index);
+    const cuda_support::MemoryInfo memory = cuda_support::memory_info(device.device_id()->cuda_index());
     const int64_t free_bytes = memory.free_bytes > 0 ? memory.free_bytes : device.memory_bytes;
     return free_bytes / 100 * 85;
   }

@@ -59,7 +59,7 @@ core::TapVidClip to_clip(const training::SyntheticBatch& batch, int64_t b, std::
 core::Expected<std::vector<core::TapVidClip>> generate_synthetic_evaluation_clips(
     const SyntheticEvaluationOptions& options) {
   TRACKSCOPE_RETURN_IF_ERROR(options.check());
-  core::Expected<core::DeviceDescription> device = resolve_device(options.device);
+  core::Expected<core::DeviceInfo> device = resolve_device(options.device);
   if (!device) return device.status();
   SyntheticOptions data = options.data;
   data.format = SyntheticVideoFormat::uint8;

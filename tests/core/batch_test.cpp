@@ -90,7 +90,7 @@ class FakeFactory final : public TrackerFactory {
   std::atomic<int> tracks{0};
   std::vector<TrackerOptions> created;
 
-  std::vector<DeviceDescription> devices() const override { return {{"cpu", "fake CPU"}}; }
+  std::vector<DeviceInfo> devices() const override { return {{"cpu", "fake CPU"}}; }
   Expected<std::unique_ptr<PointTracker>> create(const TrackerOptions& options) override {
     if (fs::path(options.model).filename() == "missing") return not_found("no such model");
     ++creates;
@@ -233,6 +233,7 @@ TEST(BatchJobs, DevicesAndQueryGrids) {
   EXPECT_EQ(*all, (std::vector<std::string>{"cuda:0", "cpu", "cuda:1", "cuda:1"}));
   EXPECT_FALSE(parse_worker_devices("cpu*0", {}));
   EXPECT_FALSE(parse_worker_devices("tpu", {}));
+  EXPECT_FALSE(parse_worker_devices("cuda:x", {}));  // DeviceId::parse, not a prefix test
   EXPECT_FALSE(parse_worker_devices(",", {}));
 
   Expected<QuerySpec> grid = parse_query_spec("grid:4x2@frame7");

@@ -198,7 +198,7 @@ class FrameReadingTracker final : public PointTracker {
 class FakeFactory final : public TrackerFactory {
  public:
   explicit FakeFactory(std::vector<double> means) : means_(std::move(means)) {}
-  std::vector<DeviceDescription> devices() const override { return {}; }
+  std::vector<DeviceInfo> devices() const override { return {}; }
   Expected<std::unique_ptr<PointTracker>> create(const TrackerOptions& options) override {
     requested.push_back(options.precision);
     if (options.precision == Precision::fp16) return unsupported("fp16 is not available on this fake CPU");

@@ -1,4 +1,4 @@
-// Roofline, A/B comparison rules, what-if prediction, precision gating and trap warnings.
+// Roofline, A/B comparison rules, what-if prediction and trap warnings (the precision gating: device_test).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -322,28 +322,6 @@ TEST(WhatIf, T4Bf16AgainstTheH200IsDiagnosedAsEmulationAndTf32) {
   EXPECT_GT(*c->end_to_end_measured_ratio, *c->end_to_end_predicted_ratio);
   const std::string text = format_comparison(*c);
   EXPECT_NE(text.find("precision emulation"), std::string::npos);
-}
-
-TEST(PrecisionGating, ByComputeCapability) {
-  DeviceDescription t4{"cuda:0", "Tesla T4", 40, 15'000'000'000, 7, 5};
-  const std::vector<PrecisionChoice> turing = precision_choices(t4);
-  ASSERT_EQ(turing.size(), 4u);
-  EXPECT_TRUE(turing[0].available && turing[0].warnings.empty());  // fp32
-  EXPECT_FALSE(turing[1].available);                               // tf32
-  EXPECT_NE(turing[1].reason.find("8.0"), std::string::npos);
-  EXPECT_TRUE(turing[2].available);  // bf16 runs, but it is a trap
-  ASSERT_FALSE(turing[2].warnings.empty());
-  EXPECT_NE(turing[2].warnings[0].find("emulated"), std::string::npos);
-  EXPECT_TRUE(turing[3].available);  // fp16 on tensor cores
-  DeviceDescription a100{"cuda:1", "NVIDIA A100-SXM4-40GB", 108, 40'000'000'000, 8, 0};
-  const std::vector<PrecisionChoice> ampere = precision_choices(a100);
-  EXPECT_TRUE(ampere[1].available);
-  EXPECT_TRUE(ampere[2].available && ampere[2].warnings.empty());
-  DeviceDescription cpu{"cpu", "CPU (2 threads)", 2, 0, 0, 0};
-  const std::vector<PrecisionChoice> host = precision_choices(cpu);
-  EXPECT_TRUE(host[0].available);
-  EXPECT_FALSE(host[1].available);
-  EXPECT_FALSE(host[3].available);
 }
 
 TEST(Traps, FlagsOnAStrictLabel) {

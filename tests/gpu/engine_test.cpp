@@ -23,6 +23,7 @@
 
 #include "core/tracking/point_tracker.h"
 #include "gpu/cpu_runtime.h"
+#include "gpu/devices.h"
 #include "gpu/engine/engine.h"
 #include "gpu/engine/long_mixer.h"
 #include "gpu/torch_compat.h"
@@ -553,9 +554,9 @@ TEST_F(EngineTest, FactoryLoadsWeightsChecksPrecisionAndExplainsMissingModels) {
   request.device = "cuda:7";
   EXPECT_EQ(factory->create(request).status().code(), core::StatusCode::not_found);
 
-  core::DeviceDescription cpu;
+  core::DeviceInfo cpu;
   cpu.id = "cpu";
-  core::DeviceDescription t4;
+  core::DeviceInfo t4;
   t4.id = "cuda:0";
   t4.name = "Tesla T4";
   t4.compute_capability_major = 7;
@@ -565,6 +566,29 @@ TEST_F(EngineTest, FactoryLoadsWeightsChecksPrecisionAndExplainsMissingModels) {
   EXPECT_TRUE(check_precision_supported(core::Precision::fp16, t4).ok());
   EXPECT_TRUE(check_precision_supported(core::Precision::bf16, t4).ok());  // a trap, warned about, not refused
   EXPECT_TRUE(check_precision_supported(core::Precision::fp32, cpu).ok());
+  core::DeviceInfo p100 = t4;
+  p100.compute_capability_major = 6;
+  p100.compute_capability_minor = 0;
+  EXPECT_TRUE(check_precision_supported(core::Precision::fp16, p100).ok());  // no tensor cores: slow, not refused
+  core::RuntimeInfo libtorch_1;
+  libtorch_1.libtorch = "1.13.1";
+  core::RuntimeInfo libtorch_2;
+  libtorch_2.libtorch = "2.11.0";
+  EXPECT_EQ(check_precision_supported(core::Precision::fp16, cpu, libtorch_1).code(), core::StatusCode::unsupported);
+  EXPECT_TRUE(check_precision_supported(core::Precision::fp16, cpu, libtorch_2).ok());
+
+  // The engine refuses by the same table, with its reason.
+  if (!at::Device(device_name()).is_cuda()) {
+    engine::EngineOptions tf32;
+    tf32.precision = core::Precision::tf32;
+    const std::string reason = core::precision_support(core::Precision::tf32, cpu, runtime_versions()).reason;
+    try {
+      engine::Engine engine(load_model(ModelSize::small), at::Device(device_name()), tf32);
+      ADD_FAILURE() << "the engine accepted tf32 on the CPU";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+    }
+  }
 }
 
 // --- long clips (docs/long-videos.md) ----------------------------------------------------------------------------

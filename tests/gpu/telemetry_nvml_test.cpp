@@ -68,7 +68,7 @@ TEST(NvmlTelemetry, NoLibraryOrNoDriverIsNoTelemetryNotACrash) {
 }
 
 TEST(NvmlTelemetry, CpuDeviceUsesProcStat) {
-  core::DeviceDescription cpu{"cpu", "CPU", 2, 0, 0, 0};
+  core::DeviceInfo cpu{"cpu", "CPU", 2, 0, 0, 0};
   auto source = open_device_telemetry(cpu);
   ASSERT_TRUE(source) << source.status().message();
   EXPECT_NE((*source)->description().find("CPU"), std::string::npos);

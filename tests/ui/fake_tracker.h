@@ -195,17 +195,17 @@ class FakePointTracker : public core::PointTracker {
 };
 
 /// The CPU and one CUDA device with compute capability 8.0 (every precision available).
-inline std::vector<core::DeviceDescription> fake_devices() {
+inline std::vector<core::DeviceInfo> fake_devices() {
   return {{"cpu", "CPU (4 threads)", 4, 0, 0, 0}, {"cuda:0", "NVIDIA A100-SXM4-40GB", 108, 40LL << 30, 8, 0}};
 }
 
 class FakeTrackerFactory : public core::TrackerFactory {
  public:
   FakeTrackerFactory(FakeTrackerConfig config, std::shared_ptr<FakeTrackerLog> log,
-                     std::vector<core::DeviceDescription> devices = fake_devices())
+                     std::vector<core::DeviceInfo> devices = fake_devices())
       : config_(std::move(config)), log_(std::move(log)), devices_(std::move(devices)) {}
 
-  std::vector<core::DeviceDescription> devices() const override { return devices_; }
+  std::vector<core::DeviceInfo> devices() const override { return devices_; }
 
   core::Expected<std::unique_ptr<core::PointTracker>> create(const core::TrackerOptions& options) override {
     log_->created(options);
@@ -226,7 +226,7 @@ class FakeTrackerFactory : public core::TrackerFactory {
  private:
   FakeTrackerConfig config_;
   std::shared_ptr<FakeTrackerLog> log_;
-  std::vector<core::DeviceDescription> devices_;
+  std::vector<core::DeviceInfo> devices_;
 };
 
 // ---- video and telemetry ------------------------------------------------------------------------------------

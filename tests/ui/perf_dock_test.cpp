@@ -322,11 +322,12 @@ class PerformanceDockTest : public QObject {
 
   void deviceAndPrecisionSelectorsAreGated() {
     ui::PerformanceDock dock;
-    const std::vector<core::DeviceDescription> devices = {
-        {"cpu", "CPU (2 threads)", 2, 0, 0, 0},
-        {"cuda:0", "Tesla T4", 40, 15'000'000'000, 7, 5},
-        {"cuda:1", "NVIDIA A100-SXM4-40GB", 108, 40'000'000'000, 8, 0}};
-    dock.setDevices(devices, "cuda:0");
+    const std::vector<core::DeviceInfo> devices = {{"cpu", "CPU (2 threads)", 2, 0, 0, 0},
+                                                   {"cuda:0", "Tesla T4", 40, 15'000'000'000, 7, 5},
+                                                   {"cuda:1", "NVIDIA A100-SXM4-40GB", 108, 40'000'000'000, 8, 0}};
+    core::RuntimeInfo runtime;
+    runtime.libtorch = "2.11.0";
+    dock.setDevices(devices, runtime, "cuda:0");
     ui::DeviceSelector* selector = dock.deviceSelector();
     QCOMPARE(selector->deviceCombo()->count(), 3);
     QVERIFY(selector->deviceCombo()->itemText(1).contains("40 SMs"));
@@ -337,19 +338,19 @@ class PerformanceDockTest : public QObject {
     selector->setCurrentPrecision(core::Precision::bf16);
     QVERIFY2(selector->warningText().contains("emulated"), qPrintable(selector->warningText()));
 
-    QSignalSpy device_spy(&dock, &ui::PerformanceDock::deviceRequested);
-    QSignalSpy precision_spy(&dock, &ui::PerformanceDock::precisionRequested);
+    QSignalSpy device_spy(selector, &ui::DeviceSelector::deviceRequested);
+    QSignalSpy precision_spy(selector, &ui::DeviceSelector::precisionRequested);
     selector->deviceCombo()->setCurrentIndex(2);
     Q_EMIT selector->deviceCombo()->activated(2);  // as a user's pick
     QCOMPARE(device_spy.count(), 1);
-    QCOMPARE(device_spy.at(0).at(0).toString(), QString("cuda:1"));
+    QVERIFY(device_spy.at(0).at(0).value<core::DeviceId>() == core::DeviceId::cuda(1));
     QVERIFY(model->item(1)->isEnabled());
     QVERIFY(selector->warningText().isEmpty());  // bf16 is native on 8.0
     selector->setCurrentPrecision(core::Precision::tf32);
     selector->deviceCombo()->setCurrentIndex(1);
     Q_EMIT selector->deviceCombo()->activated(1);  // back to the T4: tf32 is not available there
     QCOMPARE(precision_spy.count(), 1);
-    QCOMPARE(precision_spy.at(0).at(0).toString(), QString("fp32"));
+    QVERIFY(precision_spy.at(0).at(0).value<core::Precision>() == core::Precision::fp32);
   }
 
   void whatIfOfTheH200OnAT4() {
@@ -418,7 +419,7 @@ class PerformanceDockTest : public QObject {
   void screenshotOfTwoProfilesSideBySide() {
     ui::PerformanceDock dock;
     dock.setDevices({{"cpu", "CPU (16 threads)", 16, 0, 0, 0}, {"cuda:0", "NVIDIA H200", 132, 150'000'000'000, 9, 0}},
-                    "cuda:0");
+                    core::RuntimeInfo{}, "cuda:0");
     QVERIFY(dock.openProfileFile(kFixture));
     int official = -1;
     for (size_t i = 0; i < dock.entries().size(); ++i) {

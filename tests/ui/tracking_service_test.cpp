@@ -259,7 +259,7 @@ class TrackingServiceTest : public QObject {
     QCOMPARE(bench.annotation().points(), before);
     QCOMPARE(bench.tracked_points(), 0);
 
-    bench.service()->set_device(QStringLiteral("cuda:3"));
+    bench.service()->set_device(core::DeviceId::cuda(3));
     QTRY_COMPARE(bench.errors.size(), 3);
     QVERIFY(bench.errors[2].contains(QStringLiteral("no device cuda:3")));
     QCOMPARE(bench.annotation().points(), before);
@@ -267,7 +267,7 @@ class TrackingServiceTest : public QObject {
     // The default model on the CPU still works afterwards (on the way, the default model on cuda:3 fails too).
     choose(bench.tracking()->toolbar()->model_chooser(), QStringLiteral("default"));
     QTRY_COMPARE(bench.errors.size(), 4);
-    bench.service()->set_device(QStringLiteral("cpu"));
+    bench.service()->set_device(core::DeviceId::cpu());
     bench.window->actions().track->trigger();
     QVERIFY(bench.wait_idle());
     QCOMPARE(bench.tracked_points(), 2);

@@ -9,7 +9,7 @@ namespace trackscope::ui {
 
 namespace {
 
-QString describe(const core::DeviceDescription& d) {
+QString describe(const core::DeviceInfo& d) {
   if (!d.is_cuda()) return QObject::tr("%1 — %2 threads").arg(QString::fromStdString(d.name)).arg(d.multiprocessors);
   return QObject::tr("%1 (%2) — %3 SMs, %4 GB, compute capability %5.%6")
       .arg(QString::fromStdString(d.name), QString::fromStdString(d.id))
@@ -28,10 +28,7 @@ DeviceSelector::DeviceSelector(QWidget* parent) : QWidget(parent) {
   devices_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   precisions_ = new QComboBox(this);
   precisions_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-  for (core::Precision p :
-       {core::Precision::fp32, core::Precision::tf32, core::Precision::bf16, core::Precision::fp16}) {
-    precisions_->addItem(core::to_string(p), static_cast<int>(p));
-  }
+  for (core::Precision p : core::kAllPrecisions) precisions_->addItem(core::to_string(p), static_cast<int>(p));
   precisions_->setItemText(0, tr("fp32 (exact)"));
   warnings_ = new QLabel(this);
   warnings_->setWordWrap(true);
@@ -44,24 +41,26 @@ DeviceSelector::DeviceSelector(QWidget* parent) : QWidget(parent) {
     const core::Precision before = currentPrecision();
     updateGating();
     Q_EMIT deviceRequested(currentDeviceId());
-    if (currentPrecision() != before) Q_EMIT precisionRequested(core::to_string(currentPrecision()));
+    if (currentPrecision() != before) Q_EMIT precisionRequested(currentPrecision());
   });
   connect(precisions_, &QComboBox::activated, this, [this](int) {
     updateWarnings();
-    Q_EMIT precisionRequested(core::to_string(currentPrecision()));
+    Q_EMIT precisionRequested(currentPrecision());
   });
   updateGating();
 }
 
-void DeviceSelector::setDevices(const std::vector<core::DeviceDescription>& devices, const QString& current_id) {
+void DeviceSelector::setDevices(const std::vector<core::DeviceInfo>& devices, const core::RuntimeInfo& runtime,
+                                const std::string& current_id) {
   device_list_ = devices;
+  runtime_ = runtime;
   devices_->clear();
-  for (const core::DeviceDescription& d : devices) devices_->addItem(describe(d), QString::fromStdString(d.id));
+  for (const core::DeviceInfo& d : devices) devices_->addItem(describe(d), QString::fromStdString(d.id));
   setCurrentDevice(current_id);
 }
 
-void DeviceSelector::setCurrentDevice(const QString& id) {
-  const int index = devices_->findData(id);
+void DeviceSelector::setCurrentDevice(const std::string& id) {
+  const int index = devices_->findData(QString::fromStdString(id));
   if (index >= 0) devices_->setCurrentIndex(index);
   updateGating();
 }
@@ -71,7 +70,11 @@ void DeviceSelector::setCurrentPrecision(core::Precision precision) {
   updateWarnings();
 }
 
-QString DeviceSelector::currentDeviceId() const { return devices_->currentData().toString(); }
+core::DeviceId DeviceSelector::currentDeviceId() const {
+  const int row = devices_->currentIndex();
+  if (row < 0 || row >= static_cast<int>(device_list_.size())) return core::DeviceId::cpu();
+  return device_list_[static_cast<size_t>(row)].device_id().value_or(core::DeviceId::cpu());
+}
 
 core::Precision DeviceSelector::currentPrecision() const {
   return static_cast<core::Precision>(precisions_->currentData().toInt());
@@ -81,35 +84,36 @@ QString DeviceSelector::warningText() const { return warnings_->text(); }
 
 void DeviceSelector::updateGating() {
   const int index = devices_->currentIndex();
-  core::DeviceDescription device{"cpu", "CPU", 0, 0, 0, 0};
+  core::DeviceInfo device{core::DeviceId::cpu().to_string(), "CPU"};
   if (index >= 0 && index < static_cast<int>(device_list_.size())) device = device_list_[static_cast<size_t>(index)];
-  choices_ = core::precision_choices(device);
+  support_ = core::precision_support(device, runtime_);
   auto* model = qobject_cast<QStandardItemModel*>(precisions_->model());
-  for (const core::PrecisionChoice& choice : choices_) {
-    const int row = precisions_->findData(static_cast<int>(choice.precision));
+  for (const core::PrecisionSupport& support : support_) {
+    const int row = precisions_->findData(static_cast<int>(support.precision));
     QStandardItem* item = model->item(row);
-    item->setEnabled(choice.available);
+    item->setEnabled(support.usable());
     QStringList tip;
-    if (!choice.reason.empty()) tip << QString::fromStdString(choice.reason);
-    for (const std::string& w : choice.warnings) tip << QString::fromStdString(w);
+    if (!support.reason.empty()) tip << QString::fromStdString(support.reason);
+    if (!support.note.empty()) tip << QString::fromStdString(support.note);
     item->setToolTip(tip.join("\n"));
-    const bool trap = choice.available && !choice.warnings.empty() && choice.warnings.front().rfind("trap", 0) == 0;
-    item->setText(QString(core::to_string(choice.precision)) +
-                  (choice.precision == core::Precision::fp32 ? tr(" (exact)") : QString()) +
-                  (trap ? tr(" — slow here") : QString()) + (!choice.available ? tr(" — unavailable") : QString()));
+    const bool slow = support.level == core::SupportLevel::slow || support.level == core::SupportLevel::emulated;
+    item->setText(QString(core::to_string(support.precision)) +
+                  (support.precision == core::Precision::fp32 ? tr(" (exact)") : QString()) +
+                  (slow ? tr(" — slow here") : QString()) + (!support.usable() ? tr(" — unavailable") : QString()));
   }
   const core::Precision current = currentPrecision();
-  for (const core::PrecisionChoice& choice : choices_) {
-    if (choice.precision == current && !choice.available) setCurrentPrecision(core::Precision::fp32);
+  for (const core::PrecisionSupport& support : support_) {
+    if (support.precision == current && !support.usable()) setCurrentPrecision(core::Precision::fp32);
   }
   updateWarnings();
 }
 
 void DeviceSelector::updateWarnings() {
   QStringList lines;
-  for (const core::PrecisionChoice& choice : choices_) {
-    if (choice.precision != currentPrecision()) continue;
-    for (const std::string& w : choice.warnings) lines << QString::fromStdString(w);
+  for (const core::PrecisionSupport& support : support_) {
+    if (support.precision != currentPrecision()) continue;
+    if (support.level != core::SupportLevel::supported) lines << QString::fromStdString(support.reason);
+    if (!support.note.empty()) lines << QString::fromStdString(support.note);
   }
   warnings_->setText(lines.join("\n"));
   warnings_->setVisible(!lines.isEmpty());

@@ -58,8 +58,6 @@ PerformanceDock::PerformanceDock(QWidget* parent) : QDockWidget(tr("Performance"
   layout->addWidget(tabs_, 1);
   setWidget(body);
 
-  connect(devices_, &DeviceSelector::deviceRequested, this, &PerformanceDock::deviceRequested);
-  connect(devices_, &DeviceSelector::precisionRequested, this, &PerformanceDock::precisionRequested);
   connect(export_, &QPushButton::clicked, this, &PerformanceDock::exportWithDialog);
   connect(comparison_, &ComparisonView::openFileRequested, this, &PerformanceDock::openWithDialog);
   connect(comparison_, &ComparisonView::whatIfRequested, this, [this](const QString& gpu, const QString& precision) {
@@ -82,10 +80,11 @@ PerformanceDock::~PerformanceDock() {
   delete widget();
 }
 
-void PerformanceDock::setDevices(const std::vector<core::DeviceDescription>& devices, const QString& current_id) {
-  devices_->setDevices(devices, current_id);
+void PerformanceDock::setDevices(const std::vector<core::DeviceInfo>& devices, const core::RuntimeInfo& runtime,
+                                 const std::string& current_id) {
+  devices_->setDevices(devices, runtime, current_id);
 }
-void PerformanceDock::setCurrentDevice(const QString& id) { devices_->setCurrentDevice(id); }
+void PerformanceDock::setCurrentDevice(const std::string& id) { devices_->setCurrentDevice(id); }
 void PerformanceDock::setCurrentPrecision(core::Precision precision) { devices_->setCurrentPrecision(precision); }
 
 void PerformanceDock::setTelemetryProvider(TelemetryProvider provider) {

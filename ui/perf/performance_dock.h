@@ -9,11 +9,11 @@
 //  * above the tabs: the device and precision selectors (gated, with trap warnings) and "Export report…".
 //
 // Data comes in through plain setters and providers (the live wiring to the tracker is done by its owner):
-//   dock->setDevices(factory->devices(), "cuda:0");
+//   dock->setDevices(factory->devices(), factory->runtime(), "cuda:0");
 //   dock->setTelemetryProvider([sampler] { return sampler->snapshot(); });   // pulled by one 10 Hz QTimer
 //   dock->setLiveRunProvider([job] { return job->stage_snapshot(); });       // also pulled, never pushed
 //   dock->addRun(profile_of_finished_run);                                  // on the GUI thread (queued)
-//   connect(dock, &PerformanceDock::deviceRequested, owner, &Owner::switchDevice);
+//   connect(dock->deviceSelector(), &DeviceSelector::deviceRequested, owner, &Owner::switchDevice);
 // Threads: GUI thread only. Providers are called on the GUI thread by the timer: they must return a copy of
 // a mutex-protected snapshot quickly and never block on the tracker.
 
@@ -57,8 +57,9 @@ class PerformanceDock : public QDockWidget {
   explicit PerformanceDock(QWidget* parent = nullptr);
   ~PerformanceDock() override;
 
-  void setDevices(const std::vector<core::DeviceDescription>& devices, const QString& current_id);
-  void setCurrentDevice(const QString& id);
+  void setDevices(const std::vector<core::DeviceInfo>& devices, const core::RuntimeInfo& runtime,
+                  const std::string& current_id);
+  void setCurrentDevice(const std::string& id);
   void setCurrentPrecision(core::Precision precision);
   void setTelemetryProvider(TelemetryProvider provider);
   void setLiveRunProvider(LiveRunProvider provider);
@@ -89,12 +90,9 @@ class PerformanceDock : public QDockWidget {
   RooflineTable* rooflineTable() const { return roofline_; }
   ComparisonView* comparisonView() const { return comparison_; }
   TelemetryPanel* telemetryPanel() const { return telemetry_; }
+  /// The device and precision requests come from here (DeviceSelector::deviceRequested / precisionRequested).
   DeviceSelector* deviceSelector() const { return devices_; }
   QString runWarningsText() const;
-
- Q_SIGNALS:
-  void deviceRequested(const QString& id);
-  void precisionRequested(const QString& precision);
 
  private:
   void showCurrentRun();

@@ -30,7 +30,7 @@ core::Profile make_live_run_profile(const CompletedRun& run, const core::HostInf
   profile.origin = core::ProfileOrigin::measured;
   profile.origin_note = "live run in the Trackscope GUI: " + run.tracker.model_name;
   profile.host = host;
-  profile.device = core::device_info_from(run.tracker.device);
+  profile.device = run.tracker.device;
   profile.cases.push_back(builder.build(0, std::move(telemetry)));
   if (!run.plan.empty()) profile.cases.back().notes = "memory plan: " + run.plan;
   return profile;

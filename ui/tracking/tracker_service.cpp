@@ -85,9 +85,14 @@ TrackerService::TrackerService(std::unique_ptr<core::TrackerFactory> factory, An
       live_(std::make_shared<LiveState>()) {
   if (!options_.video_opener)
     options_.video_opener = [](const std::filesystem::path& path) { return core::open_video_file(path); };
-  if (factory_) devices_ = factory_->devices();
-  if (devices_.empty()) devices_.push_back({"cpu", "CPU", 0, 0, 0, 0});
-  wanted_ = {options_.tracker.model, resolve_device(options_.tracker.device), options_.tracker.precision};
+  if (factory_) {
+    devices_ = factory_->devices();
+    runtime_ = factory_->runtime();
+  }
+  if (devices_.empty()) devices_.push_back({core::DeviceId::cpu().to_string(), "CPU"});
+  const core::Expected<core::DeviceId> device = core::DeviceId::parse(options_.tracker.device);
+  wanted_ = {options_.tracker.model, device ? resolve_device(*device) : options_.tracker.device,
+             options_.tracker.precision};
 }
 
 TrackerService::~TrackerService() { shutdown(); }
@@ -109,15 +114,9 @@ void TrackerService::shutdown() {
   update_state();
 }
 
-std::string TrackerService::resolve_device(const std::string& id) const {
-  if (id == "auto") {
-    for (const core::DeviceDescription& device : devices_) {
-      if (device.is_cuda()) return device.id;
-    }
-    return "cpu";
-  }
-  if (id == "cuda") return "cuda:0";
-  return id;
+std::string TrackerService::resolve_device(const core::DeviceId& id) const {
+  const core::Expected<core::DeviceInfo> device = core::resolve_device(id, devices_);
+  return device ? device->id : id.to_string();
 }
 
 void TrackerService::set_video(const std::filesystem::path& path, int64_t frame_count) {
@@ -138,9 +137,9 @@ void TrackerService::set_model(const QString& model) {
   switch_selection(key, tr("the model was switched"));
 }
 
-void TrackerService::set_device(const QString& device_id) {
+void TrackerService::set_device(const core::DeviceId& device_id) {
   TrackerKey key = wanted_;
-  key.device = resolve_device(device_id.toStdString());
+  key.device = resolve_device(device_id);
   switch_selection(key, tr("the device was switched to %1").arg(qstring(key.device)));
 }
 

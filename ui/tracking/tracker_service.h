@@ -18,7 +18,7 @@
 //   service.track({});                 // every point (or service.track({3, 7}))
 //   service.retrack({.id = 3, .keyframe = 20, .direction = core::RetrackDirection::forward});
 //   service.check_consistency({3});    // -> consistency_checked(3, distances)
-//   service.set_device("cuda:1");      // cancels a running job; loads (or reuses) the model on cuda:1
+//   service.set_device(core::DeviceId::cuda(1));  // cancels a running job; loads (or reuses) the model on cuda:1
 //   service.cancel();
 //   LiveRunSnapshot live = service.live_snapshot();           // the dock's 10 Hz timer pulls stage samples
 //
@@ -108,7 +108,9 @@ class TrackerService : public QObject {
   ~TrackerService() override;
 
   /// The factory's devices (read once at construction), the CPU first. Just the CPU without a factory.
-  const std::vector<core::DeviceDescription>& devices() const { return devices_; }
+  const std::vector<core::DeviceInfo>& devices() const { return devices_; }
+  /// The factory's runtime (read once at construction; the precision selector's support table needs it).
+  const core::RuntimeInfo& runtime() const { return runtime_; }
   /// The selected model, device and precision (device resolved from "auto").
   const TrackerKey& selection() const { return wanted_; }
   TrackingState state() const { return state_; }
@@ -121,7 +123,7 @@ class TrackerService : public QObject {
   /// Selection switches: a running job is cancelled, then the tracker of the new selection is loaded (or
   /// reused from the cache) off the GUI thread. Unknown precision names are ignored by the caller (the dock).
   void set_model(const QString& model);
-  void set_device(const QString& device_id);
+  void set_device(const core::DeviceId& device);
   void set_precision(core::Precision precision);
 
   /// Tracks the points `ids` (empty: every point) over the whole clip. Returns false, with a message(), when
@@ -185,7 +187,9 @@ class TrackerService : public QObject {
   };
   using CreateResult = core::Expected<std::unique_ptr<core::PointTracker>>;
 
-  std::string resolve_device(const std::string& id) const;
+  /// core::resolve_device among devices_ ("auto" -> the first CUDA device, else the CPU); an unknown device keeps
+  /// its name, so that creating the tracker reports it.
+  std::string resolve_device(const core::DeviceId& id) const;
   void switch_selection(const TrackerKey& key, const QString& reason);
   void advance();
   void start_load(const TrackerKey& key);
@@ -209,7 +213,8 @@ class TrackerService : public QObject {
   std::unique_ptr<core::TrackerFactory> factory_;
   QPointer<AnnotationEditor> editor_;
   TrackerServiceOptions options_;
-  std::vector<core::DeviceDescription> devices_;
+  std::vector<core::DeviceInfo> devices_;
+  core::RuntimeInfo runtime_;
   TrackerKey wanted_;
   std::map<TrackerKey, std::shared_ptr<core::PointTracker>> cache_;
 

@@ -10,6 +10,7 @@
 #include "ui/annotation_editor.h"
 #include "ui/frame_server_factory.h"
 #include "ui/main_window.h"
+#include "ui/perf/device_selector.h"
 #include "ui/perf/performance_dock.h"
 #include "ui/point_list_panel.h"
 #include "ui/settings.h"
@@ -121,19 +122,16 @@ void TrackingController::connect_service() {
 
 void TrackingController::connect_dock() {
   const TrackerKey& selection = service_->selection();
-  dock_->setDevices(service_->devices(), qstring(selection.device));
+  dock_->setDevices(service_->devices(), service_->runtime(), selection.device);
   dock_->setCurrentPrecision(selection.precision);
   // Pulled by the dock's one 10 Hz timer: copies of mutex-protected snapshots, never a wait on the tracker.
   dock_->setTelemetryProvider([this] { return telemetry_->snapshot(); });
   dock_->setLiveRunProvider([this] { return service_->live_snapshot(); });
-  connect(dock_, &PerformanceDock::deviceRequested, this, [this](const QString& id) { service_->set_device(id); });
-  connect(dock_, &PerformanceDock::precisionRequested, this, [this](const QString& name) {
-    if (core::Expected<core::Precision> precision = core::parse_precision(name.toStdString())) {
-      service_->set_precision(*precision);
-    } else {
-      core::log::warn("{}", precision.status().message());
-    }
-  });
+  DeviceSelector* selector = dock_->deviceSelector();
+  connect(selector, &DeviceSelector::deviceRequested, this,
+          [this](const core::DeviceId& id) { service_->set_device(id); });
+  connect(selector, &DeviceSelector::precisionRequested, this,
+          [this](core::Precision precision) { service_->set_precision(precision); });
 }
 
 void TrackingController::connect_window() {
@@ -219,7 +217,7 @@ void TrackingController::on_state_changed() {
 
 void TrackingController::on_selection_changed() {
   const TrackerKey& selection = service_->selection();
-  dock_->setCurrentDevice(qstring(selection.device));
+  dock_->setCurrentDevice(selection.device);
   dock_->setCurrentPrecision(selection.precision);
   toolbar_->set_model(qstring(selection.model));
   telemetry_->set_device(selection.device);

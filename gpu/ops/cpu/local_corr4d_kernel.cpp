@@ -13,16 +13,17 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/tracking/locotrack_shape.h"
 #include "gpu/ops/cpu/cpu_support.h"
 #include "gpu/ops/kernels.h"
 
 namespace trackscope::gpu::ops::detail {
 namespace {
 
-constexpr int64_t kSide = 7;
-constexpr int64_t kTaps = 49;
+constexpr int64_t kSide = core::locotrack::kSupportSize;
+constexpr int64_t kTaps = core::locotrack::kSupportTaps;
 constexpr int64_t kRadius = 3;
-constexpr int64_t kCorrRow = kTaps * kTaps;               // 2401
+constexpr int64_t kCorrRow = core::locotrack::kCorrPerSample;
 constexpr int64_t kItemBufferBytes = int64_t{192} << 10;  // neighbourhoods of one work item: L2-resident
 
 struct Grid {

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "gpu/ops/cuda/device_utils.cuh"
+#include "core/tracking/locotrack_shape.h"
 #include "gpu/ops/cuda/launchers.h"
 
 namespace trackscope::gpu::ops::cuda {
@@ -29,9 +30,9 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kChunk = kCmdTopFusedKChunk;
-constexpr int kCorrSide = 7;
-constexpr int kCorrValues = 2401;
-constexpr int kCorrSharedStride = 2404;  // 2401 rounded up to whole float4
+constexpr int kCorrSide = core::locotrack::kSupportSize;
+constexpr int kCorrValues = core::locotrack::kCorrPerSample;
+constexpr int kCorrSharedStride = (kCorrValues + 3) / 4 * 4;  // rounded up to whole float4
 constexpr int kChannelsPerGroup = 16;
 
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 
+#include "core/tracking/locotrack_shape.h"
 #include "gpu/ops/cuda/cmdtop_mma_layout.h"
 #ifndef TRACKSCOPE_CUDA_EMULATION
 #include "gpu/ops/cuda/mma_primitives.cuh"
@@ -42,9 +43,9 @@ using namespace primitives;
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kCorrValues = 2401;
-constexpr int kCorrPaddedRow = 2408;  // a padded correlation row (ops::kCorrPaddedRow)
-constexpr int kCorrCells = 49;
+constexpr int kCorrValues = core::locotrack::kCorrPerSample;
+constexpr int kCorrPaddedRow = core::locotrack::kCorrPaddedRow;
+constexpr int kCorrCells = core::locotrack::kSupportTaps;
 constexpr int kChannelsPerGroup = 16;
 constexpr int kOutputChannels = 256;  // [branch 1 | branch 2] x 128
 constexpr int kRegionSlack = 512;     // elements after the images: loads of masked taps never leave the allocation

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/tracking/locotrack_shape.h"
 #include "gpu/ops/cuda/cmdtop_mma_layout.h"
 #include "gpu/ops/cuda/launchers.h"
 #include "gpu/ops/cuda/mixer_layout.h"
@@ -63,7 +64,7 @@ void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, con
   shape.stride_frame = features.stride(0);
   shape.stride_row = features.stride(1);
   shape.stride_column = features.stride(2);
-  shape.corr_row_pitch = corr.dim() == 3 ? corr.size(2) : 2401;
+  shape.corr_row_pitch = corr.dim() == 3 ? corr.size(2) : core::locotrack::kCorrPerSample;
   TORCH_CHECK(features.stride(3) == 1 && points.is_contiguous() && supports.is_contiguous() && corr.is_contiguous(),
               "local_corr4d: internal layout error");
   const int64_t frame_span =
@@ -183,9 +184,10 @@ void cmdtop_fused_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Lay
                        at::Tensor& out) {
   const c10::cuda::CUDAGuard guard(corr.device());
   const size_t count = layers.size();
-  TORCH_CHECK((count == 2 || count == 3) && corr.dim() == 2 && corr.stride(1) == 1 && corr.size(1) >= 2401 &&
-                  corr.scalar_type() == at::kFloat && out.scalar_type() == at::kFloat && out.is_contiguous() &&
-                  out.dim() == 2 && out.size(0) == corr.size(0) && out.size(1) == 256,
+  TORCH_CHECK((count == 2 || count == 3) && corr.dim() == 2 && corr.stride(1) == 1 &&
+                  corr.size(1) >= core::locotrack::kCorrPerSample && corr.scalar_type() == at::kFloat &&
+                  out.scalar_type() == at::kFloat && out.is_contiguous() && out.dim() == 2 &&
+                  out.size(0) == corr.size(0) && out.size(1) == 256,
               "cmdtop_fast: internal layout error in the fused kernel");
   cuda::CmdTopFusedLayer parameters[3];
   for (size_t i = 0; i < count; ++i) {
@@ -250,7 +252,8 @@ void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer
                      at::Tensor& out) {
   const c10::cuda::CUDAGuard guard(corr.device());
   const size_t count = layers.size();
-  TORCH_CHECK((count == 2 || count == 3) && corr.dim() == 2 && corr.stride(1) == 1 && corr.size(1) >= 2401 &&
+  TORCH_CHECK((count == 2 || count == 3) && corr.dim() == 2 && corr.stride(1) == 1 &&
+                  corr.size(1) >= core::locotrack::kCorrPerSample &&
                   (corr.scalar_type() == at::kBFloat16 || corr.scalar_type() == at::kHalf ||
                    corr.scalar_type() == at::kFloat) &&
                   out.scalar_type() == corr.scalar_type() && out.is_contiguous() && out.dim() == 2 &&

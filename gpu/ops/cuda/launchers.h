@@ -11,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/tracking/locotrack_shape.h"
 #include "gpu/ops/cuda/mixer_layout.h"
 
 namespace trackscope::gpu::ops::cuda {
@@ -32,7 +33,7 @@ struct LocalCorr4dShape {
   int64_t stride_frame = 0;
   int64_t stride_row = 0;
   int64_t stride_column = 0;
-  int64_t corr_row_pitch = 2401;
+  int64_t corr_row_pitch = core::locotrack::kCorrPerSample;
 };
 cudaError_t launch_local_corr4d(const LocalCorr4dShape& shape, ElementType element_type, const void* features,
                                 const float* points, const void* supports, void* corr, ElementType corr_type,

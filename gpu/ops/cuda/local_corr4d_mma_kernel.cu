@@ -31,8 +31,9 @@
 namespace trackscope::gpu::ops::cuda {
 namespace {
 
-constexpr int kSide = 7;
-constexpr int kTaps = 49;
+constexpr int kSide = core::locotrack::kSupportSize;
+constexpr int kTaps = core::locotrack::kSupportTaps;
+constexpr int kCorrValues = core::locotrack::kCorrPerSample;
 constexpr int kRadius = 3;
 constexpr int kWindow = 8;                 // 8x8 cells
 constexpr int kCells = kWindow * kWindow;  // 64 = GEMM M
@@ -168,8 +169,8 @@ __global__ void __launch_bounds__(kThreads)
       const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx, w10 = fy * (1.0f - fx), w11 = fy * fx;
       const float(*p)[kProductLead] = tiles.products.p[slot];
       Out* out = corr + (query * s.frames + frame) * s.corr_row_pitch;
-      for (int o = kTaps * kTaps + tid; o < s.corr_row_pitch; o += kThreads) out[o] = from_float<Out>(0.0f);
-      for (int o = tid; o < kTaps * kTaps; o += kThreads) {
+      for (int o = kCorrValues + tid; o < s.corr_row_pitch; o += kThreads) out[o] = from_float<Out>(0.0f);
+      for (int o = tid; o < kCorrValues; o += kThreads) {
         const int target = o / kTaps, support = o % kTaps;
         const int cell = (target / kSide) * kWindow + target % kSide;
         const float value = w00 * p[cell][support] + w01 * p[cell + 1][support] + w10 * p[cell + kWindow][support] +

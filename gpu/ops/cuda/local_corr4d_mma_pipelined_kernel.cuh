@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/tracking/locotrack_shape.h"
 #include "gpu/ops/cuda/cmdtop_mma_layout.h"  // Words4, the element tags
 #ifndef TRACKSCOPE_CUDA_EMULATION
 #include "gpu/ops/cuda/mma_primitives.cuh"
@@ -41,8 +42,8 @@ namespace trackscope::gpu::ops::cuda::corr_mma {
 
 using namespace primitives;
 
-constexpr int kSide = 7;
-constexpr int kTaps = 49;
+constexpr int kSide = core::locotrack::kSupportSize;
+constexpr int kTaps = core::locotrack::kSupportTaps;
 constexpr int kRadius = 3;
 constexpr int kWindow = 8;
 constexpr int kCells = 64;        // GEMM M per frame
@@ -102,7 +103,7 @@ struct Params {
   int64_t stride_frame = 0;
   int64_t stride_row = 0;
   int64_t stride_column = 0;
-  int64_t corr_row_pitch = 2401;
+  int64_t corr_row_pitch = core::locotrack::kCorrPerSample;
   const void* features = nullptr;  // [frames, height, width, channels], the strides above (elements), channel stride 1
   const float* points = nullptr;   // [queries, frames, 2] (x, y) in cells
   const void* supports = nullptr;  // [queries, 49, channels]
@@ -376,8 +377,9 @@ local_corr4d_mma_pipelined_kernel(Params p) {
     const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx, w10 = fy * (1.0f - fx), w11 = fy * fx;
     const float* const product = products + slot * kCells * kProductPitch;
     auto* const out = static_cast<typename Out::Raw*>(p.corr) + (query * p.frames + frame) * p.corr_row_pitch;
-    for (int64_t o = kTaps * kTaps + tid; o < p.corr_row_pitch; o += kThreads) Out::store(out + o, 0.0f);
-    for (int o = tid; o < kTaps * kTaps; o += kThreads) {
+    for (int64_t o = core::locotrack::kCorrPerSample + tid; o < p.corr_row_pitch; o += kThreads)
+      Out::store(out + o, 0.0f);
+    for (int o = tid; o < core::locotrack::kCorrPerSample; o += kThreads) {
       const int target = o / kTaps;
       const int support = o - target * kTaps;
       const int cell = (target / kSide) * kWindow + target % kSide;

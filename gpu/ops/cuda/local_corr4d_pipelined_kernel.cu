@@ -33,8 +33,9 @@
 namespace trackscope::gpu::ops::cuda {
 namespace {
 
-constexpr int kSide = 7;
-constexpr int kTaps = kSide * kSide;  // 49
+constexpr int kSide = core::locotrack::kSupportSize;
+constexpr int kTaps = core::locotrack::kSupportTaps;
+constexpr int kCorrValues = core::locotrack::kCorrPerSample;
 constexpr int kRadius = 3;
 constexpr int kWindow = 8;
 constexpr int kCells = kWindow * kWindow;  // 64
@@ -184,7 +185,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (active) {
     Out* row = corr + (query * s.frames + first_frame + frame_slot) * s.corr_row_pitch;
     if (tile == 0) {
-      for (int64_t pad = kTaps * kTaps; pad < s.corr_row_pitch; ++pad) row[pad] = from_float<Out>(0.0f);
+      for (int64_t pad = kCorrValues; pad < s.corr_row_pitch; ++pad) row[pad] = from_float<Out>(0.0f);
     }
     Out* out = row + target_row * kSide * kTaps + support_row * kSide;
 #pragma unroll
