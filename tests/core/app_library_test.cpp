@@ -22,6 +22,7 @@
 #include "core/tracking/panning_clip.h"
 #include "core/tracking/progress_bar.h"
 #include "core/tracking/track_clip.h"
+#include "core/video/video_report.h"
 
 namespace trackscope::core {
 namespace {
@@ -426,6 +427,43 @@ TEST(BatchPrinterLines, OneLinePerClipAndTheBar) {
     printer.on_progress(progress);
   });
   EXPECT_EQ(quiet, "[3/12] camel: FAILED (line 3): no such file\n");
+}
+
+// ---- trackscope-cli info's JSON --------------------------------------------------------------------------------
+
+TEST(VideoReport, MetadataAndDamage) {
+  VideoInfo info;
+  info.path = "clips/bees.mp4";
+  info.codec = "h264";
+  info.width = 854;
+  info.height = 480;
+  info.frame_rate = {30000, 1001};
+  info.frame_count = 277;
+  IntegrityReport integrity;
+  integrity.frame_count = 277;
+  integrity.checked_frames = 277;
+  IntegrityReport::DamagedFrame damaged;
+  damaged.index = 12;
+  damaged.integrity.decoder_errors = 2;
+  damaged.detail = "concealed errors";
+  integrity.damaged_frames.push_back(damaged);
+  integrity.skipped_images.push_back({"00003.jpg", "truncated"});
+  const std::string text = video_report_json(info, integrity, true, 12.5);
+  EXPECT_NE(text.find("\n  \"frame_count\": 277,\n"), std::string::npos) << text;  // as app/cli_info greps it
+  const nlohmann::json json = nlohmann::json::parse(text);
+  EXPECT_EQ(json["path"], "clips/bees.mp4");
+  EXPECT_EQ(json["frame_rate"]["num"], 30000);
+  EXPECT_NEAR(json["frame_rate"]["fps"].get<double>(), 29.97, 0.01);
+  const nlohmann::json& report = json["integrity"];
+  EXPECT_EQ(report["scanned"], true);
+  EXPECT_EQ(report["clean"], false);
+  EXPECT_EQ(report["damaged_frame_count"], 1);
+  EXPECT_EQ(report["damaged_frames"][0]["index"], 12);
+  EXPECT_EQ(report["damaged_frames"][0]["decoder_errors"], 2);
+  EXPECT_EQ(report["skipped_images"][0]["reason"], "truncated");
+  EXPECT_DOUBLE_EQ(report["scan_ms"].get<double>(), 12.5);
+  EXPECT_EQ(report["summary"], integrity.summary());
+  EXPECT_FALSE(nlohmann::json::parse(video_report_json(info, {}, false, 0.0))["integrity"].contains("scan_ms"));
 }
 
 }  // namespace
