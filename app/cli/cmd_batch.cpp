@@ -3,15 +3,11 @@
 // `batch --collect DIR`. docs/batch.md.
 // Exit codes: 0 every clip ok, 1 a clip failed or was not run (the others are done; see the summary), 2 bad
 // arguments.
-#include <sched.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <limits>
-#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -19,14 +15,13 @@
 
 #include "cli/commands.h"
 #include "core/batch/batch_jobs.h"
+#include "core/batch/batch_printer.h"
 #include "core/batch/batch_runner.h"
 #include "core/batch/batch_summary.h"
 #include "core/batch/slurm.h"
 #include "core/io/atomic_file.h"
 #include "core/io/safetensors.h"
-#include "core/io/sha256.h"
-#include "core/perf/gpu_specs.h"
-#include "core/tracking/progress_bar.h"
+#include "core/limits.h"
 #include "gpu/cpu_runtime.h"
 #include "gpu/devices.h"
 #include "gpu/tracker_factory.h"
@@ -64,49 +59,6 @@ int fail(const core::Status& status) {
   return status.code() == core::StatusCode::invalid_argument ? 2 : 1;
 }
 
-constexpr int kCpuChunkBesideGpu = 32;
-
-int available_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return 1;
-}
-
-// Prints each finished clip as a line and the overall progress bar with the ETA.
-class BatchPrinter final : public core::BatchObserver {
- public:
-  explicit BatchPrinter(bool quiet) : bar_(!quiet, "batch"), terminal_(isatty(fileno(stderr)) == 1) {}
-
-  void on_progress(const core::BatchProgress& p) override { bar_.show(p.fraction, phase(p)); }
-
-  void on_clip_finished(const core::ClipRecord& r, bool skipped, const core::BatchProgress& p) override {
-    std::string line;
-    if (skipped) {
-      line = fmt::format("{}: done before, outputs kept", r.id);
-    } else if (r.status == "ok") {
-      const core::ClipMeasurements& m = *r.measurements;
-      line = fmt::format("{}: ok on {} (worker {}), {} points x {} frames in {:.1f} s, {:.3g} points/s{}", r.id,
-                         m.device, m.worker, r.points, r.frames, m.track_seconds, m.points_per_second,
-                         m.attempts > 1 ? fmt::format(", {} attempts", m.attempts) : "");
-    } else {
-      line = fmt::format("{}: FAILED (line {}): {}", r.id, r.line, r.error);
-    }
-    // On a terminal the line replaces the progress bar, which is drawn again below it.
-    std::fprintf(stderr, "%s[%lld/%lld] %s%s\n", terminal_ ? "\r" : "", static_cast<long long>(p.done),
-                 static_cast<long long>(p.clips), line.c_str(), terminal_ ? "        " : "");
-    bar_.show(p.fraction, phase(p));
-  }
-
- private:
-  static std::string phase(const core::BatchProgress& p) {
-    return fmt::format("{}/{} clips, {} failed, ETA {}", p.done, p.clips, p.failed,
-                       core::format_duration(p.eta_seconds));
-  }
-  core::ProgressBar bar_;
-  bool terminal_;
-};
-
 // The workers of --devices with their threads and memory budgets.
 core::Expected<std::vector<core::BatchWorkerSpec>> make_workers(const BatchArguments& args) {
   std::vector<std::string> all;
@@ -117,33 +69,15 @@ core::Expected<std::vector<core::BatchWorkerSpec>> make_workers(const BatchArgum
   core::Expected<std::vector<std::string>> names = core::parse_worker_devices(args.devices, all);
   if (!names) return names.status();
   std::vector<core::DeviceInfo> devices;
-  std::map<std::string, int> workers_on;
   for (const std::string& name : *names) {
     core::Expected<core::DeviceInfo> device = gpu::resolve_device(name);
     if (!device) return device.status().with_context("--devices");
     devices.push_back(*device);
-    ++workers_on[device->id];
   }
-  const int cpu_workers = workers_on.count("cpu") ? workers_on["cpu"] : 0;
-  const int gpu_workers = static_cast<int>(devices.size()) - cpu_workers;
-  // The cores not needed to feed the GPUs (decoding) are shared by the CPU workers.
-  const int threads_per_cpu_worker =
-      args.threads > 0 ? args.threads : std::max(1, (available_cpus() - gpu_workers) / std::max(1, cpu_workers));
-  std::vector<core::BatchWorkerSpec> workers;
-  for (const core::DeviceInfo& device : devices) {
-    core::BatchWorkerSpec spec;
-    spec.device = device.id;
-    spec.cpu_threads = device.is_cuda() ? 0 : threads_per_cpu_worker;
-    // Beside a GPU, a CPU worker's clip may be taken over by the GPU (a backup attempt); small query chunks let
-    // the CPU notice sooner that it lost (the tracker checks per chunk).
-    if (!device.is_cuda() && gpu_workers > 0) spec.query_chunk = kCpuChunkBesideGpu;
-    spec.estimated_tflops = core::estimated_fp32_tflops(device, spec.cpu_threads);
-    spec.memory_budget_mb = args.memory_budget_mb > 0
-                                ? args.memory_budget_mb
-                                : gpu::default_memory_budget_bytes(device) / workers_on[device.id] / (1 << 20);
-    workers.push_back(spec);
-  }
-  return workers;
+  return core::plan_batch_workers(devices, {.threads = args.threads,
+                                            .memory_budget_mb = args.memory_budget_mb,
+                                            .available_cpus = core::available_cpu_threads(),
+                                            .default_budget_bytes = gpu::default_memory_budget_bytes});
 }
 
 core::BatchDeviceHooks make_hooks() {
@@ -154,15 +88,7 @@ core::BatchDeviceHooks make_hooks() {
   hooks.model_sha256 = [](const std::string& model) -> core::Expected<std::string> {
     core::Expected<std::filesystem::path> path = gpu::resolve_model_path(model, {});
     if (!path) return path.status();
-    core::Expected<std::vector<std::filesystem::path>> files = core::io::resolve_shards(*path);
-    if (!files) return files.status();
-    std::string hashes;
-    for (const std::filesystem::path& file : *files) {
-      core::Expected<std::string> sha = core::io::sha256_file_hex(file);
-      if (!sha) return sha.status();
-      hashes += *sha;
-    }
-    return files->size() == 1 ? hashes : core::io::sha256_hex(hashes);
+    return core::io::weights_sha256(*path);
   };
   hooks.reset_peak_memory = [](const std::string& device) { gpu::reset_peak_device_memory(device); };
   hooks.peak_memory_bytes = [](const std::string& device) { return gpu::peak_device_memory_bytes(device); };
@@ -279,7 +205,7 @@ int run_batch_command(const BatchArguments& args) {
 
   std::unique_ptr<core::TrackerFactory> factory = gpu::make_tracker_factory({});
   const core::BatchDeviceHooks hooks = make_hooks();
-  BatchPrinter printer(args.quiet);
+  core::BatchPrinter printer({.quiet = args.quiet});
   core::Expected<core::BatchRun> run = core::run_batch(*jobs, *factory, options, hooks, printer);
   if (!run) return fail(run.status());
   if (options.shard_count > 1) {

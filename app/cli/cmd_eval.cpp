@@ -171,15 +171,6 @@ struct EvalInputs {
   std::vector<core::Query> stability_queries;  // --queries, resolved on the video
 };
 
-core::Expected<core::BadjaAnnotations> load_annotations(const EvalPlan& plan) {
-  const std::filesystem::path& path = *plan.badja;
-  const bool json = path.extension() == ".json";
-  core::Expected<core::BadjaAnnotations> annotations = json ? core::load_badja_json(path) : core::load_badja_csv(path);
-  if (!annotations) return annotations.status();
-  if (!plan.masks.empty()) TRACKSCOPE_RETURN_IF_ERROR(core::set_badja_thresholds_from_masks(*annotations, plan.masks));
-  return annotations;
-}
-
 // The stability rows of the model's tracks: on the BADJA run's queries and frames, or on --queries (tracked here
 // first, as the reference).
 core::Expected<core::StabilityEvaluation> run_stability(core::TrackerFactory& factory,
@@ -275,7 +266,7 @@ int run_eval(const EvalArguments& args) {
 
   EvalInputs inputs;
   if (plan->badja) {
-    core::Expected<core::BadjaAnnotations> annotations = load_annotations(*plan);
+    core::Expected<core::BadjaAnnotations> annotations = core::load_badja_annotations(*plan->badja, plan->masks);
     if (!annotations) return fail(annotations.status(), 1);
     inputs.annotations = std::move(*annotations);
   }

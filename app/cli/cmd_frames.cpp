@@ -3,8 +3,8 @@
 
 #include <filesystem>
 #include <iostream>
-#include <regex>
 
+#include "cli/argument_checks.h"
 #include "cli/commands.h"
 #include "core/io/atomic_file.h"
 #include "core/video/image_io.h"
@@ -26,18 +26,12 @@ void add_frames_command(CLI::App& app, CliContext& context) {
       ->required()
       ->delimiter(',');
   command->add_option("--out", arguments->out, "output folder (created if missing)")->required();
-  command->add_option("--size", arguments->size, "output size WxH (default: native)");
+  command->add_option("--size", arguments->size, "output size WxH (default: native)")->check(frame_size_check());
   command->callback([&context, arguments] {
     context.exit_code = 1;
-    core::FrameSize size;
-    if (!arguments->size.empty()) {
-      std::smatch match;
-      if (!std::regex_match(arguments->size, match, std::regex(R"((\d{1,5})x(\d{1,5}))"))) {
-        std::cerr << "trackscope-cli: error: --size must look like 640x360, got " << arguments->size << "\n";
-        return;
-      }
-      size = {std::stoi(match[1]), std::stoi(match[2])};
-    }
+    // Checked while parsing (frame_size_check).
+    const core::FrameSize size =
+        arguments->size.empty() ? core::FrameSize{} : *core::parse_frame_size(arguments->size, "--size");
     std::error_code error;
     std::filesystem::create_directories(arguments->out, error);
     if (error) {

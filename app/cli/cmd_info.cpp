@@ -1,63 +1,13 @@
 // trackscope-cli info VIDEO: the video's metadata, how its pixels become RGB, and the damage found by decoding
 // every frame, as JSON.
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "core/video/video_report.h"
 #include "core/video/video_source.h"
 
 namespace trackscope::app {
-
-namespace {
-
-nlohmann::json video_info_json(const core::VideoInfo& info) {
-  return {{"path", info.path.string()},
-          {"container", info.container},
-          {"codec", info.codec},
-          {"width", info.width},
-          {"height", info.height},
-          {"frame_rate",
-           {{"num", info.frame_rate.num}, {"den", info.frame_rate.den}, {"fps", info.frame_rate.to_double()}}},
-          {"frame_count", info.frame_count},
-          {"duration_us", info.duration_us},
-          {"rotation_deg", info.rotation_deg},
-          {"variable_frame_rate", info.variable_frame_rate},
-          {"pixel_format", info.pixel_format},
-          {"color_matrix", info.color_matrix},
-          {"color_range", info.color_range},
-          {"rgb_conversion", info.rgb_conversion}};
-}
-
-nlohmann::json integrity_json(const core::IntegrityReport& report, bool scanned, double scan_ms) {
-  nlohmann::json damaged = nlohmann::json::array();
-  for (const auto& frame : report.damaged_frames) {
-    damaged.push_back({{"index", frame.index},
-                       {"decoder_errors", frame.integrity.decoder_errors},
-                       {"concealed", frame.integrity.concealed},
-                       {"detail", frame.detail}});
-  }
-  auto problems = [](const std::vector<core::IntegrityReport::ImageProblem>& list) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& problem : list) out.push_back({{"file", problem.file.string()}, {"reason", problem.reason}});
-    return out;
-  };
-  nlohmann::json json = {{"scanned", scanned},
-                         {"checked_frames", report.checked_frames},
-                         {"clean", report.clean()},
-                         {"damaged_frame_count", report.damaged_frames.size()},
-                         {"damaged_frames", damaged},
-                         {"unattributed_errors", report.unattributed_errors},
-                         {"stream_error", report.stream_error},
-                         {"skipped_images", problems(report.skipped_images)},
-                         {"resized_images", problems(report.resized_images)},
-                         {"summary", report.summary()}};
-  if (scanned) json["scan_ms"] = scan_ms;
-  return json;
-}
-
-}  // namespace
 
 void add_info_command(CLI::App& app, CliContext& context) {
   CLI::App* command = app.add_subcommand(
@@ -107,9 +57,7 @@ void add_info_command(CLI::App& app, CliContext& context) {
       if (!scanned) return fail(scanned.status());
       report = std::move(*scanned);
     }
-    nlohmann::json json = video_info_json((*source)->info());
-    json["integrity"] = integrity_json(report, !*quick, scan_ms);
-    std::cout << json.dump(2) << "\n";
+    std::cout << core::video_report_json((*source)->info(), report, !*quick, scan_ms) << "\n";
     if (!report.clean()) std::cerr << "trackscope-cli info: warning: " << report.summary() << "\n";
     context.exit_code = 0;
   });

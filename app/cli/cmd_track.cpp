@@ -1,8 +1,6 @@
 // trackscope-cli track VIDEO --queries Q.csv|grid:16x16@frame0 --out tracks.csv|.json|.npz|_dlc.csv|_coco.json|
 // .trackscope: tracks the queries through the video with a progress bar on stderr and writes them
 // (core/tracking/track_clip.h), or as a project that the GUI opens (`trackscope FILE.trackscope`) on --view-frame.
-#include <sys/resource.h>
-
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -14,6 +12,7 @@
 #include "core/io/atomic_file.h"
 #include "core/limits.h"
 #include "core/perf/memory_model.h"
+#include "core/perf/process_memory.h"
 #include "core/tracking/point_tracker.h"
 #include "core/tracking/progress_bar.h"
 #include "core/tracking/query_spec.h"
@@ -48,19 +47,6 @@ struct TrackArguments {
   int window_frames = 0;
   int window_overlap = 0;
   int64_t host_memory_budget_mb = 0;
-};
-
-// The progress bar, and the memory plan printed with --quiet too: how the run covers its frames is in it.
-class PlanAndProgress final : public core::TrackObserver {
- public:
-  explicit PlanAndProgress(bool enabled) : bar_(enabled) {}
-  void on_progress(const core::TrackProgress& p) override { bar_.on_progress(p); }
-  void on_plan(const core::RunPlan& plan) override {
-    std::fprintf(stderr, "memory plan: %s\n", plan.summary().c_str());
-  }
-
- private:
-  core::ProgressBar bar_;
 };
 
 int run_track(const TrackArguments& args) {
@@ -139,7 +125,8 @@ int run_track(const TrackArguments& args) {
   request.end_frame = args.end_frame;
   request.outputs = {*output};
   request.view_frame = args.view_frame;
-  PlanAndProgress progress(!args.quiet);
+  // The memory plan is printed with --quiet too: how the run covers its frames is in it.
+  core::ProgressBar progress({.enabled = !args.quiet, .print_plan = true});
   core::Expected<core::TrackClipResult> result = core::track_clip(**tracker, **video, request, progress);
   if (!result) return fail(result.status());
   // The tracker decoded every frame it tracked over: warn about those the decoder found damaged.
@@ -152,15 +139,13 @@ int run_track(const TrackArguments& args) {
                  integrity.summary().c_str());
   }
 
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
   const double device_peak_mib = static_cast<double>(gpu::peak_device_memory_bytes(description.device.id)) / (1 << 20);
   std::fprintf(
       stderr,
       "tracked %zu points over %lld frames in %.2f s on %s (%s from %s, %s); peak host RSS %.0f MiB%s; wrote %s\n",
       result->tracks.tracks.size(), static_cast<long long>(result->tracks.frame_count), result->track_seconds,
       description.device.id.c_str(), description.model_name.c_str(), description.weights_path.c_str(),
-      core::to_string(description.precision), static_cast<double>(usage.ru_maxrss) / 1024.0,
+      core::to_string(description.precision), core::peak_resident_mib(),
       description.device.is_cuda() ? fmt::format(", peak device memory {:.0f} MiB", device_peak_mib).c_str() : "",
       args.out.c_str());
   // Decode and resize run on the tracker's prefetch thread, overlapped with the compute (device time on a GPU).

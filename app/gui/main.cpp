@@ -17,6 +17,7 @@
 
 #include "app/gui/tracker_wiring.h"
 #include "core/log.h"
+#include "core/perf/report.h"
 #include "core/tracking/tracking_job.h"
 #include "core/video/frame_server.h"
 #include "ui/image_file.h"
@@ -158,21 +159,22 @@ int main(int argc, char** argv) {
     }
     std::vector<int> picked;
     for (const QString& spec : profiles) {
-      const int colon = spec.lastIndexOf(QLatin1Char(':'));
-      const bool has_case = colon > 0 && spec.mid(colon + 1).toInt() >= 0 && !spec.mid(colon + 1).isEmpty() &&
-                            spec.mid(colon + 1).toStdString().find_first_not_of("0123456789") == std::string::npos;
-      const QString path = has_case ? spec.left(colon) : spec;
+      const core::Expected<core::ProfileChoice> choice = core::parse_profile_choice(spec.toStdString());
+      if (!choice) {
+        std::fprintf(stderr, "trackscope: --compare: %s\n", choice.status().message().c_str());
+        return 2;
+      }
+      const QString path = QString::fromStdString(choice->path);
       const int first = static_cast<int>(dock->entries().size());
       if (core::Status opened = dock->openProfileFile(path); !opened) {
         std::fprintf(stderr, "trackscope: %s\n", opened.message().c_str());
         return 1;
       }
-      const int entry = first + (has_case ? spec.mid(colon + 1).toInt() : 0);
-      if (entry >= static_cast<int>(dock->entries().size())) {
-        std::fprintf(stderr, "trackscope: %s has no case %d\n", qPrintable(path), entry - first);
+      if (choice->case_index >= static_cast<int>(dock->entries().size()) - first) {
+        std::fprintf(stderr, "trackscope: %s has no case %d\n", qPrintable(path), choice->case_index);
         return 1;
       }
-      picked.push_back(entry);
+      picked.push_back(first + choice->case_index);
     }
     dock->compare(picked[0], picked[1]);
     // A also becomes the dock's current run, so that its Stages and Roofline tabs show it.

@@ -3,8 +3,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <regex>
 
+#include "cli/argument_checks.h"
 #include "core/video/sample_clip.h"
 
 int main(int argc, char** argv) {
@@ -15,17 +15,13 @@ int main(int argc, char** argv) {
   core::SampleClipOptions options;
   int fps = 24;
   app.add_option("output", output, "output video (.mp4: H.264, .webm: VP9, .avi: MJPEG)")->required();
-  app.add_option("--size", size, "frame size WxH (default 640x360)");
+  app.add_option("--size", size, "frame size WxH (default 640x360)")->check(app::frame_size_check());
   app.add_option("--frames", options.frame_count, "number of frames (default 96)");
   app.add_option("--fps", fps, "frames per second (default 24)");
   CLI11_PARSE(app, argc, argv);
-  std::smatch match;
-  if (!std::regex_match(size, match, std::regex(R"((\d{1,5})x(\d{1,5}))"))) {
-    std::fprintf(stderr, "trackscope-make-sample: error: --size must look like 640x360, got %s\n", size.c_str());
-    return 1;
-  }
-  options.width = std::stoi(match[1]);
-  options.height = std::stoi(match[2]);
+  const core::FrameSize frame_size = *core::parse_frame_size(size, "--size");  // checked while parsing
+  options.width = frame_size.width;
+  options.height = frame_size.height;
   options.frame_rate = {fps, 1};
   const auto start = std::chrono::steady_clock::now();
   if (core::Status status = core::write_sample_clip(output, options); !status) {

@@ -1,6 +1,5 @@
 #include "core/batch/batch_runner.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -21,6 +20,8 @@
 #include "core/io/sha256.h"
 #include "core/io/video_fingerprint.h"
 #include "core/log.h"
+#include "core/perf/gpu_specs.h"
+#include "core/perf/process_memory.h"
 #include "core/tracking/track_clip.h"
 
 namespace trackscope::core {
@@ -46,12 +47,6 @@ std::string utc_now() {
 std::string host_name() {
   char name[256] = {};
   return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string("unknown");
-}
-
-double peak_rss_mib() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux: KiB
 }
 
 std::string tracker_key(const BatchJob& job) {
@@ -520,7 +515,7 @@ class BatchRunner {
     if (description.device.is_cuda() && hooks_.peak_memory_bytes) {
       m.peak_device_mib = static_cast<double>(hooks_.peak_memory_bytes(m.device)) / (1 << 20);
     }
-    m.peak_host_rss_mib = peak_rss_mib();
+    m.peak_host_rss_mib = peak_resident_mib();
     record.frames = result->tracks.frame_count;
     Status written = write_clip_outputs(request, *result, info, description);
     for (ClipOutputRecord& output : record.outputs) {
@@ -564,7 +559,7 @@ class BatchRunner {
     record.outputs.clear();
     m.attempts = static_cast<int>(scheduler_->attempts(a.slot));
     m.finished_at = utc_now();
-    m.peak_host_rss_mib = peak_rss_mib();
+    m.peak_host_rss_mib = peak_resident_mib();
     m.clip_seconds = seconds_since(clip_start);
     record.measurements = m;
     if (Status s = write_clip_record(options_.out_dir, record); !s) {
@@ -712,6 +707,31 @@ Expected<BatchRun> run_batch(const BatchJobList& jobs, TrackerFactory& factory, 
   TRACKSCOPE_RETURN_IF_ERROR(options.check());
   BatchRunner runner(jobs, factory, options, hooks, observer);
   return runner.run();
+}
+
+std::vector<BatchWorkerSpec> plan_batch_workers(const std::vector<DeviceInfo>& devices,
+                                                const BatchWorkerRequest& request) {
+  std::map<std::string, int> workers_on;
+  for (const DeviceInfo& device : devices) ++workers_on[device.id];
+  const int cpu_workers = workers_on.count("cpu") ? workers_on["cpu"] : 0;
+  const int gpu_workers = static_cast<int>(devices.size()) - cpu_workers;
+  const int threads_per_cpu_worker =
+      request.threads > 0 ? request.threads
+                          : std::max(1, (request.available_cpus - gpu_workers) / std::max(1, cpu_workers));
+  std::vector<BatchWorkerSpec> workers;
+  for (const DeviceInfo& device : devices) {
+    BatchWorkerSpec spec;
+    spec.device = device.id;
+    spec.cpu_threads = device.is_cuda() ? 0 : threads_per_cpu_worker;
+    if (!device.is_cuda() && gpu_workers > 0) spec.query_chunk = kCpuQueryChunkBesideGpu;
+    spec.estimated_tflops = estimated_fp32_tflops(device, spec.cpu_threads);
+    spec.memory_budget_mb = request.memory_budget_mb > 0
+                                ? request.memory_budget_mb
+                                : (request.default_budget_bytes ? request.default_budget_bytes(device) : 0) /
+                                      workers_on[device.id] / (1 << 20);
+    workers.push_back(spec);
+  }
+  return workers;
 }
 
 }  // namespace trackscope::core

@@ -60,6 +60,26 @@ struct BatchWorkerSpec {
                                   // core/perf/gpu_specs.h estimated_fp32_tflops
 };
 
+/// What the batch command asks of its workers besides their devices.
+struct BatchWorkerRequest {
+  int threads = 0;               // LibTorch threads per CPU worker (0: the free cores shared among the CPU workers)
+  int64_t memory_budget_mb = 0;  // per worker (0: the device's default shared among the workers on it)
+  int available_cpus = 1;        // this process's CPUs (core/limits.h available_cpu_threads)
+  /// The device's default working-memory budget (gpu::default_memory_budget_bytes).
+  std::function<int64_t(const DeviceInfo&)> default_budget_bytes = {};
+};
+
+/// Queries per chunk of a CPU worker beside a GPU worker: small, so that a CPU attempt that lost a clip to a
+/// GPU backup notices soon (the tracker checks its stop token per chunk).
+inline constexpr int kCpuQueryChunkBesideGpu = 32;
+
+/// One worker per entry of `devices` (a device may appear several times), in order: GPU workers get no CPU
+/// threads; CPU workers share the cores not needed to feed the GPUs (one each, for decoding) unless
+/// request.threads is set, and beside a GPU take kCpuQueryChunkBesideGpu queries per chunk; the memory budget is
+/// request.memory_budget_mb, or the device's default divided among the workers on that device.
+std::vector<BatchWorkerSpec> plan_batch_workers(const std::vector<DeviceInfo>& devices,
+                                                const BatchWorkerRequest& request);
+
 struct BatchOptions {
   std::filesystem::path out_dir;
   std::vector<BatchWorkerSpec> workers;

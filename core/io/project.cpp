@@ -5,9 +5,13 @@
 #include <map>
 #include <set>
 
+#include "core/io/file_names.h"
 #include "core/io/json_tracks.h"
 
 namespace trackscope::core::io {
+
+bool is_project_path(const std::filesystem::path& path) { return file_name_ends_with(path, kProjectExtension); }
+
 namespace {
 
 namespace fs = std::filesystem;

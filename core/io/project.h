@@ -35,6 +35,8 @@ namespace trackscope::core::io {
 inline constexpr int kProjectVersion = 1;
 inline constexpr const char* kProjectFormat = "trackscope-project";
 inline constexpr const char* kProjectExtension = ".trackscope";
+/// A project's file name: ends with kProjectExtension by the rule of core/io/file_names.h (case-insensitive).
+bool is_project_path(const std::filesystem::path& path);
 /// Projects larger than this are refused (a sanity bound against reading a random huge file).
 inline constexpr size_t kMaxProjectBytes = size_t{2} << 30;
 

@@ -1,6 +1,7 @@
 #include "core/io/safetensors.h"
 
 #include "core/io/atomic_file.h"
+#include "core/io/sha256.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -146,6 +147,18 @@ std::int64_t TensorEntry::element_count() const { return checked_element_count(s
 
 std::string TensorEntry::describe() const {
   return fmt::format("{} ({} [{}])", name, dtype_name(dtype), fmt::join(shape, ", "));
+}
+
+Expected<std::string> weights_sha256(const std::filesystem::path& path) {
+  Expected<std::vector<std::filesystem::path>> files = resolve_shards(path);
+  if (!files) return files.status();
+  std::string hashes;
+  for (const std::filesystem::path& file : *files) {
+    Expected<std::string> sha = sha256_file_hex(file);
+    if (!sha) return sha.status();
+    hashes += *sha;
+  }
+  return files->size() == 1 ? hashes : sha256_hex(hashes);
 }
 
 Expected<std::vector<std::filesystem::path>> resolve_shards(const std::filesystem::path& path) {

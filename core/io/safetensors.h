@@ -57,6 +57,10 @@ struct TensorEntry {
 /// "dir/stem-1.safetensors", ... Shards are sorted naturally (stem-2 before stem-10). not_found if none exist.
 Expected<std::vector<std::filesystem::path>> resolve_shards(const std::filesystem::path& path);
 
+/// The identity of the weights a path stands for (resolve_shards): the file's SHA-256 (hex), or for several
+/// shards the SHA-256 of their hex digests concatenated in shard order. The batch command's checksums use it.
+Expected<std::string> weights_sha256(const std::filesystem::path& path);
+
 class SafetensorsSet {
  public:
   /// One file, a '*' pattern or an implied shard set (see resolve_shards). Reads the files into memory.

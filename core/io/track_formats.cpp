@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/io/atomic_file.h"
+#include "core/io/file_names.h"
 #include "core/io/input_checks.h"
 #include "core/io/json_tracks.h"
 #include "core/io/track_table_builder.h"
@@ -95,16 +96,10 @@ const char* default_suffix(TrackFormat format) {
 }
 
 std::optional<TrackFormat> track_format_from_path(const std::filesystem::path& path) {
-  std::string name = path.filename().string();
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   // Longest endings first: "_dlc.csv" before ".csv", "_coco.json" before ".json".
   for (const TrackFormat format : {TrackFormat::deeplabcut_csv, TrackFormat::coco_json, TrackFormat::csv,
                                    TrackFormat::json, TrackFormat::tapvid_npz}) {
-    const std::string_view suffix = default_suffix(format);
-    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      return format;
-    }
+    if (file_name_ends_with(path, default_suffix(format))) return format;
   }
   return std::nullopt;
 }

@@ -37,10 +37,10 @@ const char* to_string(TrackFormat format);
 std::optional<TrackFormat> parse_track_format(std::string_view name);
 /// The usual file name suffix (".csv", ".json", ".npz", "_dlc.csv", "_coco.json").
 const char* default_suffix(TrackFormat format);
-/// The one rule that decides a format from a file name (the CLI's --out, batch outputs, the GUI's import): the
-/// name's ending, compared case-insensitively, longest ending first, so "x_dlc.csv" is deeplabcut_csv and "x.csv"
-/// csv, "x_coco.json" coco_json and "x.json" json, "x.npz" tapvid_npz. nullopt for any other name (a .trackscope
-/// project is not a track format: core/io/project.h).
+/// The format of a file name (the CLI's --out, batch outputs, the GUI's import) by the one rule of
+/// core/io/file_names.h: the name's ending, compared case-insensitively, longest ending first, so "x_dlc.csv" is
+/// deeplabcut_csv and "x.csv" csv, "x_coco.json" coco_json and "x.json" json, "x.npz" tapvid_npz. nullopt for any other
+/// name (a .trackscope project is not a track format: core/io/project.h).
 std::optional<TrackFormat> track_format_from_path(const std::filesystem::path& path);
 bool can_read(TrackFormat format);
 

@@ -412,7 +412,7 @@ DevicePeaks device_peaks(const GpuSpec* spec, const MeasuredPeaks& measured) {
   return peaks;
 }
 
-double estimated_fp32_tflops(const DeviceDescription& device, int cpu_threads) {
+double estimated_fp32_tflops(const DeviceInfo& device, int cpu_threads) {
   if (!device.is_cuda()) {
     const int threads = cpu_threads > 0 ? cpu_threads : device.multiprocessors;
     return std::max(0, threads) * kCpuThreadFp32Gflops / 1000.0;

@@ -101,6 +101,6 @@ inline constexpr double kCpuThreadFp32Gflops = 32.0;
 /// scheduler's first clip): a known GPU's datasheet FP32 rate; an unknown GPU's multiprocessors x 128 lanes x
 /// 2 FLOP x 1.5 GHz; the CPU's `cpu_threads` (or, when 0, device.multiprocessors) x kCpuThreadFp32Gflops.
 /// 0 when nothing is known. A guess within a factor of a few: callers must leave room for that.
-double estimated_fp32_tflops(const DeviceDescription& device, int cpu_threads);
+double estimated_fp32_tflops(const DeviceInfo& device, int cpu_threads);
 
 }  // namespace trackscope::core

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/dimensions.h"
+
 namespace trackscope::core {
 
 namespace {
@@ -148,13 +150,25 @@ Expected<size_t> find_profile_case(const Profile& profile, const std::string& wa
   for (size_t i = 0; i < profile.cases.size(); ++i) {
     if (profile.cases[i].name == wanted) return i;
   }
-  if (!wanted.empty() && wanted.size() < 10 && wanted.find_first_not_of("0123456789") == std::string::npos) {
-    const size_t index = std::stoul(wanted);
-    if (index < profile.cases.size()) return index;
+  if (Expected<std::vector<int64_t>> index = parse_dimensions(wanted, {.parts = 1, .min = 0});
+      index && static_cast<size_t>((*index)[0]) < profile.cases.size()) {
+    return static_cast<size_t>((*index)[0]);
   }
   std::string names;
   for (size_t i = 0; i < profile.cases.size(); ++i) names += fmt::format("\n  [{}] {}", i, profile.cases[i].name);
   return not_found(fmt::format("{} has no case '{}'; its cases:{}", source, wanted, names));
+}
+
+Expected<ProfileChoice> parse_profile_choice(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size())
+    return ProfileChoice{std::string(text)};
+  const std::string_view index_text = text.substr(colon + 1);
+  if (index_text.find_first_not_of("0123456789") != std::string_view::npos) return ProfileChoice{std::string(text)};
+  Expected<std::vector<int64_t>> index = parse_dimensions(
+      index_text, {.what = "profile case", .pattern = "FILE:N", .example = "a.json:1", .parts = 1, .min = 0});
+  if (!index) return index.status();
+  return ProfileChoice{std::string(text.substr(0, colon)), static_cast<int>((*index)[0])};
 }
 
 std::string roofline_csv(const Roofline& r) {

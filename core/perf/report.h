@@ -8,6 +8,7 @@
 // Threads: pure functions.
 
 #include <string>
+#include <string_view>
 
 #include "core/perf/diagnosis.h"
 #include "core/perf/gpu_specs.h"
@@ -30,6 +31,15 @@ std::string format_bench_report(const Profile& profile);
 /// The case of `profile` named `wanted`, or at index `wanted` (decimal digits). not_found lists the cases;
 /// invalid_argument when the profile has none.
 Expected<size_t> find_profile_case(const Profile& profile, const std::string& wanted, const std::string& source);
+
+/// A profile file with the case to show: "A.json" (case 0) or "A.json:N" (the GUI's --compare A.json:1,B.json).
+/// The text after the last ':' is an index only when it is decimal digits after a non-empty path ("c:x.json" and
+/// "x.json:" are paths); invalid_argument for an index past int (core/dimensions.h).
+struct ProfileChoice {
+  std::string path;
+  int case_index = 0;
+};
+Expected<ProfileChoice> parse_profile_choice(std::string_view text);
 
 /// CSV with a header row; numbers in plain decimal; empty cells for unknown values.
 std::string roofline_csv(const Roofline& roofline);

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 
+#include "core/io/file_names.h"
 #include "core/video/image_io.h"
 #include "core/video/memory_video.h"
 
@@ -112,6 +113,15 @@ void add_badja_calibration(BadjaEvaluation& result) {
 }  // namespace
 
 // ---- BADJA ---------------------------------------------------------------------------------------------------
+
+Expected<BadjaAnnotations> load_badja_annotations(const std::filesystem::path& path,
+                                                  const std::filesystem::path& masks_dir) {
+  Expected<BadjaAnnotations> annotations =
+      io::file_name_ends_with(path, ".json") ? load_badja_json(path) : load_badja_csv(path);
+  if (!annotations) return annotations.status();
+  if (!masks_dir.empty()) TRACKSCOPE_RETURN_IF_ERROR(set_badja_thresholds_from_masks(*annotations, masks_dir));
+  return annotations;
+}
 
 Status set_badja_thresholds_from_masks(BadjaAnnotations& annotations, const std::filesystem::path& masks_dir) {
   Expected<std::map<int64_t, std::filesystem::path>> files = mask_files(masks_dir);

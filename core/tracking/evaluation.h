@@ -59,6 +59,12 @@ struct TrackCalibration {
 /// masks have another size. not_found names a missing mask; corrupt_data an unreadable one.
 Status set_badja_thresholds_from_masks(BadjaAnnotations& annotations, const std::filesystem::path& masks_dir);
 
+/// The annotations of `path` by its name (the rule of core/io/file_names.h): a ".json" file as BADJA JSON
+/// (load_badja_json), anything else as the derived CSV (load_badja_csv); then, when `masks_dir` is not empty,
+/// thresholds from the masks. The readers' errors unchanged.
+Expected<BadjaAnnotations> load_badja_annotations(const std::filesystem::path& path,
+                                                  const std::filesystem::path& masks_dir = {});
+
 struct BadjaEvaluationOptions {
   /// Frames [0, end_frame) of the video are tracked; -1 = the whole clip. Annotated frames at or after
   /// end_frame are not scored (a quick check on the first frames of a clip).

@@ -48,20 +48,35 @@ ProgressBar::ProgressBar(bool enabled, std::string label)
 
 void ProgressBar::on_progress(const TrackProgress& progress) { show(progress.fraction, progress.phase); }
 
+void ProgressBar::on_plan(const RunPlan& plan) {
+  if (!options_.print_plan || options_.stream == nullptr) return;
+  // On a terminal a half-drawn bar is ended first, so that the plan gets a line of its own.
+  std::fprintf(options_.stream, "%smemory plan: %s\n", redraw_ && last_percent_ >= 0 && last_percent_ < 100 ? "\n" : "",
+               plan.summary().c_str());
+  std::fflush(options_.stream);
+}
+
 void ProgressBar::show(double fraction, std::string_view phase) {
   if (!options_.enabled || options_.stream == nullptr) return;
-  const std::string line = format_progress_line(options_.label, fraction, phase, options_.bar_width);
   const int percent = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * 100 + 0.5);
+  const auto now = std::chrono::steady_clock::now();
+  if (!redraw_) {
+    const bool moved = last_percent_ < 0 || percent >= last_percent_ + options_.log_step_percent ||
+                       (percent >= 100 && last_percent_ < 100);
+    const bool waited = last_percent_ < 0 || percent >= 100 || options_.min_interval_s <= 0 ||
+                        std::chrono::duration<double>(now - last_line_).count() >= options_.min_interval_s;
+    if (!moved || !waited) return;
+  }
+  std::string line = format_progress_line(options_.label, fraction, phase, options_.bar_width);
+  if (options_.detail) line += " (" + options_.detail() + ")";
   if (redraw_) {
     std::fprintf(options_.stream, "\r%s", line.c_str());
     if (percent >= 100) std::fputc('\n', options_.stream);
   } else {
-    const bool moved = last_percent_ < 0 || percent >= last_percent_ + options_.log_step_percent ||
-                       (percent >= 100 && last_percent_ < 100);
-    if (!moved) return;
     std::fprintf(options_.stream, "%s\n", line.c_str());
-    last_percent_ = percent;
+    last_line_ = now;
   }
+  last_percent_ = percent;
   std::fflush(options_.stream);
 }
 

@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
+#include <limits>
 
+#include "core/dimensions.h"
 #include "core/io/queries_csv.h"
 
 namespace trackscope::core {
@@ -11,13 +12,6 @@ namespace {
 
 constexpr std::string_view kGridPrefix = "grid:";
 constexpr int kMaxGridSide = 1024;
-
-// A whole decimal number filling `text`.
-template <typename T>
-bool parse_whole(std::string_view text, T& value) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return !text.empty() && error == std::errc() && end == text.data() + text.size();
-}
 
 }  // namespace
 
@@ -41,19 +35,18 @@ Expected<QuerySpec> parse_query_spec(std::string_view text) {
   };
   std::string_view rest = text.substr(kGridPrefix.size());
   const size_t at = rest.find('@');
-  std::string_view size = rest.substr(0, at);
   if (at != std::string_view::npos) {
-    std::string_view frame = rest.substr(at + 1);
-    if (frame.substr(0, 5) != "frame" || !parse_whole(frame.substr(5), spec.grid_frame) || spec.grid_frame < 0) {
-      return malformed();
-    }
+    const std::string_view frame = rest.substr(at + 1);
+    if (frame.substr(0, 5) != "frame") return malformed();
+    Expected<std::vector<int64_t>> index =
+        parse_dimensions(frame.substr(5), {.parts = 1, .min = 0, .max = std::numeric_limits<int64_t>::max()});
+    if (!index) return malformed();
+    spec.grid_frame = (*index)[0];
   }
-  const size_t x = size.find('x');
-  if (x == std::string_view::npos || !parse_whole(size.substr(0, x), spec.grid_columns) ||
-      !parse_whole(size.substr(x + 1), spec.grid_rows) || spec.grid_columns < 1 || spec.grid_rows < 1 ||
-      spec.grid_columns > kMaxGridSide || spec.grid_rows > kMaxGridSide) {
-    return malformed();
-  }
+  Expected<std::vector<int64_t>> size = parse_dimensions(rest.substr(0, at), {.max = kMaxGridSide});
+  if (!size) return malformed();
+  spec.grid_columns = static_cast<int>((*size)[0]);
+  spec.grid_rows = static_cast<int>((*size)[1]);
   return spec;
 }
 

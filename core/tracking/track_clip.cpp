@@ -33,20 +33,24 @@ Status write_project(const std::filesystem::path& path, const TrackClipRequest& 
   return io::save_project(path, io::make_project(annotation, std::move(video), view));
 }
 
-// Forwards every callback and keeps the stage samples.
+// Forwards every callback and keeps the stage samples and the plan.
 class StageCollector final : public TrackObserver {
  public:
-  StageCollector(TrackObserver& inner, std::vector<StageSample>& samples) : inner_(inner), samples_(samples) {}
+  StageCollector(TrackObserver& inner, TrackClipResult& result) : inner_(inner), result_(result) {}
   void on_progress(const TrackProgress& progress) override { inner_.on_progress(progress); }
+  void on_plan(const RunPlan& plan) override {
+    result_.plan = plan;
+    inner_.on_plan(plan);
+  }
   void on_stage(const StageSample& sample) override {
-    samples_.push_back(sample);
+    result_.stages.push_back(sample);
     inner_.on_stage(sample);
   }
   void on_partial(const TrackSet& partial, size_t first_query) override { inner_.on_partial(partial, first_query); }
 
  private:
   TrackObserver& inner_;
-  std::vector<StageSample>& samples_;
+  TrackClipResult& result_;
 };
 
 }  // namespace
@@ -72,13 +76,10 @@ std::string ClipPhaseTimes::summary() const {
 
 Expected<ClipOutput> ClipOutput::from_path(const std::filesystem::path& path) {
   ClipOutput output{path, io::track_format_from_path(path)};
-  const std::string name = path.filename().string();
-  const std::string_view project = io::kProjectExtension;
-  const bool is_project = name.size() > project.size() && name.ends_with(project);
-  if (!output.format && !is_project) {
+  if (!output.format && !io::is_project_path(path)) {
     return invalid_argument(
         fmt::format("{}: name a .csv, .json, .npz (TAP-Vid), _dlc.csv (DeepLabCut), _coco.json or {} (project) file",
-                    path.string(), project));
+                    path.string(), io::kProjectExtension));
   }
   return output;
 }
@@ -108,6 +109,12 @@ std::string ClipOutput::format_name() const {
   return "?";
 }
 
+std::map<std::string, double> TrackClipResult::stage_ms() const {
+  std::map<std::string, double> totals;
+  for (const StageSample& s : stages) totals[std::string(stage_name(s.stage))] += s.elapsed_ms;
+  return totals;
+}
+
 double TrackClipResult::points_per_second() const {
   return track_seconds > 0 ? static_cast<double>(tracks.tracks.size()) / track_seconds : 0.0;
 }
@@ -119,7 +126,7 @@ Expected<TrackClipResult> track_clip_queries(PointTracker& tracker, VideoSource&
   track_request.first_frame = request.first_frame;
   track_request.end_frame = request.end_frame;
   TrackClipResult result;
-  StageCollector collector(observer, result.stages);
+  StageCollector collector(observer, result);
   const auto start = std::chrono::steady_clock::now();
   Expected<TrackSet> tracks = tracker.track(video, track_request, collector, std::move(stop));
   if (!tracks) return tracks.status();

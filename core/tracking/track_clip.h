@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -67,11 +68,15 @@ struct TrackClipResult {
   double track_seconds = 0.0;       // wall time of the tracker's track() call
   std::vector<StageSample> stages;  // every stage sample the tracker reported, in order
   ClipPhaseTimes phases;            // from `stages`, plus write_s once the outputs are written
+  std::optional<RunPlan> plan;      // the tracker's memory plan, when it reported one (TrackObserver::on_plan)
+  /// Milliseconds per stage, summed over `stages`, by stage_name ("backbone": 1234.5, ...).
+  std::map<std::string, double> stage_ms() const;
   /// Points per second: queries / track_seconds, each point tracked over tracks.frame_count frames (as bench).
   double points_per_second() const;
 };
 
-/// Tracks `request.queries` through `video` with `tracker` and writes every output. The tracker's errors come
+/// Tracks `request.queries` through `video` with `tracker` and writes every output. Every observer callback is
+/// passed on to `observer`. The tracker's errors come
 /// back unchanged (cancelled, out_of_memory, invalid_argument for queries outside the frames); a failed write
 /// is an io_error naming the file.
 Expected<TrackClipResult> track_clip(PointTracker& tracker, VideoSource& video, const TrackClipRequest& request,

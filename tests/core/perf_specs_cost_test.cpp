@@ -251,14 +251,14 @@ TEST(CostModel, RejectsAbsurdConfigurations) {
 }
 
 TEST(GpuSpecs, EstimatedRatesForDevicesNotYetMeasured) {
-  DeviceDescription h200{"cuda:0", "NVIDIA H200", 132};
+  DeviceInfo h200{"cuda:0", "NVIDIA H200", 132};
   EXPECT_DOUBLE_EQ(estimated_fp32_tflops(h200, 0), find_gpu_spec("NVIDIA H200")->fp32_tflops);
-  DeviceDescription unknown{"cuda:1", "Some Future GPU", 100};
+  DeviceInfo unknown{"cuda:1", "Some Future GPU", 100};
   EXPECT_NEAR(estimated_fp32_tflops(unknown, 0), 100 * 128 * 2 * 1.5 / 1000.0, 1e-9);
-  DeviceDescription cpu{"cpu", "CPU (16 threads)", 16};
+  DeviceInfo cpu{"cpu", "CPU (16 threads)", 16};
   EXPECT_NEAR(estimated_fp32_tflops(cpu, 4), 4 * kCpuThreadFp32Gflops / 1000.0, 1e-12);  // the worker's threads
   EXPECT_NEAR(estimated_fp32_tflops(cpu, 0), 16 * kCpuThreadFp32Gflops / 1000.0, 1e-12);
-  EXPECT_EQ(estimated_fp32_tflops(DeviceDescription{"cuda:2", "", 0}, 0), 0.0);
+  EXPECT_EQ(estimated_fp32_tflops(DeviceInfo{"cuda:2", "", 0}, 0), 0.0);
   // What the batch scheduler relies on: a data-centre GPU is estimated far faster than a workstation CPU.
   EXPECT_GT(estimated_fp32_tflops(h200, 0) / estimated_fp32_tflops(cpu, 16), 50.0);
 }
