@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/tracking/annotation.h"
@@ -142,13 +143,13 @@ class TrackerScheduler {
   bool has_factory() const { return has_factory_; }
   bool job_running() const { return job_running_; }
   bool cancelling() const { return cancelling_; }
-  bool has_pending_job() const { return pending_.has_value(); }
+  bool has_pending_job() const { return has_pending_; }
   bool is_shut_down() const { return shut_down_; }
 
   /// idle, loading_model (a creation runs for the selection, or a job waits for one), tracking or cancelling.
   TrackingState state() const {
     if (job_running_) return cancelling_ ? TrackingState::cancelling : TrackingState::tracking;
-    if (loading_ && (pending_ || *loading_ == wanted_)) return TrackingState::loading_model;
+    if (loading_ && (has_pending_ || *loading_ == wanted_)) return TrackingState::loading_model;
     return TrackingState::idle;
   }
 
@@ -170,14 +171,16 @@ class TrackerScheduler {
     if (!has_factory_) return JobAdmission::no_tracker;
     if (job_running_ && !cancelling_) return JobAdmission::busy;
     pending_ = std::move(job);
+    has_pending_ = true;
     load_wanted_ = true;
     return JobAdmission::accepted;
   }
 
   /// Drops a waiting request. True when there was one.
   bool drop_pending() {
-    const bool had = pending_.has_value();
-    pending_.reset();
+    const bool had = has_pending_;
+    has_pending_ = false;
+    pending_ = {};
     return had;
   }
 
@@ -194,10 +197,10 @@ class TrackerScheduler {
   TrackerStep<Key> next(bool selection_cached) {
     TrackerStep<Key> step;
     if (shut_down_ || job_running_ || !has_factory_) return step;
-    if (pending_ && selection_cached) {
+    if (has_pending_ && selection_cached) {
       step.action = TrackerAction::start_job;
-      step.job = std::move(*pending_);
-      pending_.reset();
+      step.job = std::exchange(pending_, {});
+      has_pending_ = false;
     } else if (load_wanted_ && !selection_cached && !loading_) {
       step.action = TrackerAction::start_load;
       step.load = wanted_;
@@ -238,15 +241,18 @@ class TrackerScheduler {
   /// Ignores every request afterwards; a waiting request is dropped.
   void shut_down() {
     shut_down_ = true;
-    pending_.reset();
+    (void)drop_pending();
   }
 
  private:
   Key wanted_;
   bool has_factory_ = false;
-  std::optional<Key> loading_;         // the key being created
-  bool load_wanted_ = false;           // the selection should be loaded (a switch or a job asked)
-  std::optional<JobRequest> pending_;  // a job waiting for a model or a cancel
+  std::optional<Key> loading_;  // the key being created
+  bool load_wanted_ = false;    // the selection should be loaded (a switch or a job asked)
+  // A job waiting for a model or a cancel (a flag beside the value: GCC 12 warns falsely about a moved-from
+  // std::optional<JobRequest>).
+  bool has_pending_ = false;
+  JobRequest pending_;
   bool job_running_ = false;
   bool cancelling_ = false;
   bool shut_down_ = false;

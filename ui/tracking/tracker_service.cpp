@@ -310,14 +310,14 @@ void TrackerService::finish_load(const TrackerKey& key, const std::shared_ptr<Cr
 }
 
 void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracker, const core::JobRequest& job) {
-  std::optional<core::TrackingPlan> plan = core::plan_tracking_job(editor_->annotation(), job, video_frame_count_);
-  if (!plan) {
+  std::optional<core::TrackingPlan> planned = core::plan_tracking_job(editor_->annotation(), job, video_frame_count_);
+  if (!planned) {
     Q_EMIT job_finished(false, tr("Nothing to track: the points were removed or changed"));
     return;
   }
   auto run = std::make_unique<RunContext>();
-  core::TrackRequest request = plan->request();
-  run->plan = std::move(*plan);
+  core::TrackRequest request = planned->request();
+  run->plan = std::move(*planned);
   run->generation = ++generation_;
   run->key = selection();
   run->tracker = tracker->description();
