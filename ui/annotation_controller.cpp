@@ -8,7 +8,6 @@
 #include <QStyleOptionSlider>
 
 #include "ui/annotation_editor.h"
-#include "ui/main_window.h"
 #include "ui/settings.h"
 #include "ui/timeline.h"
 #include "ui/tracking/quality_strip.h"
@@ -16,6 +15,7 @@
 #include "ui/tracking/tracker_service.h"
 #include "ui/video_canvas.h"
 #include "ui/video_session.h"
+#include "ui/workbench_actions.h"
 
 namespace trackscope::ui {
 namespace {
@@ -24,30 +24,32 @@ constexpr int kMessageMs = 8000;
 
 }  // namespace
 
-AnnotationController::AnnotationController(MainWindow* window, TrackerService* service)
-    : QObject(window), window_(window), service_(service) {
-  quality_ = new TrackQualityModel(window->editor()->observable_annotation(), {}, this);
-  strip_ = new QualityStrip(window->editor(), quality_, window);
+AnnotationController::AnnotationController(const WorkbenchParts& parts, TrackerService* service, QObject* parent)
+    : QObject(parent), parts_(parts), service_(service) {
+  quality_ = new TrackQualityModel(parts_.editor->observable_annotation(), {}, this);
+  // Beside the timeline (the window lays it out below it); never a top-level window, even before it is laid out.
+  strip_ = new QualityStrip(parts_.editor, quality_, parts_.timeline->parentWidget());
   strip_->setObjectName("quality_strip");
-  window->add_below_timeline(strip_);
-  window->timeline()->slider()->installEventFilter(this);
-  watched_slider_ = window->timeline()->slider();
-  timeline_widget_ = window->timeline();
-  connect(service, &TrackerService::consistency_checked, quality_, &TrackQualityModel::set_consistency);
-  // The "uncertain" cue uses the thresholds calibrated for the model that made the tracks (its manifest).
-  connect(service, &TrackerService::run_completed, quality_,
-          [this](const CompletedRun& run) { quality_->use_model(run.tracker); });
+  parts_.timeline->slider()->installEventFilter(this);
+  watched_slider_ = parts_.timeline->slider();
+  timeline_widget_ = parts_.timeline;
+  if (service != nullptr) {  // null: a workbench without tracking (re-track and the check do nothing)
+    connect(service, &TrackerService::consistency_checked, quality_, &TrackQualityModel::set_consistency);
+    // The "uncertain" cue uses the thresholds calibrated for the model that made the tracks (its manifest).
+    connect(service, &TrackerService::run_completed, quality_,
+            [this](const CompletedRun& run) { quality_->use_model(run.tracker); });
+  }
   connect_actions();
-  set_merge_policy(window->settings().merge_policy());
-  set_quality_strip_visible(window->settings().show_quality_strip());
+  set_merge_policy(parts_.settings->merge_policy());
+  set_quality_strip_visible(parts_.settings->show_quality_strip());
   update_history_actions();
 }
 
 AnnotationController::~AnnotationController() = default;
 
 void AnnotationController::connect_actions() {
-  const WorkbenchActions& actions = window_->actions();
-  AnnotationEditor* editor = window_->editor();
+  const WorkbenchActions& actions = *parts_.actions;
+  AnnotationEditor* editor = parts_.editor;
   connect(actions.undo, &QAction::triggered, editor, &AnnotationEditor::undo);
   connect(actions.redo, &QAction::triggered, editor, &AnnotationEditor::redo);
   connect(editor, &AnnotationEditor::history_changed, this, &AnnotationController::update_history_actions);
@@ -66,27 +68,30 @@ void AnnotationController::connect_actions() {
   connect(actions.merge_fill_missing, &QAction::triggered, this,
           [this] { set_merge_policy(core::MergePolicy::fill_missing); });
   connect(actions.check_consistency, &QAction::triggered, this, [this] {
-    const std::optional<core::PointId> selected = window_->editor()->selected_point();
+    const std::optional<core::PointId> selected = parts_.editor->selected_point();
     if (service_)
       service_->check_consistency(selected ? std::vector<core::PointId>{*selected} : std::vector<core::PointId>{});
   });
   connect(actions.show_quality_strip, &QAction::toggled, this, &AnnotationController::set_quality_strip_visible);
-  connect(strip_, &QualityStrip::frame_requested, window_, [this](qint64 frame) {
-    window_->timeline()->pause();
-    window_->seek(frame);
-  });
-  connect(window_, &MainWindow::video_opened, this, [this] {
-    strip_->set_frame_count(window_->session()->frame_count());
-    align_strip();
-  });
-  connect(window_->session(), &VideoSession::frame_ready, this, [this](const core::FramePtr& frame) {
+  connect(strip_, &QualityStrip::frame_requested, this, [this](qint64 frame) { seek(frame); });
+  connect(parts_.session, &VideoSession::frame_ready, this, [this](const core::FramePtr& frame) {
     if (frame) strip_->set_current_frame(frame->index);
   });
 }
 
+void AnnotationController::on_video_opened() {
+  strip_->set_frame_count(parts_.session->frame_count());
+  align_strip();
+}
+
+void AnnotationController::seek(int64_t frame) {
+  parts_.timeline->pause();
+  Q_EMIT seek_requested(frame);
+}
+
 void AnnotationController::update_history_actions() {
-  const WorkbenchActions& actions = window_->actions();
-  const AnnotationEditor* editor = window_->editor();
+  const WorkbenchActions& actions = *parts_.actions;
+  const AnnotationEditor* editor = parts_.editor;
   actions.undo->setEnabled(editor->can_undo());
   actions.redo->setEnabled(editor->can_redo());
   actions.undo->setText(editor->can_undo() ? tr("&Undo %1").arg(editor->undo_label()) : tr("&Undo"));
@@ -118,30 +123,30 @@ void AnnotationController::align_strip() {
 }
 
 core::MergePolicy AnnotationController::merge_policy() const {
-  return window_->actions().merge_fill_missing->isChecked() ? core::MergePolicy::fill_missing
-                                                            : core::MergePolicy::overwrite;
+  return parts_.actions->merge_fill_missing->isChecked() ? core::MergePolicy::fill_missing
+                                                         : core::MergePolicy::overwrite;
 }
 
 void AnnotationController::set_merge_policy(core::MergePolicy policy) {
-  const WorkbenchActions& actions = window_->actions();
+  const WorkbenchActions& actions = *parts_.actions;
   actions.merge_overwrite->setChecked(policy == core::MergePolicy::overwrite);
   actions.merge_fill_missing->setChecked(policy == core::MergePolicy::fill_missing);
-  window_->settings().set_merge_policy(policy);
+  parts_.settings->set_merge_policy(policy);
 }
 
 void AnnotationController::set_quality_strip_visible(bool visible) {
   strip_->setVisible(visible);
-  if (window_->actions().show_quality_strip->isChecked() != visible)
-    window_->actions().show_quality_strip->setChecked(visible);
-  window_->settings().set_show_quality_strip(visible);
+  if (parts_.actions->show_quality_strip->isChecked() != visible)
+    parts_.actions->show_quality_strip->setChecked(visible);
+  parts_.settings->set_show_quality_strip(visible);
 }
 
-int64_t AnnotationController::shown_frame() const { return window_->canvas()->frame_index(); }
+int64_t AnnotationController::shown_frame() const { return parts_.canvas->frame_index(); }
 
-void AnnotationController::message(const QString& text) { window_->statusBar()->showMessage(text, kMessageMs); }
+void AnnotationController::message(const QString& text) { parts_.status_bar->showMessage(text, kMessageMs); }
 
 bool AnnotationController::retrack(core::RetrackDirection direction) {
-  const std::optional<core::PointId> selected = window_->editor()->selected_point();
+  const std::optional<core::PointId> selected = parts_.editor->selected_point();
   if (!selected) {
     message(tr("Select a point first (click it, or pick it in the point list)"));
     return false;
@@ -151,7 +156,7 @@ bool AnnotationController::retrack(core::RetrackDirection direction) {
 }
 
 void AnnotationController::toggle_occluded() {
-  AnnotationEditor* editor = window_->editor();
+  AnnotationEditor* editor = parts_.editor;
   const std::optional<core::PointId> selected = editor->selected_point();
   const core::PointTrack* track = selected ? editor->annotation().track(*selected) : nullptr;
   const int64_t frame = shown_frame();
@@ -163,7 +168,7 @@ void AnnotationController::toggle_occluded() {
 }
 
 void AnnotationController::delete_track(bool after) {
-  AnnotationEditor* editor = window_->editor();
+  AnnotationEditor* editor = parts_.editor;
   const std::optional<core::PointId> selected = editor->selected_point();
   if (!selected || editor->annotation().track(*selected) == nullptr) {
     message(tr("Select a tracked point first"));
@@ -175,31 +180,29 @@ void AnnotationController::delete_track(bool after) {
 }
 
 std::optional<int64_t> AnnotationController::go_to_keyframe(bool backward) {
-  const std::optional<core::PointId> selected = window_->editor()->selected_point();
+  const std::optional<core::PointId> selected = parts_.editor->selected_point();
   const std::vector<core::PointId> ids =
       selected ? std::vector<core::PointId>{*selected} : std::vector<core::PointId>{};
-  const std::optional<int64_t> frame = quality_->next_keyframe(ids, window_->session()->requested_frame(), backward);
+  const std::optional<int64_t> frame = quality_->next_keyframe(ids, parts_.session->requested_frame(), backward);
   if (!frame) {
     message(backward ? tr("No keyframe before this frame") : tr("No keyframe after this frame"));
     return std::nullopt;
   }
-  window_->timeline()->pause();
-  window_->seek(*frame);
+  seek(*frame);
   return frame;
 }
 
 std::optional<int64_t> AnnotationController::go_to_suspicious(bool backward) {
-  const std::optional<core::PointId> selected = window_->editor()->selected_point();
+  const std::optional<core::PointId> selected = parts_.editor->selected_point();
   const std::vector<core::PointId> ids =
       selected ? std::vector<core::PointId>{*selected} : std::vector<core::PointId>{};
   const std::optional<int64_t> frame =
-      quality_->next_suspicious_frame(ids, window_->session()->requested_frame(), backward);
+      quality_->next_suspicious_frame(ids, parts_.session->requested_frame(), backward);
   if (!frame) {
     message(backward ? tr("No suspicious frame before this one") : tr("No suspicious frame after this one"));
     return std::nullopt;
   }
-  window_->timeline()->pause();
-  window_->seek(*frame);
+  seek(*frame);
   return frame;
 }
 

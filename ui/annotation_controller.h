@@ -1,7 +1,7 @@
 #pragma once
 // AnnotationController: the correction loop and the reading aids of the workbench, wired in one place so that
-// MainWindow stays a window. It owns the TrackQualityModel, puts the QualityStrip under the timeline (aligned with
-// its slider), and connects the actions:
+// MainWindow stays a window. It owns the TrackQualityModel and the QualityStrip (which the window puts under the
+// timeline; the controller keeps it aligned with the timeline's slider), and connects the actions:
 //   Edit:      Undo / Redo (every edit through the editor's history), mark occluded / visible here, delete the
 //              selected track's future / past;
 //   Playback:  next / previous keyframe, next / previous suspicious frame (selected track, else every track);
@@ -9,9 +9,13 @@
 //              merged by the chosen policy (Settings), and the forward-backward consistency check;
 //   View:      the quality strip on or off.
 //
-//   auto* annotation = new AnnotationController(window, tracking->service());   // after the TrackingController
-//   annotation->quality_strip()->rows();
+//   auto* annotation = new AnnotationController(parts, tracking->service(), window);   // after the TrackingController
+//   window->add_below_timeline(annotation->quality_strip());
+//   connect(window, &MainWindow::video_opened, annotation, &AnnotationController::on_video_opened);
+//   connect(annotation, &AnnotationController::seek_requested, window, &MainWindow::seek);
 //
+// It works with the window's parts (ui/workbench_parts.h), never with the window: seeking (a keyframe, a
+// suspicious frame, a click in the strip) pauses the timeline and asks the window through seek_requested().
 // "The shown frame" is the canvas's frame (the one the user sees and drags on). Messages go to the status bar.
 // Threads: GUI thread only.
 
@@ -21,10 +25,10 @@
 #include <optional>
 
 #include "core/tracking/track_edit.h"
+#include "ui/workbench_parts.h"
 
 namespace trackscope::ui {
 
-class MainWindow;
 class QualityStrip;
 class TrackerService;
 class TrackQualityModel;
@@ -32,7 +36,8 @@ class TrackQualityModel;
 class AnnotationController : public QObject {
   Q_OBJECT
  public:
-  AnnotationController(MainWindow* window, TrackerService* service);
+  /// `service` may be null (a workbench without tracking): re-track and the consistency check then do nothing.
+  AnnotationController(const WorkbenchParts& parts, TrackerService* service, QObject* parent);
   ~AnnotationController() override;
 
   TrackQualityModel* quality() const { return quality_; }
@@ -49,6 +54,13 @@ class AnnotationController : public QObject {
   std::optional<int64_t> go_to_keyframe(bool backward);
   std::optional<int64_t> go_to_suspicious(bool backward);
 
+  /// The window opened a video: the strip covers its frames.
+  void on_video_opened();
+
+ Q_SIGNALS:
+  /// Show frame `index` (the timeline is paused already).
+  void seek_requested(qint64 index);
+
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
 
@@ -60,10 +72,11 @@ class AnnotationController : public QObject {
   void delete_track(bool after);
   void message(const QString& text);
   int64_t shown_frame() const;
+  void seek(int64_t frame);
 
-  MainWindow* window_ = nullptr;
-  // The watched slider, compared by identity in eventFilter: the window's accessors must not be called there,
-  // since Qt still delivers events to the filter while the MainWindow is being destroyed (UBSan saw it).
+  WorkbenchParts parts_;
+  // The watched slider, compared by identity in eventFilter: no part may be used there, since Qt still delivers
+  // events to the filter while the MainWindow (and its parts) is being destroyed (UBSan saw it).
   // QObject pointers, cast with qobject_cast when used: a QPointer<QSlider> would downcast an object that is
   // already half destroyed.
   QPointer<QObject> watched_slider_;

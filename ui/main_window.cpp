@@ -20,13 +20,17 @@
 #include "core/log.h"
 #include "ui/annotation_controller.h"
 #include "ui/annotation_editor.h"
-#include "ui/project/export_controller.h"
+#include "ui/perf/performance_dock.h"
 #include "ui/point_list_panel.h"
+#include "ui/project/export_controller.h"
 #include "ui/settings.h"
 #include "ui/timeline.h"
+#include "ui/tracking/quality_strip.h"
 #include "ui/tracking/tracking_controller.h"
+#include "ui/tracking/tracking_widgets.h"
 #include "ui/video_canvas.h"
 #include "ui/video_session.h"
+#include "ui/workbench_parts.h"
 
 namespace trackscope::ui {
 namespace {
@@ -62,18 +66,7 @@ MainWindow::MainWindow(MainWindowOptions options, QWidget* parent)
   build_widgets();
   connect_actions();
   connect_session();
-  TrackingOptions tracking;
-  tracking.tracker_factory = std::move(options_.tracker_factory);
-  tracking.telemetry_factory = options_.telemetry_factory;
-  tracking.video_opener = options_.video_opener;
-  tracking.tracker = options_.tracker_options;
-  tracking_ = new TrackingController(this, std::move(tracking));  // before restoreState: it adds docks and a toolbar
-  annotations_ = new AnnotationController(this, tracking_->service());
-  prompts_ = complete_prompts(options_.project.prompts,
-                              options_.headless ? headless_project_prompts() : default_project_prompts());
-  options_.project.prompts = prompts_;
-  projects_ = new ProjectController(this, std::move(options_.project));
-  exports_ = new ExportController(this, options_.video_opener);
+  create_controllers();
   connect(projects_, &ProjectController::state_changed, this, &MainWindow::update_window_title);
   rebuild_recent_menu();
   update_status_fields();
@@ -93,6 +86,43 @@ MainWindow::~MainWindow() {
   // Join the decode thread while every widget it could reach through queued calls still exists.
   delete session_;
   session_ = nullptr;
+}
+
+void MainWindow::create_controllers() {
+  // The controllers get the parts they work with, and ask the window for what only it does through signals.
+  const WorkbenchParts parts{editor_,         session_,  canvas_,     timeline_, point_list_,
+                             settings_.get(), &actions_, statusBar(), this};
+  TrackingOptions tracking;
+  tracking.tracker_factory = std::move(options_.tracker_factory);
+  tracking.telemetry_factory = options_.telemetry_factory;
+  tracking.video_opener = options_.video_opener;
+  tracking.tracker = options_.tracker_options;
+  tracking_ = new TrackingController(parts, std::move(tracking), this);
+  // Placed before restoreState (which finds them by object name).
+  addToolBar(Qt::TopToolBarArea, tracking_->toolbar());
+  addDockWidget(Qt::BottomDockWidgetArea, tracking_->performance_dock());
+  // Hidden until asked for (View > Panels > Performance; the window remembers it): its charts need height the
+  // video canvas would lose. It collects runs and telemetry while hidden.
+  tracking_->performance_dock()->hide();
+  connect(this, &MainWindow::video_opened, tracking_, &TrackingController::on_video_opened);
+  connect(tracking_, &TrackingController::error, this, &MainWindow::report_error);
+
+  annotations_ = new AnnotationController(parts, tracking_->service(), this);
+  add_below_timeline(annotations_->quality_strip());
+  connect(this, &MainWindow::video_opened, annotations_, &AnnotationController::on_video_opened);
+  connect(annotations_, &AnnotationController::seek_requested, this, &MainWindow::seek);
+
+  prompts_ = complete_prompts(options_.project.prompts,
+                              options_.headless ? headless_project_prompts() : default_project_prompts());
+  options_.project.prompts = prompts_;
+  projects_ = new ProjectController(parts, tracking_, annotations_, std::move(options_.project), this);
+  connect(this, &MainWindow::video_opened, projects_, &ProjectController::on_video_opened);
+  connect(projects_, &ProjectController::video_open_requested, this, &MainWindow::open_video_now);
+  connect(projects_, &ProjectController::seek_requested, this, &MainWindow::seek);
+  connect(projects_, &ProjectController::error, this, &MainWindow::report_error);
+
+  exports_ = new ExportController(parts, projects_, tracking_, prompts_, options_.video_opener, this);
+  connect(exports_, &ExportController::error, this, &MainWindow::report_error);
 }
 
 void MainWindow::build_widgets() {

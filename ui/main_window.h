@@ -115,6 +115,9 @@ class MainWindow : public QMainWindow {
 
  private:
   void build_widgets();
+  /// Creates the tracking, annotation, project and export controllers with the parts they use and wires their
+  /// signals to the window.
+  void create_controllers();
   void connect_actions();
   void connect_session();
   void choose_and_open_video();

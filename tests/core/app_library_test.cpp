@@ -345,9 +345,7 @@ DeviceInfo device(const std::string& id) {
 }
 
 TEST(BatchWorkers, ThreadsChunksAndBudgetsPerDevice) {
-  const auto budget = [](const DeviceInfo& d) -> int64_t {
-    return d.is_cuda() ? int64_t{8} << 30 : int64_t{4} << 30;
-  };
+  const auto budget = [](const DeviceInfo& d) -> int64_t { return d.is_cuda() ? int64_t{8} << 30 : int64_t{4} << 30; };
   const std::vector<BatchWorkerSpec> mixed =
       plan_batch_workers({device("cuda:0"), device("cuda:0"), device("cpu"), device("cpu")},
                          {.available_cpus = 10, .default_budget_bytes = budget});

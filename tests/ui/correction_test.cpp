@@ -3,6 +3,7 @@
 // with the track data asserted at every step; marking occlusion by hand; deleting a track's past; the quality
 // cues (velocity outliers, the forward-backward check) and the keyframe / suspicious-frame navigation.
 #include <QAction>
+#include <QMainWindow>
 #include <QSignalSpy>
 #include <QStatusBar>
 
@@ -11,10 +12,16 @@
 
 #include "tracking_bench.h"
 #include "ui/annotation_controller.h"
+#include "ui/annotation_editor.h"
+#include "ui/point_list_panel.h"
 #include "ui/settings.h"
+#include "ui/timeline.h"
 #include "ui/tracking/quality_strip.h"
 #include "ui/tracking/track_quality_model.h"
+#include "ui/video_canvas.h"
+#include "ui/video_session.h"
 #include "ui/workbench_actions.h"
+#include "ui/workbench_parts.h"
 
 using namespace std::chrono_literals;
 using namespace trackscope;
@@ -301,6 +308,47 @@ class CorrectionTest : public QObject {
         QVERIFY2(found, qPrintable(action->objectName() + ": " + native(sequence)));
       }
     }
+  }
+
+  // The controller works with the parts it is given, with no MainWindow anywhere: navigation asks for a seek
+  // through its signal (the timeline paused), and a miss goes to the status bar it was given.
+  void annotation_controller_needs_no_window() {
+    QTemporaryDir folder;
+    QVERIFY(folder.isValid());
+    QMainWindow host;  // only the menus' and the parts' parent
+    ui::Settings settings(folder.filePath("settings.ini"));
+    settings.set_merge_policy(core::MergePolicy::fill_missing);
+    const ui::WorkbenchActions actions = ui::create_workbench_actions(&host);
+    auto* centre = new QWidget(&host);
+    auto* editor = new ui::AnnotationEditor(&host);
+    auto* session = new ui::VideoSession({}, {}, &host);
+    const ui::WorkbenchParts parts{editor,
+                                   session,
+                                   new ui::VideoCanvas(editor, centre),
+                                   new ui::Timeline(centre),
+                                   new ui::PointListPanel(editor, centre),
+                                   &settings,
+                                   &actions,
+                                   host.statusBar(),
+                                   &host};
+    ui::AnnotationController controller(parts, nullptr, nullptr);
+    QCOMPARE(controller.merge_policy(), core::MergePolicy::fill_missing);  // from the Settings part
+    QCOMPARE(controller.quality_strip()->parentWidget(), centre);          // beside the timeline, not top-level
+
+    const core::Query query{12, 40.5, 60.5};
+    const core::PointId id = editor->add_point(query);  // selected
+    core::Track track;
+    track.query = query;
+    for (int64_t f = 0; f < kClipFrames; ++f) track.points.push_back(fake_estimate(query, f, kClipWidth, kClipHeight));
+    QVERIFY(editor->set_track(id, std::move(track), {"fake", "cpu", "fp32"}));
+
+    QSignalSpy seeks(&controller, &ui::AnnotationController::seek_requested);
+    QCOMPARE(controller.go_to_keyframe(false), std::optional<int64_t>(12));  // the query frame, after frame 0
+    QCOMPARE(seeks.size(), 1);
+    QCOMPARE(seeks.at(0).at(0).toLongLong(), 12);
+    QCOMPARE(controller.go_to_keyframe(true), std::nullopt);  // none before frame 0
+    QCOMPARE(seeks.size(), 1);
+    QCOMPARE(host.statusBar()->currentMessage(), QStringLiteral("No keyframe before this frame"));
   }
 };
 

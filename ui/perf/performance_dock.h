@@ -26,6 +26,7 @@
 
 #include "core/perf/diagnosis.h"
 #include "core/perf/telemetry.h"
+#include "ui/perf/live_run.h"
 #include "ui/perf/profile_entry.h"
 
 class QLabel;
@@ -41,12 +42,6 @@ class RooflineTable;
 class StageBreakdownChart;
 class StageHistoryChart;
 class TelemetryPanel;
-
-/// What a running job reports to the dock: its stage samples so far (chunk by chunk).
-struct LiveRunSnapshot {
-  bool running = false;
-  std::vector<core::StageSample> samples;
-};
 
 class PerformanceDock : public QDockWidget {
   Q_OBJECT

@@ -9,12 +9,12 @@
 #include "core/log.h"
 #include "ui/annotation_editor.h"
 #include "ui/frame_server_factory.h"
-#include "ui/main_window.h"
 #include "ui/project/annotated_video.h"
 #include "ui/project/project_controller.h"
 #include "ui/settings.h"
 #include "ui/tracking/tracking_controller.h"
 #include "ui/video_session.h"
+#include "ui/workbench_actions.h"
 
 namespace trackscope::ui {
 namespace {
@@ -34,10 +34,17 @@ QString filter_for(core::io::TrackFormat format) {
 
 }  // namespace
 
-ExportController::ExportController(MainWindow* window, VideoOpenerFactory video_opener)
-    : QObject(window), window_(window), video_opener_(std::move(video_opener)) {
+ExportController::ExportController(const WorkbenchParts& parts, ProjectController* projects,
+                                   TrackingController* tracking, ProjectPrompts prompts,
+                                   VideoOpenerFactory video_opener, QObject* parent)
+    : QObject(parent),
+      parts_(parts),
+      projects_(projects),
+      tracking_(tracking),
+      prompts_(std::move(prompts)),
+      video_opener_(std::move(video_opener)) {
   if (!video_opener_) video_opener_ = [](const std::filesystem::path& path) { return core::open_video_file(path); };
-  const WorkbenchActions& actions = window->actions();
+  const WorkbenchActions& actions = *parts_.actions;
   connect(actions.export_csv, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::csv); });
   connect(actions.export_json, &QAction::triggered, this, [this] { choose_and_export(core::io::TrackFormat::json); });
   connect(actions.export_npz, &QAction::triggered, this,
@@ -60,72 +67,71 @@ void ExportController::shutdown() {
 }
 
 core::io::TrackVideo ExportController::track_video() const {
-  const VideoSession* session = window_->session();
+  const VideoSession* session = parts_.session;
   const core::VideoInfo& info = session->info();
   return {path_from_qstring(session->path()).string(), info.width, info.height, info.frame_count,
           info.frame_rate.to_double()};
 }
 
 bool ExportController::export_tracks(core::io::TrackFormat format, const QString& path) {
-  if (!window_->session()->has_video()) {
-    window_->statusBar()->showMessage(tr("Open a video first"), kMessageMs);
+  if (!parts_.session->has_video()) {
+    parts_.status_bar->showMessage(tr("Open a video first"), kMessageMs);
     return false;
   }
-  const core::io::TrackTable table = core::io::track_table(window_->editor()->annotation(), track_video());
+  const core::io::TrackTable table = core::io::track_table(parts_.editor->annotation(), track_video());
   if (table.tracks.empty()) {
-    window_->statusBar()->showMessage(tr("Nothing to export: track some points first"), kMessageMs);
+    parts_.status_bar->showMessage(tr("Nothing to export: track some points first"), kMessageMs);
     return false;
   }
   const core::Status written = core::io::write_tracks(path_from_qstring(path), table, format);
   if (!written) {
-    window_->report_error(tr("Could not export tracks"), QString::fromStdString(written.message()));
+    Q_EMIT error(tr("Could not export tracks"), QString::fromStdString(written.message()));
     return false;
   }
-  window_->statusBar()->showMessage(tr("Exported %n track(s) to %1", nullptr, static_cast<int>(table.tracks.size()))
-                                        .arg(QDir::toNativeSeparators(path)),
-                                    kMessageMs);
+  parts_.status_bar->showMessage(tr("Exported %n track(s) to %1", nullptr, static_cast<int>(table.tracks.size()))
+                                     .arg(QDir::toNativeSeparators(path)),
+                                 kMessageMs);
   return true;
 }
 
 int ExportController::import_tracks(const QString& path) {
   const std::optional<core::io::TrackFormat> format = core::io::track_format_from_path(path_from_qstring(path));
   if (!format || !core::io::can_read(*format)) {
-    window_->report_error(tr("Could not import tracks"),
-                          tr("%1: import reads .csv, .json and .npz (TAP-Vid) files").arg(path));
+    Q_EMIT error(tr("Could not import tracks"), tr("%1: import reads .csv, .json and .npz (TAP-Vid) files").arg(path));
     return 0;
   }
-  if (!window_->session()->has_video()) {
-    window_->statusBar()->showMessage(tr("Open the tracks' video first"), kMessageMs);
+  if (!parts_.session->has_video()) {
+    parts_.status_bar->showMessage(tr("Open the tracks' video first"), kMessageMs);
     return 0;
   }
   core::io::TrackImportOptions options;
-  options.width = window_->session()->info().width;
-  options.height = window_->session()->info().height;
-  options.frame_count = window_->session()->info().frame_count;  // tracks longer than the video are refused
+  options.width = parts_.session->info().width;
+  options.height = parts_.session->info().height;
+  options.frame_count = parts_.session->info().frame_count;  // tracks longer than the video are refused
   core::Expected<core::io::TrackTable> table = core::io::read_tracks(path_from_qstring(path), *format, options);
   if (!table) {
-    window_->report_error(tr("Could not import tracks"),
-                          tr("%1\n\nNothing was changed.").arg(QString::fromStdString(table.status().message())));
+    Q_EMIT error(tr("Could not import tracks"),
+                 tr("%1\n\nNothing was changed.").arg(QString::fromStdString(table.status().message())));
     return 0;
   }
-  const int added = window_->editor()->import_tracks(
-      *table, tr("Import %n track(s)", nullptr, static_cast<int>(table->tracks.size())));
-  window_->statusBar()->showMessage(tr("Imported %n track(s) from %1", nullptr, added).arg(QFileInfo(path).fileName()),
-                                    kMessageMs);
+  const int added =
+      parts_.editor->import_tracks(*table, tr("Import %n track(s)", nullptr, static_cast<int>(table->tracks.size())));
+  parts_.status_bar->showMessage(tr("Imported %n track(s) from %1", nullptr, added).arg(QFileInfo(path).fileName()),
+                                 kMessageMs);
   return added;
 }
 
 bool ExportController::export_video(const QString& path) {
-  if (worker_.joinable() || !window_->session()->has_video()) return false;
-  const std::optional<core::io::Project> snapshot = window_->projects()->current_project();
+  if (worker_.joinable() || !parts_.session->has_video()) return false;
+  const std::optional<core::io::Project> snapshot = projects_->current_project();
   if (!snapshot) return false;
   AnnotatedVideoOptions options;
-  options.overlay = window_->tracking()->track_overlay();
-  const core::VideoOpener open = video_opener_(path_from_qstring(window_->session()->path()));
+  options.overlay = tracking_->track_overlay();
+  const core::VideoOpener open = video_opener_(path_from_qstring(parts_.session->path()));
   const std::filesystem::path target = path_from_qstring(path);
   // Checked now, not after minutes of encoding: the folder must take a new file.
   if (const core::Status writable = core::io::check_writable(target); !writable) {
-    window_->report_error(tr("Could not export the annotated video"), QString::fromStdString(writable.message()));
+    Q_EMIT error(tr("Could not export the annotated video"), QString::fromStdString(writable.message()));
     return false;
   }
   progress_posted_->store(false);
@@ -156,50 +162,50 @@ bool ExportController::export_video(const QString& path) {
     QMetaObject::invokeMethod(
         this, [this, status, path] { on_video_finished(status, path); }, Qt::QueuedConnection);
   });
-  window_->statusBar()->showMessage(tr("Exporting the annotated video to %1 ...").arg(QDir::toNativeSeparators(path)));
+  parts_.status_bar->showMessage(tr("Exporting the annotated video to %1 ...").arg(QDir::toNativeSeparators(path)));
   return true;
 }
 
 void ExportController::on_video_progress(int64_t done, int64_t total) {
-  window_->statusBar()->showMessage(tr("Exporting the annotated video: frame %1 of %2").arg(done).arg(total));
+  parts_.status_bar->showMessage(tr("Exporting the annotated video: frame %1 of %2").arg(done).arg(total));
 }
 
 void ExportController::on_video_finished(const core::Status& status, const QString& path) {
   if (worker_.joinable()) worker_.join();
   if (!status) {
     if (status.code() != core::StatusCode::cancelled) {
-      window_->report_error(tr("Could not export the annotated video"), QString::fromStdString(status.message()));
+      Q_EMIT error(tr("Could not export the annotated video"), QString::fromStdString(status.message()));
     }
     Q_EMIT video_export_finished(false, QString::fromStdString(status.message()));
     return;
   }
   const QString message = tr("Exported the annotated video to %1").arg(QDir::toNativeSeparators(path));
-  window_->statusBar()->showMessage(message, kMessageMs);
+  parts_.status_bar->showMessage(message, kMessageMs);
   Q_EMIT video_export_finished(true, message);
 }
 
 void ExportController::choose_and_export(core::io::TrackFormat format) {
-  if (!window_->session()->has_video()) return;
+  if (!parts_.session->has_video()) return;
   const QString base =
-      QFileInfo(window_->session()->path()).completeBaseName() + QString::fromLatin1(core::io::default_suffix(format));
-  const QString start = QDir(window_->settings().last_open_folder()).filePath(base);
-  const QString path = window_->project_prompts().save_path(window_, tr("Export Tracks"), start, filter_for(format));
+      QFileInfo(parts_.session->path()).completeBaseName() + QString::fromLatin1(core::io::default_suffix(format));
+  const QString start = QDir(parts_.settings->last_open_folder()).filePath(base);
+  const QString path = prompts_.save_path(parts_.dialog_parent, tr("Export Tracks"), start, filter_for(format));
   if (!path.isEmpty()) export_tracks(format, path);
 }
 
 void ExportController::choose_and_export_video() {
-  if (!window_->session()->has_video()) return;
-  const QString start = QDir(window_->settings().last_open_folder())
-                            .filePath(QFileInfo(window_->session()->path()).completeBaseName() + "_tracks.mp4");
+  if (!parts_.session->has_video()) return;
+  const QString start = QDir(parts_.settings->last_open_folder())
+                            .filePath(QFileInfo(parts_.session->path()).completeBaseName() + "_tracks.mp4");
   const QString path =
-      window_->project_prompts().save_path(window_, tr("Export Annotated Video"), start, tr("MP4 video (*.mp4)"));
+      prompts_.save_path(parts_.dialog_parent, tr("Export Annotated Video"), start, tr("MP4 video (*.mp4)"));
   if (!path.isEmpty()) export_video(path);
 }
 
 void ExportController::choose_and_import() {
   const QString path =
-      window_->project_prompts().open_path(window_, tr("Import Tracks"), window_->settings().last_open_folder(),
-                                           tr("Tracks (*.csv *.json *.npz);;All files (*)"));
+      prompts_.open_path(parts_.dialog_parent, tr("Import Tracks"), parts_.settings->last_open_folder(),
+                         tr("Tracks (*.csv *.json *.npz);;All files (*)"));
   if (!path.isEmpty()) import_tracks(path);
 }
 

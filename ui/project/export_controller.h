@@ -3,14 +3,17 @@
 // annotated H.264 video) and File > Import Tracks (CSV, JSON, TAP-Vid .npz, as new points: one undo step).
 // Formats and conventions: core/io/track_formats.h and docs/annotation.md.
 //
-//   auto* exports = new ExportController(window, video_opener);
+//   auto* exports = new ExportController(parts, projects, tracking, prompts, video_opener, window);
+//   connect(exports, &ExportController::error, window, &MainWindow::report_error);
 //   exports->export_tracks(core::io::TrackFormat::csv, "/tmp/tracks.csv");      // synchronous
 //   exports->import_tracks("/tmp/other.npz");
 //   exports->export_video("/tmp/annotated.mp4");      // returns at once; video_export_finished follows
 //
 // The annotated video is rendered on a worker thread from a snapshot of the annotation, through its own
 // decoder (the injected VideoOpenerFactory, as the tracker's), with progress in the status bar; closing the
-// window cancels and joins it. Errors go to MainWindow::report_error and change nothing.
+// window cancels and joins it. Errors go out through error() and change nothing. It works with the window's parts
+// (ui/workbench_parts.h), the project controller (the annotation's snapshot) and the tracking controller (how
+// tracks are drawn), never with the window.
 // Threads: GUI thread only (the video worker posts back with queued invokeMethod calls).
 
 #include <QObject>
@@ -21,16 +24,20 @@
 #include <thread>
 
 #include "core/io/track_formats.h"
+#include "ui/project/project_prompts.h"
 #include "ui/tracking/tracker_service.h"
+#include "ui/workbench_parts.h"
 
 namespace trackscope::ui {
 
-class MainWindow;
+class ProjectController;
+class TrackingController;
 
 class ExportController : public QObject {
   Q_OBJECT
  public:
-  ExportController(MainWindow* window, VideoOpenerFactory video_opener);
+  ExportController(const WorkbenchParts& parts, ProjectController* projects, TrackingController* tracking,
+                   ProjectPrompts prompts, VideoOpenerFactory video_opener, QObject* parent);
   ~ExportController() override;
 
   /// Writes the tracks of every tracked point. False (reported) when there is nothing to export or it failed.
@@ -51,13 +58,18 @@ class ExportController : public QObject {
 
  Q_SIGNALS:
   void video_export_finished(bool ok, const QString& message);
+  /// An error for the user (the window's one error path).
+  void error(const QString& title, const QString& message);
 
  private:
   core::io::TrackVideo track_video() const;
   void on_video_progress(int64_t done, int64_t total);
   void on_video_finished(const core::Status& status, const QString& path);
 
-  MainWindow* window_ = nullptr;
+  WorkbenchParts parts_;
+  ProjectController* projects_ = nullptr;
+  TrackingController* tracking_ = nullptr;
+  ProjectPrompts prompts_;
   VideoOpenerFactory video_opener_;
   std::jthread worker_;
   std::shared_ptr<std::atomic<bool>> progress_posted_ = std::make_shared<std::atomic<bool>>(false);

@@ -14,11 +14,11 @@
 #include "ui/annotation_controller.h"
 #include "ui/annotation_editor.h"
 #include "ui/frame_server_factory.h"
-#include "ui/main_window.h"
 #include "ui/settings.h"
 #include "ui/tracking/tracking_controller.h"
 #include "ui/video_canvas.h"
 #include "ui/video_session.h"
+#include "ui/workbench_actions.h"
 
 namespace trackscope::ui {
 namespace {
@@ -55,12 +55,13 @@ QString move_aside(const QString& path) {
 
 }  // namespace
 
-ProjectController::ProjectController(MainWindow* window, ProjectOptions options)
-    : QObject(window), window_(window), options_(std::move(options)) {
+ProjectController::ProjectController(const WorkbenchParts& parts, TrackingController* tracking,
+                                     AnnotationController* annotations, ProjectOptions options, QObject* parent)
+    : QObject(parent), parts_(parts), tracking_(tracking), annotations_(annotations), options_(std::move(options)) {
   options_.prompts = complete_prompts(std::move(options_.prompts));
   recovery_folder_ = options_.recovery_folder;
   if (recovery_folder_.isEmpty())
-    recovery_folder_ = QFileInfo(window->settings().location()).absolutePath() + "/recovery";
+    recovery_folder_ = QFileInfo(parts_.settings->location()).absolutePath() + "/recovery";
   QDir().mkpath(recovery_folder_);
   // One session = one lock + one recovery file; the lock tells a later start whether this session still runs.
   const QString session =
@@ -70,14 +71,13 @@ ProjectController::ProjectController(MainWindow* window, ProjectOptions options)
   if (!session_lock_->tryLock(0)) core::log::warn("could not lock the recovery session {}", session.toStdString());
   recovery_file_ = QDir(recovery_folder_).filePath(session + kRecoverySuffix);
 
-  connect(window, &MainWindow::video_opened, this, &ProjectController::on_video_opened);
-  connect(window->session(), &VideoSession::open_failed, this, [this](const QString&, const QString& message) {
+  connect(parts_.session, &VideoSession::open_failed, this, [this](const QString&, const QString& message) {
     if (!pending_) return;
     const QString source = pending_->project_path.isEmpty() ? pending_->recovery_source : pending_->project_path;
     pending_.reset();
     Q_EMIT project_open_failed(source, message);
   });
-  connect(window->editor(), &AnnotationEditor::history_changed, this, &ProjectController::state_changed);
+  connect(parts_.editor, &AnnotationEditor::history_changed, this, &ProjectController::state_changed);
   connect(&autosave_timer_, &QTimer::timeout, this, [this] { (void)autosave_now(); });
   load_ticker_.setInterval(250);
   connect(&load_ticker_, &QTimer::timeout, this, &ProjectController::show_load_progress);
@@ -95,13 +95,13 @@ ProjectController::~ProjectController() {
   session_lock_->unlock();
 }
 
-bool ProjectController::dirty() const { return !window_->editor()->is_clean(); }
+bool ProjectController::dirty() const { return !parts_.editor->is_clean(); }
 
 bool ProjectController::confirm_discard(const QString& what) {
   if (!dirty()) return true;
   const QString name = project_path_.isEmpty() ? tr("the unsaved project") : QFileInfo(project_path_).fileName();
-  switch (
-      options_.prompts.unsaved_changes(window_, tr("%1 has unsaved changes. Save them before %2?").arg(name, what))) {
+  switch (options_.prompts.unsaved_changes(parts_.dialog_parent,
+                                           tr("%1 has unsaved changes. Save them before %2?").arg(name, what))) {
     case UnsavedChoice::save: return save();
     case UnsavedChoice::discard: return true;
     case UnsavedChoice::cancel: return false;
@@ -111,14 +111,14 @@ bool ProjectController::confirm_discard(const QString& what) {
 
 void ProjectController::choose_and_open() {
   if (!confirm_discard(tr("opening another project"))) return;
-  const QString path = options_.prompts.open_path(window_, tr("Open Project"), window_->settings().last_open_folder(),
-                                                  tr(kProjectFilter));
+  const QString path = options_.prompts.open_path(parts_.dialog_parent, tr("Open Project"),
+                                                  parts_.settings->last_open_folder(), tr(kProjectFilter));
   if (!path.isEmpty()) open_project(path);
 }
 
 bool ProjectController::open_project(const QString& path) {
   if (loader_.joinable()) {
-    window_->statusBar()->showMessage(
+    parts_.status_bar->showMessage(
         tr("Still reading %1: open %2 when it is done").arg(QFileInfo(loading_path_).fileName(), path), kMessageMs);
     return false;
   }
@@ -139,16 +139,16 @@ bool ProjectController::open_project(const QString& path) {
 void ProjectController::show_load_progress() {
   if (!loader_.joinable()) return;
   if (!load_bar_) {
-    load_bar_ = new QProgressBar(window_->statusBar());
+    load_bar_ = new QProgressBar(parts_.status_bar);
     load_bar_->setRange(0, 0);  // busy: the parser is one call without intermediate progress
     load_bar_->setMaximumWidth(120);
-    window_->statusBar()->addPermanentWidget(load_bar_);
+    parts_.status_bar->addPermanentWidget(load_bar_);
   }
   load_bar_->show();
   const qint64 elapsed_ms = load_clock_.elapsed();
-  window_->statusBar()->showMessage(tr("Reading project %1 ... %2 s")
-                                        .arg(QDir::toNativeSeparators(loading_path_))
-                                        .arg(static_cast<double>(elapsed_ms) / 1000.0, 0, 'f', 1));
+  parts_.status_bar->showMessage(tr("Reading project %1 ... %2 s")
+                                     .arg(QDir::toNativeSeparators(loading_path_))
+                                     .arg(static_cast<double>(elapsed_ms) / 1000.0, 0, 'f', 1));
   Q_EMIT open_progress(loading_path_, elapsed_ms);
 }
 
@@ -165,7 +165,7 @@ void ProjectController::on_project_read(const QString& path, core::Expected<core
   core::log::info("read project {} in {} ms", path.toStdString(), load_clock_.elapsed());
   if (!project) {
     const QString message = QString::fromStdString(project.status().message());
-    window_->report_error(tr("Could not open project"), tr("%1\n\nNothing was changed.").arg(message));
+    Q_EMIT error(tr("Could not open project"), tr("%1\n\nNothing was changed.").arg(message));
     Q_EMIT project_open_failed(path, message);
     return;
   }
@@ -178,13 +178,13 @@ bool ProjectController::start_open(core::io::Project project, const QString& pro
                                    bool clean, const QString& recovery_source) {
   const std::optional<QString> video = resolve_video(project, project_path.isEmpty() ? source : project_path);
   if (!video) {
-    window_->statusBar()->showMessage(
+    parts_.status_bar->showMessage(
         tr("Opening %1 was cancelled; nothing was changed").arg(QFileInfo(source).fileName()), kMessageMs);
     return false;
   }
   pending_ = Pending{std::move(project), project_path, absolute(*video), clean, recovery_source};
-  window_->statusBar()->showMessage(tr("Opening project %1 ...").arg(QDir::toNativeSeparators(source)));
-  window_->open_video_now(*video);
+  parts_.status_bar->showMessage(tr("Opening project %1 ...").arg(QDir::toNativeSeparators(source)));
+  Q_EMIT video_open_requested(*video);
   return true;
 }
 
@@ -193,19 +193,19 @@ std::optional<QString> ProjectController::resolve_video(const core::io::Project&
   if (const auto found = core::io::locate_project_video(project, path_from_qstring(project_path))) {
     candidate = qstring_from_path(*found);
   } else {
-    candidate = options_.prompts.locate_video(window_, QString::fromStdString(project.video.path));
+    candidate = options_.prompts.locate_video(parts_.dialog_parent, QString::fromStdString(project.video.path));
     if (candidate.isEmpty()) return std::nullopt;
   }
   if (project.video.fingerprint.sha256.empty()) return candidate;  // saved without one: nothing to compare
   const core::Status same = core::io::check_project_video(project, path_from_qstring(candidate));
   if (same) return candidate;
   if (same.code() != core::StatusCode::corrupt_data) {
-    window_->report_error(tr("Could not open project"),
-                          tr("%1\n\nNothing was changed.").arg(QString::fromStdString(same.message())));
+    Q_EMIT error(tr("Could not open project"),
+                 tr("%1\n\nNothing was changed.").arg(QString::fromStdString(same.message())));
     return std::nullopt;
   }
   const bool use_anyway = options_.prompts.confirm(
-      window_, tr("A different video?"),
+      parts_.dialog_parent, tr("A different video?"),
       tr("%1\n\nThe tracks may not fit this file. Use it anyway?").arg(QString::fromStdString(same.message())));
   if (!use_anyway) return std::nullopt;
   return candidate;
@@ -220,29 +220,29 @@ void ProjectController::on_video_opened(const QString& path) {
   }
   // Another video replaced the annotation: it no longer belongs to a project file.
   project_path_.clear();
-  autosaved_revision_ = window_->editor()->revision();
+  autosaved_revision_ = parts_.editor->revision();
   Q_EMIT state_changed();
 }
 
 void ProjectController::apply(const Pending& pending) {
   const core::io::Project& project = pending.project;
-  window_->editor()->load(project, pending.clean);
+  parts_.editor->load(project, pending.clean);
   project_path_ = pending.project_path;
   const core::io::ProjectView& view = project.view;
-  TrackOverlayOptions overlay = window_->tracking()->track_overlay();
+  TrackOverlayOptions overlay = tracking_->track_overlay();
   overlay.show_tracks = view.show_tracks;
   overlay.show_occluded = view.show_occluded;
   overlay.trail_before_frames = view.trail_before_frames;
   overlay.trail_after_frames = view.trail_after_frames;
   overlay.colouring = parse_track_colouring(QString::fromStdString(view.colouring)).value_or(overlay.colouring);
-  window_->tracking()->set_track_overlay(overlay);
-  window_->annotations()->set_quality_strip_visible(view.show_quality_strip);
-  window_->seek(view.current_frame);
-  if (project.video.frame_count > 0 && project.video.frame_count != window_->session()->frame_count()) {
-    window_->statusBar()->showMessage(tr("Warning: the project was made for %1 frames, this video has %2")
-                                          .arg(project.video.frame_count)
-                                          .arg(window_->session()->frame_count()),
-                                      15000);
+  tracking_->set_track_overlay(overlay);
+  annotations_->set_quality_strip_visible(view.show_quality_strip);
+  Q_EMIT seek_requested(view.current_frame);
+  if (project.video.frame_count > 0 && project.video.frame_count != parts_.session->frame_count()) {
+    parts_.status_bar->showMessage(tr("Warning: the project was made for %1 frames, this video has %2")
+                                       .arg(project.video.frame_count)
+                                       .arg(parts_.session->frame_count()),
+                                   15000);
   }
   if (!pending.recovery_source.isEmpty()) {
     // The edits live in this session now: write them to our own recovery file before dropping the old one.
@@ -251,19 +251,19 @@ void ProjectController::apply(const Pending& pending) {
     QFile::remove(pending.recovery_source);
     QFile::remove(pending.recovery_source.left(pending.recovery_source.size() - kRecoverySuffix.size()) + ".lock");
   } else {
-    autosaved_revision_ = window_->editor()->revision();
+    autosaved_revision_ = parts_.editor->revision();
     remove_recovery_file();
   }
   if (!pending.project_path.isEmpty()) {
-    window_->settings().add_recent_file(pending.project_path);
-    window_->settings().set_last_open_folder(QFileInfo(pending.project_path).absolutePath());
+    parts_.settings->add_recent_file(pending.project_path);
+    parts_.settings->set_last_open_folder(QFileInfo(pending.project_path).absolutePath());
   }
   Q_EMIT state_changed();
   Q_EMIT project_opened(pending.project_path);
 }
 
 core::io::ProjectVideo ProjectController::video_description() const {
-  const VideoSession* session = window_->session();
+  const VideoSession* session = parts_.session;
   core::io::ProjectVideo video =
       core::io::describe_video(path_from_qstring(absolute(session->path())).string(), session->info());
   if (fingerprint_cache_ && fingerprint_cache_->first == session->path()) {
@@ -279,21 +279,21 @@ core::io::ProjectVideo ProjectController::video_description() const {
 
 core::io::ProjectView ProjectController::view_description() const {
   core::io::ProjectView view;
-  view.current_frame = std::max<int64_t>(0, window_->session()->requested_frame());
-  view.selected_point = window_->editor()->selected_point();
-  const TrackOverlayOptions& overlay = window_->tracking()->track_overlay();
+  view.current_frame = std::max<int64_t>(0, parts_.session->requested_frame());
+  view.selected_point = parts_.editor->selected_point();
+  const TrackOverlayOptions& overlay = tracking_->track_overlay();
   view.show_tracks = overlay.show_tracks;
   view.show_occluded = overlay.show_occluded;
   view.trail_before_frames = overlay.trail_before_frames;
   view.trail_after_frames = overlay.trail_after_frames;
   view.colouring = to_string(overlay.colouring);
-  view.show_quality_strip = window_->actions().show_quality_strip->isChecked();
+  view.show_quality_strip = parts_.actions->show_quality_strip->isChecked();
   return view;
 }
 
 std::optional<core::io::Project> ProjectController::current_project() const {
-  if (!window_->session()->has_video()) return std::nullopt;
-  return core::io::make_project(window_->editor()->annotation(), video_description(), view_description());
+  if (!parts_.session->has_video()) return std::nullopt;
+  return core::io::make_project(parts_.editor->annotation(), video_description(), view_description());
 }
 
 bool ProjectController::save() {
@@ -302,14 +302,14 @@ bool ProjectController::save() {
 }
 
 bool ProjectController::choose_and_save_as() {
-  if (!window_->session()->has_video()) {
-    window_->statusBar()->showMessage(tr("Open a video first: a project belongs to a video"), kMessageMs);
+  if (!parts_.session->has_video()) {
+    parts_.status_bar->showMessage(tr("Open a video first: a project belongs to a video"), kMessageMs);
     return false;
   }
   QString start = project_path_;
-  if (start.isEmpty()) start = QFileInfo(window_->session()->path()).completeBaseName() + ".trackscope";
-  if (QFileInfo(start).isRelative()) start = QDir(window_->settings().last_open_folder()).filePath(start);
-  const QString path = options_.prompts.save_path(window_, tr("Save Project"), start, tr(kProjectFilter));
+  if (start.isEmpty()) start = QFileInfo(parts_.session->path()).completeBaseName() + ".trackscope";
+  if (QFileInfo(start).isRelative()) start = QDir(parts_.settings->last_open_folder()).filePath(start);
+  const QString path = options_.prompts.save_path(parts_.dialog_parent, tr("Save Project"), start, tr(kProjectFilter));
   return !path.isEmpty() && save_as(path);
 }
 
@@ -319,7 +319,7 @@ bool ProjectController::save_as(const QString& path) {
     target += QLatin1String(core::io::kProjectExtension);
   if (!write_project(target)) return false;
   project_path_ = target;
-  window_->settings().add_recent_file(target);
+  parts_.settings->add_recent_file(target);
   Q_EMIT state_changed();
   return true;
 }
@@ -327,27 +327,27 @@ bool ProjectController::save_as(const QString& path) {
 bool ProjectController::write_project(const QString& path) {
   const std::optional<core::io::Project> project = current_project();
   if (!project) {
-    window_->statusBar()->showMessage(tr("Open a video first: a project belongs to a video"), kMessageMs);
+    parts_.status_bar->showMessage(tr("Open a video first: a project belongs to a video"), kMessageMs);
     return false;
   }
   const core::Status saved = core::io::save_project(path_from_qstring(path), *project, options_.save_options);
   if (!saved) {
-    window_->report_error(tr("Could not save project"),
-                          tr("%1\n\nYour edits are still here (and in the recovery file); try another folder.")
-                              .arg(QString::fromStdString(saved.message())));
+    Q_EMIT error(tr("Could not save project"),
+                 tr("%1\n\nYour edits are still here (and in the recovery file); try another folder.")
+                     .arg(QString::fromStdString(saved.message())));
     return false;
   }
-  window_->editor()->mark_clean();
-  autosaved_revision_ = window_->editor()->revision();
+  parts_.editor->mark_clean();
+  autosaved_revision_ = parts_.editor->revision();
   remove_recovery_file();
-  window_->statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), kMessageMs);
+  parts_.status_bar->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), kMessageMs);
   Q_EMIT project_saved(path);
   Q_EMIT state_changed();
   return true;
 }
 
 bool ProjectController::autosave_now() {
-  const uint64_t revision = window_->editor()->revision();
+  const uint64_t revision = parts_.editor->revision();
   if (!dirty()) {
     remove_recovery_file();
     autosaved_revision_ = revision;
@@ -362,8 +362,8 @@ bool ProjectController::autosave_now() {
       core::io::write_file_atomically(path_from_qstring(recovery_file_), core::io::project_to_json(*project));
   if (!written) {
     core::log::warn("autosave failed: {}", written.message());
-    window_->statusBar()->showMessage(tr("Autosave failed: %1").arg(QString::fromStdString(written.message())),
-                                      kMessageMs);
+    parts_.status_bar->showMessage(tr("Autosave failed: %1").arg(QString::fromStdString(written.message())),
+                                   kMessageMs);
     return false;
   }
   autosaved_revision_ = revision;
@@ -388,7 +388,7 @@ void ProjectController::check_recovery() {
     if (!project) {
       // Moved aside, so that a damaged file is reported once and never stands between the user and the app.
       const QString aside = move_aside(file.absoluteFilePath());
-      window_->report_error(
+      Q_EMIT error(
           tr("Could not read a recovery file"),
           aside.isEmpty()
               ? tr("%1\n\nThe file is kept at %2; delete it to stop this message.")
@@ -406,7 +406,7 @@ void ProjectController::check_recovery() {
            "can be recovered.",
            nullptr, static_cast<int>(project->points.size()))
             .arg(belongs_to.isEmpty() ? tr("an unsaved project") : QFileInfo(belongs_to).fileName(), when);
-    const RecoveryChoice choice = options_.prompts.offer_recovery(window_, text);
+    const RecoveryChoice choice = options_.prompts.offer_recovery(parts_.dialog_parent, text);
     if (choice == RecoveryChoice::discard) {
       QFile::remove(file.absoluteFilePath());
     } else if (choice == RecoveryChoice::recover) {

@@ -5,9 +5,14 @@
 //
 //   ProjectOptions options;                          // MainWindowOptions::project
 //   options.autosave_interval_ms = 60000;            // once a minute, when something changed
-//   auto* projects = new ProjectController(window, std::move(options));
+//   auto* projects = new ProjectController(parts, tracking, annotations, std::move(options), window);
+//   connect(window, &MainWindow::video_opened, projects, &ProjectController::on_video_opened);
+//   connect(projects, &ProjectController::video_open_requested, window, &MainWindow::open_video_now);
 //   projects->open_project("bees.trackscope");       // returns at once: the video opens, then the points appear
 //   projects->save_as("bees.trackscope");
+//
+// It works with the window's parts (ui/workbench_parts.h) and the tracking and annotation controllers (the view
+// settings a project saves), never with the window: opening a video, seeking and errors go out as signals.
 //
 // Opening: the file is read and validated first, on a loader thread (a project of 100,000 points takes seconds
 // to parse; the window stays responsive and the status bar shows a busy bar and the elapsed time); a corrupt,
@@ -38,10 +43,12 @@
 
 #include "core/io/project.h"
 #include "ui/project/project_prompts.h"
+#include "ui/workbench_parts.h"
 
 namespace trackscope::ui {
 
-class MainWindow;
+class AnnotationController;
+class TrackingController;
 
 struct ProjectOptions {
   QString recovery_folder;                    // empty: "recovery" beside the settings file
@@ -54,7 +61,8 @@ struct ProjectOptions {
 class ProjectController : public QObject {
   Q_OBJECT
  public:
-  ProjectController(MainWindow* window, ProjectOptions options);
+  ProjectController(const WorkbenchParts& parts, TrackingController* tracking, AnnotationController* annotations,
+                    ProjectOptions options, QObject* parent);
   ~ProjectController() override;
 
   /// Starts opening a project (see the header comment) and returns at once: project_opened or
@@ -89,6 +97,10 @@ class ProjectController : public QObject {
   /// The current state as a project (for saving, autosave and tests). Needs an open video.
   std::optional<core::io::Project> current_project() const;
 
+  /// The window opened the video at `path`: a project waiting for it is applied, any other video ends the
+  /// project (its annotation was cleared).
+  void on_video_opened(const QString& path);
+
  Q_SIGNALS:
   /// A project (or a recovery file) was applied: its points are in the editor.
   void project_opened(const QString& path);
@@ -99,6 +111,12 @@ class ProjectController : public QObject {
   void project_saved(const QString& path);
   /// The title-relevant state changed (project path or dirty flag).
   void state_changed();
+  /// A project's video should open (the window opens it as a video, never as a project).
+  void video_open_requested(const QString& path);
+  /// Show frame `index` (a project's saved frame).
+  void seek_requested(qint64 index);
+  /// An error for the user (the window's one error path).
+  void error(const QString& title, const QString& message);
 
  private:
   struct Pending {
@@ -114,14 +132,15 @@ class ProjectController : public QObject {
   void show_load_progress();
   void stop_loader();
   std::optional<QString> resolve_video(const core::io::Project& project, const QString& project_path);
-  void on_video_opened(const QString& path);
   void apply(const Pending& pending);
   core::io::ProjectVideo video_description() const;
   core::io::ProjectView view_description() const;
   bool write_project(const QString& path);
   void remove_recovery_file();
 
-  MainWindow* window_ = nullptr;
+  WorkbenchParts parts_;
+  TrackingController* tracking_ = nullptr;
+  AnnotationController* annotations_ = nullptr;
   ProjectOptions options_;
   std::jthread loader_;   // reads and validates a project file off the GUI thread
   QString loading_path_;  // the file loader_ reads

@@ -16,16 +16,6 @@
 
 namespace trackscope::ui {
 
-const char* to_string(TrackingState state) {
-  switch (state) {
-    case TrackingState::idle: return "idle";
-    case TrackingState::loading_model: return "loading_model";
-    case TrackingState::tracking: return "tracking";
-    case TrackingState::cancelling: return "cancelling";
-  }
-  return "?";
-}
-
 // Written by the tracking thread, read by the GUI thread: the stage samples and the latest progress.
 struct TrackerService::LiveState {
   mutable std::mutex mutex;
@@ -37,15 +27,11 @@ struct TrackerService::LiveState {
 
 // The job in flight: what was asked, so results can be matched to points that still hold that query.
 struct TrackerService::RunContext {
-  JobKind kind = JobKind::track;
-  RetrackRequest retrack;  // kind retrack: what was asked
-  core::FrameRange range;  // the frames tracked
+  core::TrackingPlan plan;  // what was asked, so results can be matched to points that still hold that query
   uint64_t generation = 0;
   TrackerKey key;
   core::TrackerDescription tracker;
-  std::vector<core::PointId> ids;
-  std::vector<core::Query> queries;
-  std::string plan;  // the memory plan's summary
+  std::string memory_plan;  // the memory plan's summary
   int tracks_done = 0;
   std::vector<bool> delivered;                        // queries whose final track has arrived (applied or queued)
   std::deque<std::pair<size_t, core::Track>> queued;  // final tracks not applied yet (query index, track)
@@ -82,6 +68,7 @@ TrackerService::TrackerService(std::unique_ptr<core::TrackerFactory> factory, An
       factory_(std::move(factory)),
       editor_(editor),
       options_(std::move(options)),
+      scheduler_({}, false),
       live_(std::make_shared<LiveState>()) {
   if (!options_.video_opener)
     options_.video_opener = [](const std::filesystem::path& path) { return core::open_video_file(path); };
@@ -91,20 +78,21 @@ TrackerService::TrackerService(std::unique_ptr<core::TrackerFactory> factory, An
   }
   if (devices_.empty()) devices_.push_back({core::DeviceId::cpu().to_string(), "CPU"});
   const core::Expected<core::DeviceId> device = core::DeviceId::parse(options_.tracker.device);
-  wanted_ = {options_.tracker.model, device ? resolve_device(*device) : options_.tracker.device,
-             options_.tracker.precision};
+  scheduler_ = core::TrackerScheduler<TrackerKey>(
+      {options_.tracker.model, device ? resolve_device(*device) : options_.tracker.device, options_.tracker.precision},
+      factory_ != nullptr);
 }
 
 TrackerService::~TrackerService() { shutdown(); }
 
 void TrackerService::shutdown() {
-  if (shut_down_) return;
-  shut_down_ = true;
-  pending_track_.reset();
+  if (scheduler_.is_shut_down()) return;
+  scheduler_.shut_down();
   ++generation_;  // results of the job below are dropped
   if (job_) {
     job_->cancel();
     job_.reset();  // joins the tracking thread
+    scheduler_.job_finished();
   }
   if (loader_.joinable()) loader_.join();  // a model creation cannot be interrupted; it is short-lived
   {
@@ -122,7 +110,7 @@ std::string TrackerService::resolve_device(const core::DeviceId& id) const {
 void TrackerService::set_video(const std::filesystem::path& path, int64_t frame_count) {
   if (path == video_path_ && frame_count == video_frame_count_) return;
   if (job_) cancel_job(tr("another video was opened"));
-  pending_track_.reset();
+  scheduler_.drop_pending();
   video_path_ = path;
   video_frame_count_ = frame_count;
   advance();
@@ -132,50 +120,45 @@ void TrackerService::clear_video() { set_video({}, 0); }
 
 void TrackerService::set_model(const QString& model) {
   if (model.isEmpty()) return;
-  TrackerKey key = wanted_;
+  TrackerKey key = selection();
   key.model = model.toStdString();
   switch_selection(key, tr("the model was switched"));
 }
 
 void TrackerService::set_device(const core::DeviceId& device_id) {
-  TrackerKey key = wanted_;
+  TrackerKey key = selection();
   key.device = resolve_device(device_id);
   switch_selection(key, tr("the device was switched to %1").arg(qstring(key.device)));
 }
 
 void TrackerService::set_precision(core::Precision precision) {
-  TrackerKey key = wanted_;
+  TrackerKey key = selection();
   key.precision = precision;
   switch_selection(key, tr("the precision was switched to %1").arg(core::to_string(precision)));
 }
 
 void TrackerService::switch_selection(const TrackerKey& key, const QString& reason) {
-  if (shut_down_ || key == wanted_) return;
-  wanted_ = key;
+  // Switching moves the model at once (off the GUI thread), so the next Track does not wait for it.
+  if (!scheduler_.select(key)) return;
   Q_EMIT selection_changed();
   if (job_) cancel_job(reason);
   if (!factory_) return;
-  // Switching moves the model at once (off the GUI thread), so the next Track does not wait for it.
-  load_wanted_ = true;
-  if (const auto cached = cache_.find(wanted_); cached != cache_.end()) {
-    Q_EMIT tracker_ready(qstring(cached->second->description().model_name) + tr(" on ") + qstring(wanted_.device) +
+  if (const auto cached = cache_.find(key); cached != cache_.end()) {
+    Q_EMIT tracker_ready(qstring(cached->second->description().model_name) + tr(" on ") + qstring(key.device) +
                          tr(" (already loaded)"));
   }
   advance();
 }
 
 bool TrackerService::track(const std::vector<core::PointId>& ids) {
-  if (shut_down_ || !editor_) return false;
+  if (scheduler_.is_shut_down() || !editor_) return false;
   const core::Annotation& annotation = editor_->annotation();
-  const bool any = ids.empty()
-                       ? !annotation.empty()
-                       : std::any_of(ids.begin(), ids.end(), [&](core::PointId id) { return annotation.find(id); });
-  if (!video_path_.empty() && !any) {
+  if (!video_path_.empty() && !core::has_points_to_track(annotation, ids)) {
     Q_EMIT message(tr("Nothing to track: click on the video to add query points first"));
     return false;
   }
   // The same limit the tracker enforces (core/limits.h), refused here before a model is even loaded.
-  const size_t points = ids.empty() ? annotation.size() : ids.size();
+  const size_t points = core::requested_point_count(annotation, ids);
   if (const core::Status allowed = core::check_tracked_point_count(static_cast<int64_t>(points)); !allowed) {
     Q_EMIT error(tr("Too many points to track"),
                  tr("%1\n\nSelect the points to track (Ctrl+Shift+T tracks the selected one). Nothing was changed.")
@@ -186,65 +169,48 @@ bool TrackerService::track(const std::vector<core::PointId>& ids) {
 }
 
 bool TrackerService::retrack(const RetrackRequest& request) {
-  if (shut_down_ || !editor_) return false;
-  const core::PointTrack* track = editor_->annotation().track(request.id);
-  const core::QueryPoint* point = editor_->annotation().find(request.id);
-  if (point == nullptr) {
-    Q_EMIT message(tr("Select a point to re-track first"));
-    return false;
+  if (scheduler_.is_shut_down() || !editor_) return false;
+  switch (core::check_retrack(editor_->annotation(), request, video_frame_count_)) {
+    case core::RetrackCheck::ok: break;
+    case core::RetrackCheck::no_point: Q_EMIT message(tr("Select a point to re-track first")); return false;
+    case core::RetrackCheck::not_keyframe:
+      Q_EMIT message(tr("Frame %1 is not a keyframe of point %2: drag the point on this frame to correct it, or go "
+                        "to a keyframe (K)")
+                         .arg(request.keyframe)
+                         .arg(request.id));
+      return false;
+    case core::RetrackCheck::outside_video: return false;
   }
-  const bool is_keyframe =
-      request.keyframe == point->query.frame || (track != nullptr && track->is_keyframe(request.keyframe));
-  if (!is_keyframe) {
-    Q_EMIT message(tr("Frame %1 is not a keyframe of point %2: drag the point on this frame to correct it, or go to "
-                      "a keyframe (K)")
-                       .arg(request.keyframe)
-                       .arg(request.id));
-    return false;
-  }
-  if (video_frame_count_ > 0 && (request.keyframe < 0 || request.keyframe >= video_frame_count_)) return false;
   return request_job({JobKind::retrack, {request.id}, request});
 }
 
 bool TrackerService::check_consistency(const std::vector<core::PointId>& ids) {
-  if (shut_down_ || !editor_) return false;
-  const core::Annotation& annotation = editor_->annotation();
-  std::vector<core::PointId> checkable;
-  for (const core::QueryPoint& point : annotation) {
-    if (!ids.empty() && std::find(ids.begin(), ids.end(), point.id) == ids.end()) continue;
-    const core::PointTrack* track = annotation.track(point.id);
-    if (track != nullptr && core::consistency_anchor(track->track)) checkable.push_back(point.id);
-  }
+  if (scheduler_.is_shut_down() || !editor_) return false;
+  std::vector<core::PointId> checkable = core::consistency_candidates(editor_->annotation(), ids);
   if (checkable.empty()) {
     Q_EMIT message(tr("Nothing to check: track the points first (the check re-tracks each track from its far end)"));
     return false;
   }
-  return request_job({JobKind::consistency, checkable, {}});
+  return request_job({JobKind::consistency, std::move(checkable), {}});
 }
 
-bool TrackerService::request_job(PendingJob job) {
-  if (video_path_.empty()) {
-    Q_EMIT message(tr("Open a video first"));
-    return false;
+bool TrackerService::request_job(core::JobRequest job) {
+  switch (scheduler_.admit(std::move(job), !video_path_.empty())) {
+    case core::JobAdmission::accepted: break;
+    case core::JobAdmission::no_video: Q_EMIT message(tr("Open a video first")); return false;
+    case core::JobAdmission::no_tracker:
+      Q_EMIT error(tr("No tracker"), tr("This build of Trackscope has no point tracker wired in, so points cannot be "
+                                        "tracked. The points are unchanged."));
+      return false;
+    case core::JobAdmission::busy: Q_EMIT message(tr("Already tracking: cancel the running job first")); return false;
+    case core::JobAdmission::shut_down: return false;
   }
-  if (!factory_) {
-    Q_EMIT error(tr("No tracker"), tr("This build of Trackscope has no point tracker wired in, so points cannot be "
-                                      "tracked. The points are unchanged."));
-    return false;
-  }
-  if (job_ && !cancelling_) {
-    Q_EMIT message(tr("Already tracking: cancel the running job first"));
-    return false;
-  }
-  pending_track_ = std::move(job);
-  load_wanted_ = true;
   advance();
   return true;
 }
 
 void TrackerService::cancel() {
-  const bool had_pending = pending_track_.has_value();
-  pending_track_.reset();
+  const bool had_pending = scheduler_.drop_pending();
   if (job_) {
     cancel_job(tr("cancelled by the user"));
   } else if (had_pending) {
@@ -254,9 +220,8 @@ void TrackerService::cancel() {
 }
 
 void TrackerService::cancel_job(const QString& reason) {
-  if (!job_ || cancelling_) return;
+  if (!job_ || !scheduler_.begin_cancel()) return;
   core::log::info("cancelling the tracking job: {}", reason.toStdString());
-  cancelling_ = true;
   job_->cancel();
   Q_EMIT message(tr("Cancelling tracking: %1 ...").arg(reason));
   update_state();
@@ -269,27 +234,20 @@ void TrackerService::clear_cache() {
   }
 }
 
-// The one place that decides what happens next: start a job, load a model, or wait for one of them.
+// What happens next (start the waiting job, load a model, or wait) is the scheduler's decision.
 void TrackerService::advance() {
-  if (shut_down_) return;
-  if (!job_ && factory_) {
-    const auto cached = cache_.find(wanted_);
-    if (pending_track_ && cached != cache_.end()) {
-      const PendingJob job = std::move(*pending_track_);
-      pending_track_.reset();
-      start_job(cached->second, job);
-    } else if (load_wanted_ && cached == cache_.end() && !loading_) {
-      start_load(wanted_);
-    } else if (cached != cache_.end()) {
-      load_wanted_ = false;
-    }
+  if (scheduler_.is_shut_down()) return;
+  core::TrackerStep<TrackerKey> step = scheduler_.next(cache_.count(selection()) > 0);
+  switch (step.action) {
+    case core::TrackerAction::none: break;
+    case core::TrackerAction::start_load: start_load(step.load); break;
+    case core::TrackerAction::start_job: start_job(cache_.at(selection()), step.job); break;
   }
   update_state();
 }
 
 void TrackerService::start_load(const TrackerKey& key) {
   if (loader_.joinable()) loader_.join();  // the previous creation has posted its result already
-  loading_ = key;
   core::TrackerOptions options = options_.tracker;
   options.model = key.model;
   options.device = key.device;
@@ -320,87 +278,46 @@ void TrackerService::start_load(const TrackerKey& key) {
 
 void TrackerService::finish_load(const TrackerKey& key, const std::shared_ptr<CreateResult>& result) {
   if (loader_.joinable()) loader_.join();
-  loading_.reset();
-  if (shut_down_) return;
-  if (*result && result->value() != nullptr) {
-    std::shared_ptr<core::PointTracker> tracker = std::move(result->value());
+  const bool created = *result && result->value() != nullptr;
+  if (scheduler_.is_shut_down()) {
+    scheduler_.load_finished(key, created);
+    return;
+  }
+  std::shared_ptr<core::PointTracker> tracker;
+  if (created) {
+    tracker = std::move(result->value());
+    cache_[key] = tracker;
+  }
+  const auto outcome = scheduler_.load_finished(key, created);
+  if (created && outcome.for_selection) {
     const QString name = qstring(tracker->description().model_name);
-    cache_[key] = std::move(tracker);
-    if (key == wanted_) {
-      load_wanted_ = false;
-      Q_EMIT tracker_ready(tr("%1 on %2 (%3)").arg(name, qstring(key.device), core::to_string(key.precision)));
-    }
-  } else if (key == wanted_) {
+    Q_EMIT tracker_ready(tr("%1 on %2 (%3)").arg(name, qstring(key.device), core::to_string(key.precision)));
+  } else if (!created && outcome.for_selection) {
     const core::Status status =
         result->has_value() ? core::internal_error("the tracker factory returned no tracker") : result->status();
-    load_wanted_ = false;
-    const bool had_pending = pending_track_.has_value();
-    pending_track_.reset();
     update_state();
     QString text = tr("Could not load %1:\n%2").arg(describe(key), qstring(status.message()));
     if (const QString advice = advice_for(status); !advice.isEmpty()) text += "\n\n" + advice;
-    if (had_pending) text += tr("\n\nNothing was tracked; the points are unchanged.");
+    if (outcome.dropped_job) text += tr("\n\nNothing was tracked; the points are unchanged.");
     Q_EMIT error(tr("Could not load the tracker"), text);
-    if (had_pending) Q_EMIT job_finished(false, tr("Tracking failed: the model could not be loaded"));
+    if (outcome.dropped_job) Q_EMIT job_finished(false, tr("Tracking failed: the model could not be loaded"));
   }
   // A load of a selection the user has since left is kept in the cache (or dropped if it failed); the current
   // selection may still need its own.
   advance();
 }
 
-bool TrackerService::prepare_run(RunContext& run, const PendingJob& job, core::TrackRequest& request) {
-  const core::Annotation& annotation = editor_->annotation();
-  run.kind = job.kind;
-  request.first_frame = 0;
-  request.end_frame = -1;
-  run.range = {0, video_frame_count_};
-  switch (job.kind) {
-    case JobKind::track:
-      for (const core::QueryPoint& point : annotation) {
-        if (job.ids.empty() || std::find(job.ids.begin(), job.ids.end(), point.id) != job.ids.end()) {
-          run.ids.push_back(point.id);
-          run.queries.push_back(point.query);
-        }
-      }
-      break;
-    case JobKind::retrack: {
-      const core::QueryPoint* point = annotation.find(job.retrack.id);
-      if (point == nullptr) break;
-      const core::PointTrack* track = annotation.track(job.retrack.id);
-      std::optional<core::Query> query = track ? core::keyframe_query(*track, job.retrack.keyframe) : std::nullopt;
-      if (job.retrack.keyframe == point->query.frame) query = point->query;
-      if (!query) break;
-      run.retrack = job.retrack;
-      run.range = core::retrack_range(job.retrack.direction, job.retrack.keyframe, video_frame_count_);
-      request.first_frame = run.range.first_frame;
-      request.end_frame = run.range.end_frame;
-      run.ids.push_back(point->id);
-      run.queries.push_back(*query);
-      break;
-    }
-    case JobKind::consistency:
-      for (core::PointId id : job.ids) {
-        const core::PointTrack* track = annotation.track(id);
-        const std::optional<core::Query> anchor = track ? core::consistency_anchor(track->track) : std::nullopt;
-        if (!anchor) continue;
-        run.ids.push_back(id);
-        run.queries.push_back(*anchor);
-      }
-      break;
-  }
-  request.queries = run.queries;
-  return !run.ids.empty();
-}
-
-void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracker, const PendingJob& job) {
-  auto run = std::make_unique<RunContext>();
-  core::TrackRequest request;
-  if (!prepare_run(*run, job, request)) {
+void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracker, const core::JobRequest& job) {
+  std::optional<core::TrackingPlan> planned = core::plan_tracking_job(editor_->annotation(), job, video_frame_count_);
+  if (!planned) {
     Q_EMIT job_finished(false, tr("Nothing to track: the points were removed or changed"));
     return;
   }
+  auto run = std::make_unique<RunContext>();
+  core::TrackRequest request = planned->request();
+  run->plan = std::move(*planned);
   run->generation = ++generation_;
-  run->key = wanted_;
+  run->key = selection();
   run->tracker = tracker->description();
   run->started = std::chrono::steady_clock::now();
   last_tracker_ = run->tracker;
@@ -462,22 +379,22 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
     QMetaObject::invokeMethod(
         this, [this, generation, shared] { on_job_finished(generation, shared); }, Qt::QueuedConnection);
   };
-  const int points = static_cast<int>(run->ids.size());
+  const int points = static_cast<int>(run->plan.ids.size());
   run_ = std::move(run);
-  cancelling_ = false;
+  scheduler_.job_started();
   core::log::info("tracking {} points of {} with {}", points, video_path_.string(), run_->tracker.model_name);
   job_ =
       core::TrackingJob::start(tracker, options_.video_opener(video_path_), std::move(request), std::move(callbacks));
-  Q_EMIT job_started(points, run_->range.end_frame - run_->range.first_frame);
-  switch (run_->kind) {
+  Q_EMIT job_started(points, run_->plan.range.end_frame - run_->plan.range.first_frame);
+  switch (run_->plan.kind) {
     case JobKind::track:
       Q_EMIT message(tr("Tracking %n point(s) with %1 ...", nullptr, points).arg(qstring(run_->tracker.model_name)));
       break;
     case JobKind::retrack:
       Q_EMIT message(tr("Re-tracking point %1 %2 from frame %3 ...")
-                         .arg(run_->retrack.id)
-                         .arg(core::to_string(run_->retrack.direction))
-                         .arg(run_->retrack.keyframe));
+                         .arg(run_->plan.retrack.id)
+                         .arg(core::to_string(run_->plan.retrack.direction))
+                         .arg(run_->plan.retrack.keyframe));
       break;
     case JobKind::consistency: Q_EMIT message(tr("Forward-backward check of %n track(s) ...", nullptr, points)); break;
   }
@@ -496,7 +413,7 @@ void TrackerService::on_job_progress(uint64_t generation) {
 
 void TrackerService::on_job_partial(uint64_t generation, core::TrackSet partial, size_t first_query) {
   // Re-tracks and checks are applied whole when they finish (one undo step, one comparison).
-  if (generation != generation_ || !run_ || run_->kind != JobKind::track) return;
+  if (generation != generation_ || !run_ || run_->plan.kind != JobKind::track) return;
   queue_tracks(*run_, std::move(partial), first_query);
   if (!run_->drain_posted) {
     run_->drain_posted = true;
@@ -506,10 +423,10 @@ void TrackerService::on_job_partial(uint64_t generation, core::TrackSet partial,
 }
 
 void TrackerService::queue_tracks(RunContext& run, core::TrackSet tracks, size_t first_query) {
-  run.delivered.resize(run.ids.size(), false);
+  run.delivered.resize(run.plan.ids.size(), false);
   for (size_t i = 0; i < tracks.tracks.size(); ++i) {
     const size_t query = first_query + i;
-    if (query >= run.ids.size()) break;
+    if (query >= run.plan.ids.size()) break;
     // Partial results are final (TrackObserver::on_partial): the job's whole result queues only the rest.
     if (run.delivered[query]) continue;
     run.delivered[query] = true;
@@ -541,23 +458,22 @@ bool TrackerService::apply_queued_tracks(RunContext& run) {
   while (!run.queued.empty() && std::chrono::steady_clock::now() - started < kApplySlice) {
     auto [query, track] = std::move(run.queued.front());
     run.queued.pop_front();
-    const core::PointId id = run.ids[query];
-    const core::QueryPoint* point = editor_->annotation().find(id);
+    const core::PointId id = run.plan.ids[query];
     // A point moved or deleted while the job ran keeps what the user did; its old query's track is stale.
-    if (point != nullptr && point->query == run.queries[query]) {
+    if (core::result_staleness(editor_->annotation(), run.plan, query) == core::ResultStaleness::current) {
       editor_->set_track(id, std::move(track), provenance,
-                         tr("Track %n point(s)", nullptr, static_cast<int>(run.ids.size())),
+                         tr("Track %n point(s)", nullptr, static_cast<int>(run.plan.ids.size())),
                          QStringLiteral("job-%1").arg(run.generation));
     }
     run.tracks_done = std::max(run.tracks_done, static_cast<int>(query + 1));
   }
-  Q_EMIT tracks_applied(run.tracks_done, static_cast<int>(run.ids.size()));
+  Q_EMIT tracks_applied(run.tracks_done, static_cast<int>(run.plan.ids.size()));
   return run.queued.empty();
 }
 
 void TrackerService::on_job_plan(uint64_t generation, const QString& headline, const std::string& summary) {
   if (generation != generation_ || !run_) return;
-  run_->plan = summary;
+  run_->memory_plan = summary;
   Q_EMIT plan_chosen(headline);
 }
 
@@ -565,7 +481,7 @@ void TrackerService::on_job_finished(uint64_t generation,
                                      const std::shared_ptr<core::Expected<core::TrackSet>>& result) {
   if (generation != generation_ || !run_) return;
   // The tracks go into the annotation a slice at a time (the job stays "tracking" until they are all in).
-  if (run_->kind == JobKind::track) {
+  if (run_->plan.kind == JobKind::track) {
     if (*result && !run_->result_queued) {
       run_->result_queued = true;
       queue_tracks(*run_, std::move(**result), 0);  // keeps frame_count
@@ -577,6 +493,7 @@ void TrackerService::on_job_finished(uint64_t generation,
     }
   }
   job_.reset();  // the thread has delivered its result; joining returns at once
+  const bool was_cancelled = scheduler_.job_finished();
   const double wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_->started).count();
   std::vector<core::StageSample> samples;
@@ -585,24 +502,22 @@ void TrackerService::on_job_finished(uint64_t generation,
     live_->running = false;
     samples = live_->samples;
   }
-  const bool was_cancelled = cancelling_;
-  cancelling_ = false;
   std::unique_ptr<RunContext> run = std::move(run_);
   if (*result) {
-    if (run->kind != JobKind::track) finish_special_run(*run, **result);
+    if (run->plan.kind != JobKind::track) finish_special_run(*run, **result);
     CompletedRun completed;
     completed.tracker = run->tracker;
     completed.samples = std::move(samples);
     completed.wall_ms = wall_ms;
-    completed.points = static_cast<int>(run->ids.size());
+    completed.points = static_cast<int>(run->plan.ids.size());
     completed.frames = (*result)->frame_count > 0 ? (*result)->frame_count : video_frame_count_;
     completed.query_chunk = options_.tracker.query_chunk;
     completed.video = video_path_.string();
     completed.run_number = ++run_count_;
-    completed.plan = run->plan;
+    completed.plan = run->memory_plan;
     Q_EMIT run_completed(completed);
     const QString seconds = QString::number(wall_ms / 1000.0, 'f', 1);
-    switch (run->kind) {
+    switch (run->plan.kind) {
       case JobKind::track:
         Q_EMIT job_finished(true, tr("Tracked %n point(s) over %1 frames in %2 s", nullptr, completed.points)
                                       .arg(completed.frames)
@@ -610,9 +525,9 @@ void TrackerService::on_job_finished(uint64_t generation,
         break;
       case JobKind::retrack:
         Q_EMIT job_finished(true, tr("Re-tracked point %1 %2 from frame %3 in %4 s")
-                                      .arg(run->retrack.id)
-                                      .arg(core::to_string(run->retrack.direction))
-                                      .arg(run->retrack.keyframe)
+                                      .arg(run->plan.retrack.id)
+                                      .arg(core::to_string(run->plan.retrack.direction))
+                                      .arg(run->plan.retrack.keyframe)
                                       .arg(seconds));
         break;
       case JobKind::consistency:
@@ -621,12 +536,12 @@ void TrackerService::on_job_finished(uint64_t generation,
         break;
     }
   } else if (result->status().code() == core::StatusCode::cancelled || was_cancelled) {
-    Q_EMIT job_finished(
-        false,
-        tr("Tracking cancelled (%1 of %2 tracks were finished and kept)").arg(run->tracks_done).arg(run->ids.size()));
+    Q_EMIT job_finished(false, tr("Tracking cancelled (%1 of %2 tracks were finished and kept)")
+                                   .arg(run->tracks_done)
+                                   .arg(run->plan.ids.size()));
   } else {
     const core::Status status = result->status();
-    QString text = tr("Tracking %n point(s) with %1 on %2 failed:\n%3", nullptr, static_cast<int>(run->ids.size()))
+    QString text = tr("Tracking %n point(s) with %1 on %2 failed:\n%3", nullptr, static_cast<int>(run->plan.ids.size()))
                        .arg(qstring(run->tracker.model_name), qstring(run->key.device), qstring(status.message()));
     if (const QString advice = advice_for(status); !advice.isEmpty()) text += "\n\n" + advice;
     text += run->tracks_done > 0 ? tr("\n\nThe query points are unchanged; the tracks of %1 points finished before the "
@@ -644,28 +559,23 @@ void TrackerService::finish_special_run(RunContext& run, const core::TrackSet& r
   if (!editor_) return;
   const core::TrackProvenance provenance{run.tracker.model_name, run.tracker.device.id,
                                          core::to_string(run.tracker.precision)};
-  const core::Annotation& annotation = editor_->annotation();
-  for (size_t i = 0; i < run.ids.size() && i < result.tracks.size(); ++i) {
-    const core::PointId id = run.ids[i];
-    const core::QueryPoint* point = annotation.find(id);
-    const core::PointTrack* track = annotation.track(id);
-    if (point == nullptr) continue;
-    if (run.kind == JobKind::retrack) {
-      // The keyframe must still be where it was when the job started, or the result answers an old question.
-      std::optional<core::Query> now = track ? core::keyframe_query(*track, run.retrack.keyframe) : std::nullopt;
-      if (run.retrack.keyframe == point->query.frame) now = point->query;
-      if (!now || !(*now == run.queries[i])) {
+  for (size_t i = 0; i < run.plan.ids.size() && i < result.tracks.size(); ++i) {
+    const core::PointId id = run.plan.ids[i];
+    const core::ResultStaleness staleness = core::result_staleness(editor_->annotation(), run.plan, i);
+    if (run.plan.kind == JobKind::retrack) {
+      if (staleness == core::ResultStaleness::query_changed) {
         Q_EMIT message(tr("Point %1 changed during re-tracking; the result was dropped").arg(id));
-        continue;
       }
-      editor_->apply_retracked(id, result.tracks[i], run.retrack.policy, provenance,
+      if (staleness != core::ResultStaleness::current) continue;
+      editor_->apply_retracked(id, result.tracks[i], run.plan.retrack.policy, provenance,
                                tr("Re-track point %1 %2 from frame %3 (%4)")
                                    .arg(id)
-                                   .arg(core::to_string(run.retrack.direction))
-                                   .arg(run.retrack.keyframe)
-                                   .arg(core::to_string(run.retrack.policy)));
-    } else if (track != nullptr) {
-      const std::vector<float> distance = core::consistency_error(track->track, result.tracks[i]);
+                                   .arg(core::to_string(run.plan.retrack.direction))
+                                   .arg(run.plan.retrack.keyframe)
+                                   .arg(core::to_string(run.plan.retrack.policy)));
+    } else if (staleness == core::ResultStaleness::current) {
+      const std::vector<float> distance =
+          core::consistency_error(editor_->annotation().track(id)->track, result.tracks[i]);
       Q_EMIT consistency_checked(id, QList<float>(distance.begin(), distance.end()));
     }
   }
@@ -677,12 +587,7 @@ LiveRunSnapshot TrackerService::live_snapshot() const {
 }
 
 void TrackerService::update_state() {
-  TrackingState state = TrackingState::idle;
-  if (job_) {
-    state = cancelling_ ? TrackingState::cancelling : TrackingState::tracking;
-  } else if (loading_ && (pending_track_ || *loading_ == wanted_)) {
-    state = TrackingState::loading_model;
-  }
+  const TrackingState state = scheduler_.state();
   if (state == state_) return;
   state_ = state;
   Q_EMIT state_changed();

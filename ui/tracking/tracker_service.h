@@ -1,15 +1,15 @@
 #pragma once
-// TrackerService: the GUI's access to the tracker. It owns the injected core::TrackerFactory, a cache of the
-// trackers it created (one per model, device and precision: switching back reuses the loaded model), and at
-// most one core::TrackingJob, of one of three kinds:
-//  * track: the annotation's query points (all, or some) over the whole clip; finished tracks are attached to
-//    the points through the AnnotationEditor (one undo step per job), with their provenance;
-//  * retrack: one point from one of its keyframes, forward ([keyframe, end)), backward ([0, keyframe + 1)) or
-//    both: a TrackRequest whose only query is the keyframe's position; the result is merged into the point's
-//    track by a MergePolicy (core/tracking/track_edit.h), keyframes kept, as one undo step;
-//  * consistency: the forward-backward check of some tracks: each is tracked again from its own estimate at the
-//    frame farthest from its query (core/tracking/track_quality.h); consistency_checked() reports the distance
-//    per frame. The tracks themselves are not changed.
+// TrackerService: the GUI's Qt adapter around the tracker. It owns the injected core::TrackerFactory, a cache
+// of the trackers it created (one per model, device and precision: switching back reuses the loaded model), and
+// at most one core::TrackingJob of one of three kinds (track, retrack, consistency). What a job covers, when a
+// result is stale and what happens next (load a model, start the waiting job) are decided by core's plain code
+// (core/tracking/tracking_plan.h: plan_tracking_job, result_staleness, TrackerScheduler); this class creates
+// models and jobs on their threads, hands their callbacks back to the GUI thread, and turns results into edits:
+//  * track: finished tracks are attached to the points through the AnnotationEditor (one undo step per job),
+//    with their provenance;
+//  * retrack: the result is merged into the point's track by a MergePolicy (core/tracking/track_edit.h),
+//    keyframes kept, as one undo step;
+//  * consistency: consistency_checked() reports the distance per frame. The tracks themselves are not changed.
 //
 //   TrackerService service(std::move(factory), editor, {}, parent);
 //   service.set_video("clip.mp4", 96);
@@ -58,7 +58,8 @@
 #include "core/tracking/point_tracker.h"
 #include "core/tracking/track_edit.h"
 #include "core/tracking/tracking_job.h"
-#include "ui/perf/performance_dock.h"
+#include "core/tracking/tracking_plan.h"
+#include "ui/perf/live_run.h"
 #include "ui/tracking/run_profile.h"
 
 namespace trackscope::ui {
@@ -76,23 +77,10 @@ struct TrackerKey {
   auto operator<=>(const TrackerKey&) const = default;
 };
 
-enum class TrackingState {
-  idle,
-  loading_model,  // a model is being created (a Track may be waiting for it)
-  tracking,       // a job runs
-  cancelling,     // a job was cancelled and has not reached its next chunk boundary yet
-};
-const char* to_string(TrackingState state);
-
-/// A re-track of one point from one of its keyframes (its query frame, or a frame the user corrected).
-struct RetrackRequest {
-  core::PointId id = 0;
-  int64_t keyframe = 0;
-  core::RetrackDirection direction = core::RetrackDirection::both;
-  core::MergePolicy policy = core::MergePolicy::overwrite;
-};
-
-enum class JobKind { track, retrack, consistency };
+// The job kinds, requests and states are core's (core/tracking/tracking_plan.h), named here for ui code.
+using TrackingState = core::TrackingState;
+using RetrackRequest = core::RetrackRequest;
+using JobKind = core::TrackingJobKind;
 
 struct TrackerServiceOptions {
   core::TrackerOptions tracker;     // the initial model, device ("auto" allowed), precision, chunk and budget
@@ -112,9 +100,9 @@ class TrackerService : public QObject {
   /// The factory's runtime (read once at construction; the precision selector's support table needs it).
   const core::RuntimeInfo& runtime() const { return runtime_; }
   /// The selected model, device and precision (device resolved from "auto").
-  const TrackerKey& selection() const { return wanted_; }
+  const TrackerKey& selection() const { return scheduler_.selection(); }
   TrackingState state() const { return state_; }
-  bool has_factory() const { return factory_ != nullptr; }
+  bool has_factory() const { return scheduler_.has_factory(); }
 
   /// The video the next job tracks over (the whole clip). Cancels a running job of another video.
   void set_video(const std::filesystem::path& path, int64_t frame_count);
@@ -180,11 +168,6 @@ class TrackerService : public QObject {
  private:
   struct LiveState;
   struct RunContext;
-  struct PendingJob {
-    JobKind kind = JobKind::track;
-    std::vector<core::PointId> ids;
-    RetrackRequest retrack;
-  };
   using CreateResult = core::Expected<std::unique_ptr<core::PointTracker>>;
 
   /// core::resolve_device among devices_ ("auto" -> the first CUDA device, else the CPU); an unknown device keeps
@@ -194,9 +177,8 @@ class TrackerService : public QObject {
   void advance();
   void start_load(const TrackerKey& key);
   void finish_load(const TrackerKey& key, const std::shared_ptr<CreateResult>& result);
-  bool request_job(PendingJob job);
-  void start_job(const std::shared_ptr<core::PointTracker>& tracker, const PendingJob& job);
-  bool prepare_run(RunContext& run, const PendingJob& job, core::TrackRequest& request);
+  bool request_job(core::JobRequest job);
+  void start_job(const std::shared_ptr<core::PointTracker>& tracker, const core::JobRequest& job);
   void finish_special_run(RunContext& run, const core::TrackSet& result);
   void on_job_progress(uint64_t generation);
   void on_job_plan(uint64_t generation, const QString& headline, const std::string& summary);
@@ -215,26 +197,21 @@ class TrackerService : public QObject {
   TrackerServiceOptions options_;
   std::vector<core::DeviceInfo> devices_;
   core::RuntimeInfo runtime_;
-  TrackerKey wanted_;
+  core::TrackerScheduler<TrackerKey> scheduler_;  // every decision: what to load, when a job starts, the state
   std::map<TrackerKey, std::shared_ptr<core::PointTracker>> cache_;
 
   std::filesystem::path video_path_;
   int64_t video_frame_count_ = 0;
 
-  std::thread loader_;                       // creates one tracker at a time
-  std::optional<TrackerKey> loading_;        // the key being created
-  bool load_wanted_ = false;                 // the selection should be loaded (a switch or a Track asked)
-  std::optional<PendingJob> pending_track_;  // a job waiting for a model or a cancel
+  std::thread loader_;  // creates one tracker at a time
 
   std::unique_ptr<core::TrackingJob> job_;
   std::unique_ptr<RunContext> run_;
   std::shared_ptr<LiveState> live_;
   uint64_t generation_ = 0;
-  bool cancelling_ = false;
   int run_count_ = 0;
   std::optional<core::TrackerDescription> last_tracker_;
-  TrackingState state_ = TrackingState::idle;
-  bool shut_down_ = false;
+  TrackingState state_ = TrackingState::idle;  // the scheduler's state as last signalled (state_changed)
 };
 
 }  // namespace trackscope::ui

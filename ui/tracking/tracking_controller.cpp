@@ -9,7 +9,6 @@
 #include "core/log.h"
 #include "ui/annotation_editor.h"
 #include "ui/frame_server_factory.h"
-#include "ui/main_window.h"
 #include "ui/perf/device_selector.h"
 #include "ui/perf/performance_dock.h"
 #include "ui/point_list_panel.h"
@@ -18,6 +17,7 @@
 #include "ui/tracking/tracking_widgets.h"
 #include "ui/video_canvas.h"
 #include "ui/video_session.h"
+#include "ui/workbench_actions.h"
 
 namespace trackscope::ui {
 namespace {
@@ -28,21 +28,21 @@ QString qstring(const std::string& text) { return QString::fromStdString(text); 
 
 }  // namespace
 
-TrackingController::TrackingController(MainWindow* window, TrackingOptions options)
-    : QObject(window),
-      window_(window),
+TrackingController::TrackingController(const WorkbenchParts& parts, TrackingOptions options, QObject* parent)
+    : QObject(parent),
+      parts_(parts),
       telemetry_(std::make_unique<TelemetryMonitor>(std::move(options.telemetry_factory))),
       host_(core::probe_host_info()) {
   TrackerServiceOptions service_options;
   service_options.tracker = options.tracker;
   service_options.video_opener = std::move(options.video_opener);
-  service_ = new TrackerService(std::move(options.tracker_factory), window->editor(), std::move(service_options), this);
+  service_ = new TrackerService(std::move(options.tracker_factory), parts_.editor, std::move(service_options), this);
   telemetry_->set_device(service_->selection().device);
   build_widgets();
   connect_service();
   connect_dock();
-  connect_window();
-  overlay_ = window_->settings().track_overlay_options();
+  connect_parts();
+  overlay_ = parts_.settings->track_overlay_options();
   set_track_overlay(overlay_);
   on_selection_changed();
   on_state_changed();
@@ -61,26 +61,22 @@ void TrackingController::shutdown() {
 }
 
 void TrackingController::build_widgets() {
-  const WorkbenchActions& actions = window_->actions();
+  const WorkbenchActions& actions = *parts_.actions;
+  // The toolbar and the dock are placed by the window (addToolBar, addDockWidget), which then owns them.
   toolbar_ = new TrackingToolbar(actions.track, actions.track_selected, actions.cancel_tracking, actions.show_occluded,
-                                 window_);
-  window_->addToolBar(Qt::TopToolBarArea, toolbar_);
+                                 nullptr);
 
-  menu_trail_ = new TrailLengthEditor(window_);
+  menu_trail_ = new TrailLengthEditor(nullptr);
   menu_trail_->setObjectName("menu_trail_editor");
-  menu_trail_action_ = new QWidgetAction(window_);
-  menu_trail_action_->setDefaultWidget(menu_trail_);
+  menu_trail_action_ = new QWidgetAction(this);
+  menu_trail_action_->setDefaultWidget(menu_trail_);  // owns it
   actions.tracks_menu->addAction(menu_trail_action_);
 
   // A permanent widget: temporary status messages would hide a normal one.
-  status_ = new TrackingStatusWidget(actions.cancel_tracking, window_->statusBar());
-  window_->statusBar()->insertPermanentWidget(0, status_);
+  status_ = new TrackingStatusWidget(actions.cancel_tracking, parts_.status_bar);
+  parts_.status_bar->insertPermanentWidget(0, status_);
 
-  dock_ = new PerformanceDock(window_);
-  window_->addDockWidget(Qt::BottomDockWidgetArea, dock_);
-  // Hidden until asked for (View > Panels > Performance; the window remembers it): its charts need height the
-  // video canvas would lose. It collects runs and telemetry while hidden.
-  dock_->hide();
+  dock_ = new PerformanceDock(nullptr);
   actions.panels_menu->addAction(toolbar_->toggleViewAction());
   actions.panels_menu->addAction(dock_->toggleViewAction());
 }
@@ -90,7 +86,7 @@ void TrackingController::connect_service() {
   connect(service_, &TrackerService::selection_changed, this, &TrackingController::on_selection_changed);
   connect(service_, &TrackerService::run_completed, this, &TrackingController::on_run_completed);
   connect(service_, &TrackerService::damaged_frames_found, this, [this](const QList<qint64>& indices) {
-    window_->timeline()->add_damaged_frames(std::vector<int64_t>(indices.begin(), indices.end()));
+    parts_.timeline->add_damaged_frames(std::vector<int64_t>(indices.begin(), indices.end()));
   });
   connect(service_, &TrackerService::job_started, this, [this](int points, qint64 /*frames*/) {
     run_start_s_ = telemetry_->now_s();
@@ -100,24 +96,21 @@ void TrackingController::connect_service() {
     if (service_->state() == TrackingState::tracking)
       status_->show_progress(fraction, phase.isEmpty() ? tr("Tracking") : phase);
   });
-  connect(service_, &TrackerService::tracks_applied, this, [this](int done, int total) {
-    window_->statusBar()->showMessage(tr("%1 of %2 tracks done").arg(done).arg(total), kMessageMs);
-  });
+  connect(service_, &TrackerService::tracks_applied, this,
+          [this](int done, int total) { show_message(tr("%1 of %2 tracks done").arg(done).arg(total), kMessageMs); });
   connect(service_, &TrackerService::job_finished, this, [this](bool /*completed*/, const QString& message) {
     if (service_->state() == TrackingState::idle) status_->finish();
-    window_->statusBar()->showMessage(message, kMessageMs);
+    show_message(message, kMessageMs);
   });
-  connect(service_, &TrackerService::tracker_ready, this, [this](const QString& description) {
-    window_->statusBar()->showMessage(tr("Model ready: %1").arg(description), kMessageMs);
-  });
-  connect(service_, &TrackerService::message, this,
-          [this](const QString& text) { window_->statusBar()->showMessage(text, kMessageMs); });
+  connect(service_, &TrackerService::tracker_ready, this,
+          [this](const QString& description) { show_message(tr("Model ready: %1").arg(description), kMessageMs); });
+  connect(service_, &TrackerService::message, this, [this](const QString& text) { show_message(text, kMessageMs); });
   // The mode stays in the tracking status's tooltip while the job runs; the status bar shows it for a while.
   connect(service_, &TrackerService::plan_chosen, this, [this](const QString& headline) {
     status_->setToolTip(headline);
-    window_->statusBar()->showMessage(tr("Tracking mode: %1").arg(headline), 4 * kMessageMs);
+    show_message(tr("Tracking mode: %1").arg(headline), 4 * kMessageMs);
   });
-  connect(service_, &TrackerService::error, window_, &MainWindow::report_error);
+  connect(service_, &TrackerService::error, this, &TrackingController::error);
 }
 
 void TrackingController::connect_dock() {
@@ -134,8 +127,8 @@ void TrackingController::connect_dock() {
           [this](core::Precision precision) { service_->set_precision(precision); });
 }
 
-void TrackingController::connect_window() {
-  const WorkbenchActions& actions = window_->actions();
+void TrackingController::connect_parts() {
+  const WorkbenchActions& actions = *parts_.actions;
   connect(actions.track, &QAction::triggered, this, &TrackingController::track_all);
   connect(actions.track_selected, &QAction::triggered, this, &TrackingController::track_selected);
   connect(actions.cancel_tracking, &QAction::triggered, service_, &TrackerService::cancel);
@@ -164,20 +157,25 @@ void TrackingController::connect_window() {
   connect(menu_trail_, &TrailLengthEditor::trail_changed, this, trail_changed);
   connect(toolbar_, &TrackingToolbar::model_requested, service_, &TrackerService::set_model);
 
-  connect(window_, &MainWindow::video_opened, this, [this](const QString& path) {
-    service_->set_video(path_from_qstring(path), window_->session()->frame_count());
+  connect(parts_.session, &VideoSession::frame_ready, this, [this](const core::FramePtr& frame) {
+    if (frame) parts_.point_list->model()->set_current_frame(frame->index);
   });
-  connect(window_->session(), &VideoSession::frame_ready, this, [this](const core::FramePtr& frame) {
-    if (frame) window_->point_list()->model()->set_current_frame(frame->index);
-  });
+}
+
+void TrackingController::on_video_opened(const QString& path) {
+  service_->set_video(path_from_qstring(path), parts_.session->frame_count());
+}
+
+void TrackingController::show_message(const QString& text, int timeout_ms) {
+  parts_.status_bar->showMessage(text, timeout_ms);
 }
 
 void TrackingController::track_all() { service_->track({}); }
 
 void TrackingController::track_selected() {
-  const std::optional<core::PointId> selected = window_->editor()->selected_point();
+  const std::optional<core::PointId> selected = parts_.editor->selected_point();
   if (!selected) {
-    window_->statusBar()->showMessage(tr("Select a point first (click it, or pick it in the point list)"), kMessageMs);
+    show_message(tr("Select a point first (click it, or pick it in the point list)"), kMessageMs);
     return;
   }
   service_->track({*selected});
@@ -185,8 +183,8 @@ void TrackingController::track_selected() {
 
 void TrackingController::set_track_overlay(const TrackOverlayOptions& options) {
   overlay_ = options.clamped();
-  window_->canvas()->set_track_overlay(overlay_);
-  const WorkbenchActions& actions = window_->actions();
+  parts_.canvas->set_track_overlay(overlay_);
+  const WorkbenchActions& actions = *parts_.actions;
   {
     const QSignalBlocker block_tracks(actions.show_tracks);
     const QSignalBlocker block_occluded(actions.show_occluded);
@@ -197,12 +195,12 @@ void TrackingController::set_track_overlay(const TrackOverlayOptions& options) {
   }
   toolbar_->trail_editor()->set_lengths(overlay_.trail_before_frames, overlay_.trail_after_frames);
   menu_trail_->set_lengths(overlay_.trail_before_frames, overlay_.trail_after_frames);
-  window_->settings().set_track_overlay_options(overlay_);
+  parts_.settings->set_track_overlay_options(overlay_);
 }
 
 void TrackingController::on_state_changed() {
   const TrackingState state = service_->state();
-  const WorkbenchActions& actions = window_->actions();
+  const WorkbenchActions& actions = *parts_.actions;
   const bool job_running = state == TrackingState::tracking || state == TrackingState::cancelling;
   actions.track->setEnabled(!job_running);
   actions.track_selected->setEnabled(!job_running);

@@ -1,13 +1,18 @@
 #pragma once
 // TrackingController: everything about tracking in the workbench window, wired in one place so that
 // MainWindow stays a window. It owns the TrackerService (tracker cache, the job), the TelemetryMonitor of the
-// active device, and creates the tracking widgets in the window: the tracking toolbar (Track, Cancel, model
-// chooser, trail lengths, occluded toggle), the status-bar progress with Cancel, View > Tracks, and the
-// performance dock (live stage charts, history, telemetry, device and precision selectors, comparison).
+// active device, and creates the tracking widgets: the tracking toolbar (Track, Cancel, model chooser, trail
+// lengths, occluded toggle) and the performance dock (live stage charts, history, telemetry, device and
+// precision selectors, comparison), which the window places, and the status-bar progress with Cancel and
+// View > Tracks, which it adds to the status bar and the menu itself. It works with the window's parts
+// (ui/workbench_parts.h), never with the window.
 //
 //   TrackingOptions options;                        // from MainWindowOptions (app/ injects the factories)
 //   options.tracker_factory = gpu-side factory;     // may be null: Track then explains there is no tracker
-//   auto* tracking = new TrackingController(window, std::move(options));   // parented to the window
+//   auto* tracking = new TrackingController(parts, std::move(options), window);
+//   window->addToolBar(tracking->toolbar());  window->addDockWidget(area, tracking->performance_dock());
+//   connect(window, &MainWindow::video_opened, tracking, &TrackingController::on_video_opened);
+//   connect(tracking, &TrackingController::error, window, &MainWindow::report_error);
 //   ...
 //   tracking->shutdown();                           // ~MainWindow: before any widget is destroyed
 //
@@ -15,7 +20,7 @@
 // AnnotationEditor -> canvas and point list repaint; the dock pulls the live stage samples and the telemetry
 // snapshot with its 10 Hz timer; each finished run becomes a Profile entry of the dock (history, comparison).
 // Device and precision requests of the dock go to the service (which cancels a running job first); errors go
-// to MainWindow::report_error.
+// out through error().
 // Threads: GUI thread only.
 
 #include <QObject>
@@ -27,12 +32,12 @@
 #include "ui/tracking/telemetry_monitor.h"
 #include "ui/tracking/track_overlay.h"
 #include "ui/tracking/tracker_service.h"
+#include "ui/workbench_parts.h"
 
 class QWidgetAction;
 
 namespace trackscope::ui {
 
-class MainWindow;
 class PerformanceDock;
 class TrackingStatusWidget;
 class TrackingToolbar;
@@ -48,7 +53,7 @@ struct TrackingOptions {
 class TrackingController : public QObject {
   Q_OBJECT
  public:
-  TrackingController(MainWindow* window, TrackingOptions options);
+  TrackingController(const WorkbenchParts& parts, TrackingOptions options, QObject* parent);
   ~TrackingController() override;
 
   /// Cancels and joins the job, stops telemetry and detaches the dock's providers. Idempotent.
@@ -57,6 +62,8 @@ class TrackingController : public QObject {
   /// Tracks every point / the selected point (the Track actions).
   void track_all();
   void track_selected();
+  /// The window opened the video at `path` (the session knows its frame count): the next job tracks over it.
+  void on_video_opened(const QString& path);
 
   /// Changes how tracks are drawn: canvas, controls and settings follow.
   void set_track_overlay(const TrackOverlayOptions& options);
@@ -70,16 +77,21 @@ class TrackingController : public QObject {
   /// The trail editor inside View > Tracks.
   TrailLengthEditor* menu_trail_editor() const { return menu_trail_; }
 
+ Q_SIGNALS:
+  /// A tracking error for the user (the window's one error path).
+  void error(const QString& title, const QString& message);
+
  private:
   void build_widgets();
   void connect_service();
   void connect_dock();
-  void connect_window();
+  void connect_parts();
+  void show_message(const QString& text, int timeout_ms);
   void on_state_changed();
   void on_selection_changed();
   void on_run_completed(const CompletedRun& run);
 
-  MainWindow* window_ = nullptr;
+  WorkbenchParts parts_;
   TrackerService* service_ = nullptr;
   std::unique_ptr<TelemetryMonitor> telemetry_;
   PerformanceDock* dock_ = nullptr;
