@@ -17,6 +17,7 @@
 #include "core/io/safetensors.h"
 #include "core/io/sha256.h"
 #include "core/io/track_formats.h"
+#include "core/perf/gpu_specs.h"
 #include "core/tracking/evaluation.h"
 #include "core/tracking/long_video_measurement.h"
 #include "core/tracking/panning_clip.h"
