@@ -13,9 +13,9 @@ namespace trackscope::gpu {
 namespace {
 
 // The few NVML declarations used here (nvml.h, stable C ABI). Return codes: 0 = NVML_SUCCESS.
-using nvmlReturn_t = int;
+using nvmlReturn_t = int;  // NOLINT(readability-identifier-naming): nvml.h's name
 struct nvmlDevice_st;
-using nvmlDevice_t = nvmlDevice_st*;
+using nvmlDevice_t = nvmlDevice_st*;  // NOLINT(readability-identifier-naming): nvml.h's name
 struct NvmlUtilization {
   unsigned int gpu;
   unsigned int memory;
@@ -117,7 +117,7 @@ class NvmlSource final : public core::TelemetrySource {
 core::Expected<std::unique_ptr<core::TelemetrySource>> open_nvml_telemetry(const NvmlTelemetryOptions& options) {
   void* library = dlopen(options.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
-    const char* why = dlerror();
+    const char* why = dlerror();  // NOLINT(concurrency-mt-unsafe): glibc keeps dlerror's state per thread
     return core::unsupported(
         fmt::format("NVIDIA driver library {} not found ({}): install the NVIDIA driver for GPU telemetry",
                     options.library, why ? why : "dlopen failed"));

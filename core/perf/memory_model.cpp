@@ -428,6 +428,7 @@ Expected<RunPlan> plan_run(const RunPlanInput& in) {
       s.encoded_bytes = b.encoded;
       const int64_t host_needs = streaming_host_bytes(in, b);
       const bool disk_fits = in.disk_free_bytes >= cache_bytes + kDiskMargin;
+      // NOLINTNEXTLINE(bugprone-branch-clone): the file first when preferred, else after host memory was tried
       if (in.prefer_cache_file && disk_fits) {
         s.cache = CacheLocation::file;
       } else if (host_needs + cache_bytes <= host_room) {

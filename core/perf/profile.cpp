@@ -263,9 +263,9 @@ bool parse_major_minor(std::string_view text, int& major, int& minor) {
 }
 
 const json& optional_object(const json& object, const char* key) {
-  static const json empty = json::object();
+  static const json kEmpty = json::object();
   if (object.is_object() && object.contains(key) && object.at(key).is_object()) return object.at(key);
-  return empty;
+  return kEmpty;
 }
 
 template <typename T>

@@ -15,8 +15,9 @@ std::vector<Query> spread_queries(int points, const VideoInfo& video, int64_t en
   const int64_t last_frame = (end_frame > 0 ? std::min(end_frame, video.frame_count) : video.frame_count) - 1;
   std::uniform_int_distribution<int64_t> frame_of(0, std::max<int64_t>(0, last_frame));
   for (int i = 0; i < points; ++i) {
-    const double u = points == 1 ? 0.5 : 0.06 + 0.88 * (i % side + 0.5) / side;
-    const double v = points == 1 ? 0.5 : 0.06 + 0.88 * (i / side + 0.5) / side;
+    const int column = i % side, row = i / side;
+    const double u = points == 1 ? 0.5 : 0.06 + 0.88 * (column + 0.5) / side;
+    const double v = points == 1 ? 0.5 : 0.06 + 0.88 * (row + 0.5) / side;
     const int64_t frame = random_frames_seed >= 0 ? frame_of(random) : 0;
     queries.push_back({frame, std::floor(u * video.width) + 0.5, std::floor(v * video.height) + 0.5});
   }

@@ -12,18 +12,18 @@ namespace trackscope::core {
 std::string format_progress_line(std::string_view label, double fraction, std::string_view phase, int bar_width) {
   const double clamped = std::isfinite(fraction) ? std::clamp(fraction, 0.0, 1.0) : 0.0;
   const int width = std::max(1, bar_width);
-  const int filled = static_cast<int>(clamped * width + 0.5);
+  const int filled = static_cast<int>(std::lround(clamped * width));
   std::string line;
   if (!label.empty()) line = fmt::format("{:<16} ", label);
-  line +=
-      fmt::format("[{}{}] {:3d}% {:<36.36}", std::string(static_cast<size_t>(filled), '#'),
-                  std::string(static_cast<size_t>(width - filled), '.'), static_cast<int>(clamped * 100 + 0.5), phase);
+  line += fmt::format("[{}{}] {:3d}% {:<36.36}", std::string(static_cast<size_t>(filled), '#'),
+                      std::string(static_cast<size_t>(width - filled), '.'),
+                      static_cast<int>(std::lround(clamped * 100)), phase);
   return line;
 }
 
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "--:--";
-  const auto total = static_cast<long long>(seconds + 0.5);
+  const auto total = static_cast<long long>(std::llround(seconds));
   const long long hours = total / 3600, minutes = (total / 60) % 60, rest = total % 60;
   return hours > 0 ? fmt::format("{}:{:02d}:{:02d}", hours, minutes, rest) : fmt::format("{}:{:02d}", minutes, rest);
 }
@@ -58,7 +58,7 @@ void ProgressBar::on_plan(const RunPlan& plan) {
 
 void ProgressBar::show(double fraction, std::string_view phase) {
   if (!options_.enabled || options_.stream == nullptr) return;
-  const int percent = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * 100 + 0.5);
+  const int percent = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * 100));
   const auto now = std::chrono::steady_clock::now();
   if (!redraw_) {
     const bool moved = last_percent_ < 0 || percent >= last_percent_ + options_.log_step_percent ||

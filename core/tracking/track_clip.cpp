@@ -150,8 +150,8 @@ Status write_clip_outputs(const TrackClipRequest& request, const TrackClipResult
     table.tracks.push_back(std::move(row));
   }
   for (const ClipOutput& output : request.outputs) {
-    const Status written = output.format ? io::write_tracks(output.path, table, *output.format)
-                                         : write_project(output.path, request, info, result.tracks, provenance);
+    Status written = output.format ? io::write_tracks(output.path, table, *output.format)
+                                   : write_project(output.path, request, info, result.tracks, provenance);
     if (!written) return written;
   }
   return {};

@@ -29,7 +29,7 @@ Status parse_status(const std::string& header, std::size_t data_size) {
 }
 
 fs::path temp_folder(const std::string& name) {
-  const fs::path folder = fs::temp_directory_path() / ("trackscope_safetensors_" + name);
+  fs::path folder = fs::temp_directory_path() / ("trackscope_safetensors_" + name);
   fs::remove_all(folder);
   fs::create_directories(folder);
   return folder;

@@ -33,7 +33,7 @@ const QString kFixture = QString(TRACKSCOPE_SOURCE_DIR) + "/tests/data/perf/h200
 
 QString output_dir() {
   const QByteArray env = qgetenv("TRACKSCOPE_TEST_OUTPUT_DIR");
-  const QString dir = env.isEmpty() ? QString(TRACKSCOPE_TEST_OUTPUT_DIR) : QString::fromLocal8Bit(env);
+  QString dir = env.isEmpty() ? QString(TRACKSCOPE_TEST_OUTPUT_DIR) : QString::fromLocal8Bit(env);
   QDir().mkpath(dir);
   return dir;
 }

@@ -418,7 +418,10 @@ class TrackingServiceTest : public QObject {
     QVERIFY(QTest::qWaitForWindowActive(bench.window.get()));
     QVERIFY(bench.open(clip));
     std::vector<QPointF> grid;
-    for (int i = 0; i < 64; ++i) grid.emplace_back(40.5 + 70.0 * (i % 8), 20.5 + 40.0 * (i / 8));
+    for (int i = 0; i < 64; ++i) {
+      const int column = i % 8, row = i / 8;
+      grid.emplace_back(40.5 + 70.0 * column, 20.5 + 40.0 * row);
+    }
     bench.add_points(grid);
     bench.canvas()->setFocus();
 

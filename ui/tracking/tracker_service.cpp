@@ -357,7 +357,7 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
   callbacks.on_partial = [this, generation](const core::TrackSet& partial, size_t first_query) {
     QMetaObject::invokeMethod(
         this,
-        [this, generation, partial, first_query]() mutable {
+        [this, generation, partial = partial, first_query]() mutable {
           on_job_partial(generation, std::move(partial), first_query);
         },
         Qt::QueuedConnection);
