@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu/devices.h"
+#include "gpu/engine/cuda_support.h"
 #include "gpu/torch_compat.h"
 
 namespace trackscope::gpu::engine {
@@ -207,14 +208,21 @@ at::Tensor Engine::prepare_normalised_frames(const at::Tensor& frames) const {
   return frames.to(device_).to(storage).contiguous();
 }
 
-at::Tensor allocate_host_buffer(at::IntArrayRef sizes, at::ScalarType dtype) {
+at::Tensor allocate_host_buffer(at::IntArrayRef sizes, at::ScalarType dtype, bool page_locked) {
   int64_t elements = 1;
   for (const int64_t size : sizes) elements *= size;
   const size_t bytes = std::max<size_t>(1, static_cast<size_t>(elements) * c10::elementSize(dtype));
   void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (data == MAP_FAILED) throw std::bad_alloc();
+  if (page_locked) (void)::madvise(data, bytes, MADV_HUGEPAGE);  // fewer page faults while the pages are locked
+  const bool locked = page_locked && cuda_support::register_host_memory(data, bytes);
   return at::from_blob(
-      data, sizes, [bytes](void* p) { ::munmap(p, bytes); }, at::TensorOptions().dtype(dtype));
+      data, sizes,
+      [bytes, locked](void* p) {
+        if (locked) cuda_support::unregister_host_memory(p);
+        ::munmap(p, bytes);
+      },
+      at::TensorOptions().dtype(dtype));
 }
 
 model::BackboneKernels Engine::backbone_kernels() const {

@@ -82,8 +82,11 @@ at::ScalarType compute_dtype_of(core::Precision precision);
 /// An uninitialised CPU tensor in its own memory mapping (unmapped when the last reference goes), for large
 /// long-lived host buffers: the grids of a CPU run, a feature cache, an encoded store. With keep_freed_host_memory()
 /// (M_MMAP_MAX = 0) every malloc block lives in one heap, where gigabytes of grids between each batch's temporaries
-/// fragment it (measured: 2 GiB more resident memory on a 669-frame window). Throws std::bad_alloc.
-at::Tensor allocate_host_buffer(at::IntArrayRef sizes, at::ScalarType dtype);
+/// fragment it (measured: 2 GiB more resident memory on a 669-frame window). `page_locked`: also page-lock it in
+/// place for fast, asynchronous copies to and from CUDA devices (cuda_support::register_host_memory: exactly its
+/// size, where ATen's pinned allocator rounds up to a power of two; pageable if that is refused). Throws
+/// std::bad_alloc.
+at::Tensor allocate_host_buffer(at::IntArrayRef sizes, at::ScalarType dtype, bool page_locked = false);
 
 class Engine {
  public:

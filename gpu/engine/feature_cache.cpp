@@ -4,7 +4,6 @@
 #include <ATen/ATen.h>
 
 #include <fmt/format.h>
-#include <sys/mman.h>
 
 #include "gpu/engine/engine.h"
 
@@ -34,26 +33,6 @@ model::FeatureGrids grids_of(std::array<at::Tensor, 3> levels) {
   return grids;
 }
 
-// Host memory for a CUDA run's cache: anonymous pages, page-locked in place. ATen's pinned allocator rounds each
-// allocation up to a power of two and pins all of it with cudaHostAlloc: for pips2_camel's 372 frames, 3.5 GiB
-// pinned for 2.54 GiB of grids, which cost ~1.5 s on the H200 machine (docs/long-videos.md).
-at::Tensor allocate_page_locked(const std::vector<int64_t>& sizes, at::ScalarType dtype) {
-  int64_t elements = 1;
-  for (const int64_t size : sizes) elements *= size;
-  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(elements) * c10::elementSize(dtype));
-  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (data == MAP_FAILED) throw std::bad_alloc();
-  (void)::madvise(data, bytes, MADV_HUGEPAGE);  // fewer page faults while the pages are locked
-  const bool locked = cuda_support::register_host_memory(data, bytes);
-  return at::from_blob(
-      data, sizes,
-      [bytes, locked](void* p) {
-        if (locked) cuda_support::unregister_host_memory(p);
-        ::munmap(p, bytes);
-      },
-      at::TensorOptions().dtype(dtype));
-}
-
 }  // namespace
 
 // Two pinned buffers for reading a file cache onto a CUDA device, used in turn (see the header).
@@ -79,7 +58,7 @@ core::Expected<FeatureCache> FeatureCache::create(int64_t frames, at::ScalarType
       cache.pending_host_ = std::async(std::launch::async, [frames, dtype] {
         std::array<at::Tensor, 3> levels;
         for (size_t level = 0; level < 3; ++level)
-          levels[level] = allocate_page_locked(level_shape(level, frames), dtype);
+          levels[level] = allocate_host_buffer(level_shape(level, frames), dtype, /*page_locked=*/true);
         return levels;
       });
     } else if (location == core::CacheLocation::host) {
