@@ -373,10 +373,8 @@ TEST(BatchRun, ShardsGatherIntoTheSameSummary) {
   EXPECT_EQ(empty->failed, 1);  // the line that does not parse
 }
 
-// A fast "GPU" and a slow "CPU": the GPU steals the CPU's queued clips, the CPU steps aside once the GPU would
-// finish the rest before it finishes one, and an idle GPU takes over a clip the CPU is still on.
-TEST(BatchRun, AFastDeviceDoesMostAndTheSlowOneDoesNotHoldTheEnd) {
-  const fs::path dir = fresh_dir("speeds");
+// Ten clips of 10 frames for the scheduling tests.
+BatchJobList ten_clips(const fs::path& dir) {
   std::string text;
   for (int i = 0; i < 10; ++i) {
     text += "{\"id\": \"clip" + std::to_string(i) + "\", \"video\": \"" + kTestdata.string() +
@@ -384,13 +382,22 @@ TEST(BatchRun, AFastDeviceDoesMostAndTheSlowOneDoesNotHoldTheEnd) {
   }
   write_text(dir / "jobs.jsonl", text);
   Expected<BatchJobList> jobs = read_batch_jobs(dir / "jobs.jsonl");
-  ASSERT_TRUE(jobs);
+  EXPECT_TRUE(jobs) << jobs.status().message();
+  return jobs ? *jobs : BatchJobList{};
+}
+
+// A fast "GPU" and a slow "CPU": the GPU steals the CPU's queued clips, the CPU steps aside once the GPU would
+// finish the rest before it finishes one, and an idle GPU takes over a clip the CPU is still on.
+TEST(BatchRun, AFastDeviceDoesMostAndTheSlowOneDoesNotHoldTheEnd) {
+  const fs::path dir = fresh_dir("speeds");
+  const BatchJobList jobs = ten_clips(dir);
+  ASSERT_EQ(jobs.entries.size(), 10u);
   FakeFactory factory;
   factory.cuda_seconds_per_frame = 0.002;  // 20 ms a clip
   factory.cpu_seconds_per_frame = 0.5;     // 5 s a clip
   Collector collector;
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(run_batch(*jobs, factory, options_for(dir / "out", {"cpu", "cuda:0"}), test_hooks(), collector));
+  ASSERT_TRUE(run_batch(jobs, factory, options_for(dir / "out", {"cpu", "cuda:0"}), test_hooks(), collector));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   Expected<BatchSummary> summary = collect_batch(dir / "out");
   ASSERT_TRUE(summary);
@@ -404,19 +411,6 @@ TEST(BatchRun, AFastDeviceDoesMostAndTheSlowOneDoesNotHoldTheEnd) {
   for (const ClipRecord& r : summary->clips) taken_over += r.measurements->attempts == 2 ? 1 : 0;
   EXPECT_EQ(taken_over, 1);
   EXPECT_LT(seconds, 4.0) << "the slow device held the end of the batch";
-}
-
-// Ten clips of 10 frames for the scheduling tests.
-BatchJobList ten_clips(const fs::path& dir) {
-  std::string text;
-  for (int i = 0; i < 10; ++i) {
-    text += "{\"id\": \"clip" + std::to_string(i) + "\", \"video\": \"" + kTestdata.string() +
-            "/horsejump-high_480p/video\", \"queries\": \"grid:2x2\", \"end\": 10}\n";
-  }
-  write_text(dir / "jobs.jsonl", text);
-  Expected<BatchJobList> jobs = read_batch_jobs(dir / "jobs.jsonl");
-  EXPECT_TRUE(jobs) << jobs.status().message();
-  return jobs ? *jobs : BatchJobList{};
 }
 
 struct SchedulingResult {
