@@ -35,13 +35,17 @@ model::FeatureGrids grids_of(std::array<at::Tensor, 3> levels) {
 
 }  // namespace
 
-// Two pinned buffers for reading a file cache onto a CUDA device, used in turn (see the header).
+// CUDA bookkeeping: for a file cache, two pinned buffers for reading it onto the device, used in turn (see the
+// header); for a host cache, the event after the last asynchronous write, which must complete before the
+// page-locked memory is released.
 struct FeatureCache::Staging {
   std::array<std::array<at::Tensor, 3>, 2> buffers;
   cuda_support::EventPool pool;
   std::array<cuda_support::Event, 2> copied{};
   std::array<bool, 2> in_flight{};
   int next = 0;
+  cuda_support::Event written = nullptr;
+  bool write_in_flight = false;
 };
 
 core::Expected<FeatureCache> FeatureCache::create(int64_t frames, at::ScalarType dtype, c10::Device device,
@@ -55,6 +59,7 @@ core::Expected<FeatureCache> FeatureCache::create(int64_t frames, at::ScalarType
   cache.location_ = location;
   try {
     if (location == core::CacheLocation::host && device.is_cuda() && cuda_support::available()) {
+      cache.staging_ = std::make_unique<Staging>();
       cache.pending_host_ = std::async(std::launch::async, [frames, dtype] {
         std::array<at::Tensor, 3> levels;
         for (size_t level = 0; level < 3; ++level)
@@ -100,6 +105,7 @@ FeatureCache::~FeatureCache() {
     for (size_t i = 0; i < 2; ++i) {
       if (staging_->in_flight[i]) cuda_support::synchronize_event(staging_->copied[i]);
     }
+    if (staging_->write_in_flight) cuda_support::synchronize_event(staging_->written);
   }
 }
 
@@ -123,7 +129,10 @@ core::Status FeatureCache::write(int64_t first, const model::FeatureGrids& grids
     const at::Tensor source = levels[level]->select(0, 0).to(dtype_);
     const int64_t level_bytes = count * level_elements(level) * element;
     if (location_ == core::CacheLocation::host) {
-      host_[level].narrow(0, first, count).copy_(source);
+      // Into page-locked memory the copy is queued on the stream (a later read() on the same stream is ordered
+      // after it), so the tracking thread goes on to the next block instead of waiting for each block's grids;
+      // into pageable memory (page-locking refused) CUDA completes it before returning.
+      host_[level].narrow(0, first, count).copy_(source, /*non_blocking=*/staging_ != nullptr);
     } else {
       const at::Tensor on_host = source.to(at::kCPU).contiguous();
       TRACKSCOPE_RETURN_IF_ERROR(
@@ -131,6 +140,11 @@ core::Status FeatureCache::write(int64_t first, const model::FeatureGrids& grids
     }
     level_offset += frames_ * level_elements(level) * element;
     bytes_written_ += level_bytes;
+  }
+  if (staging_ != nullptr && location_ == core::CacheLocation::host) {
+    if (staging_->written == nullptr) staging_->written = staging_->pool.next();
+    cuda_support::record(staging_->written, device_.index());
+    staging_->write_in_flight = cuda_support::available();
   }
   return {};
 }
