@@ -280,6 +280,16 @@ int64_t long_mixer_bytes(const TrackerMemoryInput& input, int queries, int mixer
   return whole + block;
 }
 
+int64_t whole_axis_mixer_bytes(const TrackerMemoryInput& input, int queries) {
+  const int64_t e = input.compute_dtype_bytes;
+  const int64_t dim = transformer_dim(input.model_size);
+  const int64_t heads = dim / 64;
+  const int64_t frames = input.frames;
+  // Per (query, frame): the input, ~12 D of hidden states and the 4 D MLP twice, every head's scores and
+  // probabilities against every frame, the float32 state (as chunk_memory_bytes counts the transformer).
+  return int64_t{queries} * frames * (e * (kMixerInput + 12 * dim + 8 * dim + 2 * heads * frames) + 4 * 16);
+}
+
 std::string RunPlan::summary() const {
   std::string figures;
   switch (mode) {
@@ -287,11 +297,13 @@ std::string RunPlan::summary() const {
     case LongVideoMode::exact_streaming:
       figures = fmt::format(
           "feature grids {:.2f} GiB in {}, streamed in blocks of {} frames; {} queries per block call, {} per "
-          "transformer call; {} group{} of queries, each reading the cache 5 times; peak {:.2f} GiB{} of a {:.2f} GiB "
-          "budget",
+          "transformer call ({}); {} group{} of queries, each reading the cache 5 times; peak {:.2f} GiB{} of a "
+          "{:.2f} GiB budget",
           gib(streaming.cache_bytes), to_string(streaming.cache), streaming.frame_block, streaming.block_query_chunk,
-          streaming.mixer_query_chunk, streaming.passes, streaming.passes == 1 ? "" : "s",
-          gib(streaming.device_peak_bytes),
+          streaming.mixer_query_chunk,
+          streaming.whole_axis_mixer ? std::string("the whole time axis at once")
+                                     : fmt::format("in blocks of {} frames", streaming.mixer_block),
+          streaming.passes, streaming.passes == 1 ? "" : "s", gib(streaming.device_peak_bytes),
           streaming.host_peak_bytes > 0 ? fmt::format(" (host {:.2f} GiB)", gib(streaming.host_peak_bytes))
                                         : std::string(),
           gib(budget_bytes));
@@ -426,7 +438,7 @@ Expected<RunPlan> plan_run(const RunPlanInput& in) {
       s.queries_per_pass = z.per_pass;
       s.passes = base.points > 0 ? (base.points + z.per_pass - 1) / z.per_pass : 0;
       s.encoded_bytes = b.encoded;
-      const int64_t host_needs = streaming_host_bytes(in, b);
+      int64_t host_needs = streaming_host_bytes(in, b);
       const bool disk_fits = in.disk_free_bytes >= cache_bytes + kDiskMargin;
       // NOLINTNEXTLINE(bugprone-branch-clone): the file first when preferred, else after host memory was tried
       if (in.prefer_cache_file && disk_fits) {
@@ -442,6 +454,20 @@ Expected<RunPlan> plan_run(const RunPlanInput& in) {
             gib(cache_bytes), gib(std::max<int64_t>(0, host_room - host_needs)),
             in.disk_free_bytes < 0 ? "no cache directory"
                                    : fmt::format("{:.2f} GiB free in {}", gib(in.disk_free_bytes), in.cache_dir));
+      }
+      if (exact_failure.empty() && in.whole_axis_mixer) {
+        // The blocked transformer certifies each block's attention reach, ~10x the time of the whole-clip run's
+        // (fused) transformer on a short clip: where the whole time axis fits in its place (and the cache stays
+        // where it is), run that instead.
+        StreamingBytes whole_axis = b;
+        whole_axis.mixer = whole_axis_mixer_bytes(base, z.mixer_chunk);
+        const int64_t cache_in_memory = s.cache == CacheLocation::host ? cache_bytes : 0;
+        s.whole_axis_mixer = in.device_is_host ? streaming_host_bytes(in, whole_axis) + cache_in_memory <= host_room
+                                               : whole_axis.device() <= base.budget_bytes;
+        if (s.whole_axis_mixer) {
+          b = whole_axis;
+          host_needs = streaming_host_bytes(in, b);
+        }
       }
       if (exact_failure.empty()) {
         s.device_peak_bytes =

@@ -134,6 +134,10 @@ struct RunPlanInput {
   int window_overlap = 0;     // windowed: frames shared by neighbouring windows (0 = window / 16, 8..64)
   int max_stream_block = 64;  // exact streaming: the most frames per streamed block
   int mixer_block = 64;       // exact streaming: frames per block of the long-sequence transformer
+  /// Exact streaming: the transformer over the whole time axis in one call (as a whole-clip run does) where its
+  /// attention fits the budget in place of the blocked long-sequence transformer's memory; false = always in
+  /// blocks of mixer_block frames.
+  bool whole_axis_mixer = true;
 
   Status check() const;
 };
@@ -144,6 +148,7 @@ struct StreamingPlan {
   int frame_block = 0;            // frames per streamed block
   int backbone_frames = 0;        // frames per backbone call of the feature pass
   int mixer_block = 0;            // frames per block of the long-sequence transformer
+  bool whole_axis_mixer = false;  // the transformer over the whole time axis at once instead (it fits)
   int block_query_chunk = 0;      // queries per initialisation / correlation call on a block
   int mixer_query_chunk = 0;      // queries per long-sequence transformer call
   int queries_per_pass = 0;       // queries whose encoded correlations the host holds at once
@@ -181,6 +186,8 @@ struct RunPlan {
 /// Bytes of the device side of exact streaming, for the plan's choices (exposed for tests).
 int64_t streaming_block_bytes(const TrackerMemoryInput& input, int frame_block, int query_chunk);
 int64_t long_mixer_bytes(const TrackerMemoryInput& input, int queries, int mixer_block);
+/// The transformer over the whole time axis at once for `queries` queries, its attention materialised.
+int64_t whole_axis_mixer_bytes(const TrackerMemoryInput& input, int queries);
 
 /// Picks (or checks the user's) mode for the run and sizes its pieces. out_of_memory, naming what does not fit
 /// and what would, when nothing fits (automatic) or the forced mode does not; invalid_argument for bad input.

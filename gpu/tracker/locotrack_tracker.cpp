@@ -197,6 +197,7 @@ core::Expected<core::RunPlan> LocoTrackTracker::plan(const core::VideoInfo& info
   input.window_overlap = options_.window_overlap;
   input.max_stream_block = options_.stream_block_frames > 0 ? options_.stream_block_frames : on_cuda ? 128 : 32;
   input.mixer_block = options_.mixer_block_frames > 0 ? options_.mixer_block_frames : on_cuda ? 256 : 64;
+  input.whole_axis_mixer = options_.mixer_block_frames <= 0;  // a block size asked for is kept
   return core::plan_run(input);
 }
 

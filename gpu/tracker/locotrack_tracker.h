@@ -38,7 +38,8 @@ struct LocoTrackTrackerOptions {
   int window_frames = 0;  // windowed: 0 = from the plan
   int window_overlap = 0;
   int stream_block_frames = 0;  // exact streaming: the most frames per streamed block (0 = 128 on CUDA, 32 on the CPU)
-  int mixer_block_frames = 0;   // exact streaming: frames per transformer block (0 = 256 on CUDA, 64 on the CPU)
+  int mixer_block_frames = 0;   // exact streaming: frames per transformer block (0 = the whole time axis at once
+                                // where it fits, else 256 on CUDA, 64 on the CPU)
   engine::EngineOptions engine;
 };
 

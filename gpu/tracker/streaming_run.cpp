@@ -196,33 +196,37 @@ core::Expected<core::TrackSet> LocoTrackTracker::run_streaming(core::VideoSource
       for (int mix_begin = group_begin; mix_begin < group_end; mix_begin += mixer_chunk) {
         if (stop.stop_requested()) return core::cancelled("tracking was cancelled");
         const int mix_end = std::min(group_end, mix_begin + mixer_chunk), count = mix_end - mix_begin;
-        at::Tensor update;
-        {
+        const model::TrackState previous{tracks.narrow(0, mix_begin, count).unsqueeze(0),
+                                         occlusion.narrow(0, mix_begin, count).unsqueeze(0),
+                                         expected.narrow(0, mix_begin, count).unsqueeze(0)};
+        model::TrackState next;
+        if (streaming.whole_axis_mixer) {
+          // The whole time axis at once, as a whole-clip run does (Engine::mix times the stage itself).
+          const at::Tensor codes = encoded.narrow(0, mix_begin - group_begin, count).to(device, /*non_blocking=*/true);
+          next = engine_.mix(codes, previous, mix_begin / mixer_chunk, iteration, recorder);
+        } else {
           const auto scope = recorder.time(Stage::refine_transformer, mix_begin / mixer_chunk, iteration,
                                            core::chunk_stage_cost(Stage::refine_transformer, cost, count));
-          update = engine::long_sequence_mixer(
+          const at::Tensor update = engine::long_sequence_mixer(
               engine_.mixer(), count, frames, std::max(1, streaming.mixer_block),
               [&](int64_t begin, int64_t length) {
                 // One frame on each side for the relative motion; dropped after.
                 const int64_t low = std::max<int64_t>(0, begin - 1), high = std::min(frames, begin + length + 1);
-                model::TrackState previous;
-                previous.tracks = tracks.narrow(0, mix_begin, count).narrow(1, low, high - low).unsqueeze(0);
-                previous.occlusion = occlusion.narrow(0, mix_begin, count).narrow(1, low, high - low).unsqueeze(0);
-                previous.expected_dist = expected.narrow(0, mix_begin, count).narrow(1, low, high - low).unsqueeze(0);
+                model::TrackState around;
+                around.tracks = tracks.narrow(0, mix_begin, count).narrow(1, low, high - low).unsqueeze(0);
+                around.occlusion = occlusion.narrow(0, mix_begin, count).narrow(1, low, high - low).unsqueeze(0);
+                around.expected_dist = expected.narrow(0, mix_begin, count).narrow(1, low, high - low).unsqueeze(0);
                 const at::Tensor codes = encoded.narrow(0, mix_begin - group_begin, count)
                                              .narrow(1, low, high - low)
                                              .to(device, /*non_blocking=*/true);
-                return engine_.mixer_input(codes, previous).narrow(1, begin - low, length);
+                return engine_.mixer_input(codes, around).narrow(1, begin - low, length);
               },
               &mixer_stats);
-          model::TrackState previous{tracks.narrow(0, mix_begin, count).unsqueeze(0),
-                                     occlusion.narrow(0, mix_begin, count).unsqueeze(0),
-                                     expected.narrow(0, mix_begin, count).unsqueeze(0)};
-          const model::TrackState next = engine::Engine::apply_update(update, previous);
-          tracks.narrow(0, mix_begin, count).copy_(next.tracks[0]);
-          occlusion.narrow(0, mix_begin, count).copy_(next.occlusion[0]);
-          expected.narrow(0, mix_begin, count).copy_(next.expected_dist[0]);
+          next = engine::Engine::apply_update(update, previous);
         }
+        tracks.narrow(0, mix_begin, count).copy_(next.tracks[0]);
+        occlusion.narrow(0, mix_begin, count).copy_(next.occlusion[0]);
+        expected.narrow(0, mix_begin, count).copy_(next.expected_dist[0]);
         if (iteration < iterations) continue;
         // The last refinement: these tracks are final.
         at::Tensor tracks_host, occlusion_host, expected_host;
@@ -257,10 +261,14 @@ core::Expected<core::TrackSet> LocoTrackTracker::run_streaming(core::VideoSource
       static_cast<double>(mixer_stats.key_frames) /
       std::max<double>(1.0, static_cast<double>(mixer_stats.blocks) * engine_.mixer().layers.front()->attn->heads);
   core::log::info(
-      "exact streaming: {:.2f} GiB written to and {:.2f} GiB read from the {} cache; the transformer's attention "
-      "reached at most {} frames (certified), {:.0f} key frames per block and head on average",
+      "exact streaming: {:.2f} GiB written to and {:.2f} GiB read from the {} cache; {}",
       static_cast<double>(cache->bytes_written()) / (1 << 30), static_cast<double>(cache->bytes_read()) / (1 << 30),
-      core::to_string(cache->location()), mixer_stats.max_reach_frames, key_frames_per_block);
+      core::to_string(cache->location()),
+      streaming.whole_axis_mixer
+          ? std::string("the transformer ran over the whole time axis at once")
+          : fmt::format("the transformer's attention reached at most {} frames (certified), {:.0f} key frames per "
+                        "block and head on average",
+                        mixer_stats.max_reach_frames, key_frames_per_block));
   core::TrackProgress done;
   done.fraction = 1.0;
   done.chunks_done = static_cast<int>(total_passes);

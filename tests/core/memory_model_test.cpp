@@ -285,6 +285,64 @@ TEST(RunPlan, ACudaRunKeepsTheCacheInHostMemoryWhenItFits) {
   EXPECT_EQ(file->streaming.cache, CacheLocation::file);
 }
 
+TEST(RunPlan, ExactStreamingRunsTheTransformerOverTheWholeAxisWhereItFits) {
+  // pips2_camel's shape on a 24 GiB device, exact streaming asked for: the whole time axis fits in the
+  // transformer's place, so it runs at once as in a whole-clip run (the blocked one is ~10x slower there).
+  RunPlanInput input = long_clip_cpu(372, 24);
+  input.device_is_host = false;
+  input.tracker.attention_materialised = false;
+  input.tracker.max_chunk = 1024;
+  input.tracker.max_backbone_frames = 32;
+  input.tracker.reserve_bytes = kGiB;
+  input.host_budget_bytes = 64 * kGiB;
+  input.disk_free_bytes = 200 * kGiB;
+  input.max_stream_block = 128;
+  input.mixer_block = 256;
+  input.requested = LongVideoMode::exact_streaming;
+  Expected<RunPlan> camel = plan_run(input);
+  ASSERT_TRUE(camel) << camel.status().message();
+  ASSERT_EQ(camel->mode, LongVideoMode::exact_streaming);
+  EXPECT_TRUE(camel->streaming.whole_axis_mixer);
+  EXPECT_NE(camel->summary().find("the whole time axis at once"), std::string::npos) << camel->summary();
+  EXPECT_GE(camel->streaming.device_peak_bytes, whole_axis_mixer_bytes(input.tracker, 64));
+  EXPECT_LE(camel->streaming.device_peak_bytes, 24 * kGiB);
+  // Its attention at 18,000 frames would take terabytes: blocks of 256 frames.
+  input.tracker.frames = 18'000;
+  Expected<RunPlan> hour = plan_run(input);
+  ASSERT_TRUE(hour) << hour.status().message();
+  ASSERT_EQ(hour->mode, LongVideoMode::exact_streaming);
+  EXPECT_FALSE(hour->streaming.whole_axis_mixer);
+  EXPECT_GT(whole_axis_mixer_bytes(input.tracker, 64), 24 * kGiB);
+  EXPECT_NE(hour->summary().find("in blocks of 256 frames"), std::string::npos) << hour->summary();
+  // A block size asked for is kept.
+  input.tracker.frames = 372;
+  input.whole_axis_mixer = false;
+  Expected<RunPlan> asked = plan_run(input);
+  ASSERT_TRUE(asked) << asked.status().message();
+  EXPECT_FALSE(asked->streaming.whole_axis_mixer);
+  // On the CPU the whole axis must not push the cache out of memory: with just the room for the blocked run and
+  // the cache, the transformer stays blocked and the cache stays in memory.
+  RunPlanInput cpu = long_clip_cpu(372, 64);
+  cpu.tracker.points = 1024;  // enough for the whole axis's attention to be the largest term
+  cpu.requested = LongVideoMode::exact_streaming;
+  cpu.disk_free_bytes = 200 * kGiB;
+  Expected<RunPlan> roomy = plan_run(cpu);
+  ASSERT_TRUE(roomy) << roomy.status().message();
+  ASSERT_EQ(roomy->streaming.cache, CacheLocation::host);
+  EXPECT_TRUE(roomy->streaming.whole_axis_mixer);
+  cpu.whole_axis_mixer = false;
+  Expected<RunPlan> blocked = plan_run(cpu);
+  ASSERT_TRUE(blocked) << blocked.status().message();
+  ASSERT_EQ(blocked->streaming.cache, CacheLocation::host);
+  ASSERT_LT(blocked->streaming.device_peak_bytes, roomy->streaming.device_peak_bytes);
+  cpu.whole_axis_mixer = true;
+  cpu.tracker.budget_bytes = (blocked->streaming.device_peak_bytes + roomy->streaming.device_peak_bytes) / 2;
+  Expected<RunPlan> tight = plan_run(cpu);
+  ASSERT_TRUE(tight) << tight.status().message();
+  EXPECT_EQ(tight->streaming.cache, CacheLocation::host) << tight->summary();
+  EXPECT_FALSE(tight->streaming.whole_axis_mixer) << tight->summary();
+}
+
 TEST(RunPlan, DecodedFramesAreInsideThePlan) {
   // An 8192x8192 clip with a 2 GiB budget: the native float copies of one frame (2.4 GiB) would not fit, so frames
   // are prepared one at a time at model size, and the decoder's pictures (0.75 GiB) are counted.

@@ -654,9 +654,10 @@ TEST_F(EngineTest, ExactStreamingEqualsTheWholeClipRun) {
   EXPECT_EQ(whole_observer.plans[0].mode, core::LongVideoMode::whole_clip);
 
   // Host cache, blocks of 5 frames (5, 5, 5, 1: queries pinned in every block), transformer blocks of 6 frames,
-  // chunks of 5 queries; then a cache file with blocks of 7.
+  // chunks of 5 queries; then a cache file with blocks of 7; then the transformer's size left to the plan, which
+  // runs it over the whole time axis at once (it fits).
   for (const auto& [location, block, mixer_block] : std::vector<std::tuple<core::CacheLocation, int, int>>{
-           {core::CacheLocation::host, 5, 6}, {core::CacheLocation::file, 7, 16}}) {
+           {core::CacheLocation::host, 5, 6}, {core::CacheLocation::file, 7, 16}, {core::CacheLocation::host, 4, 0}}) {
     LocoTrackTrackerOptions options = long_clip_options(core::LongVideoMode::exact_streaming);
     options.stream_block_frames = block;
     options.mixer_block_frames = mixer_block;
@@ -673,10 +674,12 @@ TEST_F(EngineTest, ExactStreamingEqualsTheWholeClipRun) {
     EXPECT_EQ(plan.mode, core::LongVideoMode::exact_streaming);
     EXPECT_TRUE(plan.forced);
     EXPECT_EQ(plan.streaming.frame_block, block);
+    EXPECT_EQ(plan.streaming.whole_axis_mixer, mixer_block == 0);
     ASSERT_EQ(observer.plans.size(), 1u);
-    const std::string what = label(
-        fmt::format("exact streaming ({}, blocks of {}) vs whole clip", core::to_string(plan.streaming.cache), block)
-            .c_str());
+    const std::string what =
+        label(fmt::format("exact streaming ({}, blocks of {}, transformer blocks of {}) vs whole clip",
+                          core::to_string(plan.streaming.cache), block, mixer_block)
+                  .c_str());
     std::printf("%s: plan: %s\n", what.c_str(), plan.summary().c_str());
     expect_tracks(what, tracks_tensor(*streamed), tracks_tensor(*whole));
     expect_same_visibility(what, *streamed, *whole);
