@@ -214,7 +214,14 @@ at::Tensor allocate_host_buffer(at::IntArrayRef sizes, at::ScalarType dtype, boo
   const size_t bytes = std::max<size_t>(1, static_cast<size_t>(elements) * c10::elementSize(dtype));
   void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (data == MAP_FAILED) throw std::bad_alloc();
-  if (page_locked) (void)::madvise(data, bytes, MADV_HUGEPAGE);  // fewer page faults while the pages are locked
+  if (page_locked) {
+    (void)::madvise(data, bytes, MADV_HUGEPAGE);  // fewer page faults
+    // Fault the pages in first, one short fault at a time: cudaHostRegister would otherwise fault them all in
+    // while it holds the process's memory-map lock, stalling every other thread's mmap/munmap (the decoder's
+    // frame buffers) for the whole range.
+    auto* const first_byte = static_cast<volatile unsigned char*>(data);
+    for (size_t offset = 0; offset < bytes; offset += 4096) first_byte[offset] = 0;
+  }
   const bool locked = page_locked && cuda_support::register_host_memory(data, bytes);
   return at::from_blob(
       data, sizes,
