@@ -143,6 +143,19 @@ RunPlanInput long_clip_cpu(int frames, int64_t budget_gib) {  // 1080p on the CP
   return input;
 }
 
+RunPlanInput long_clip_cuda(int frames, int64_t budget_gib) {  // the same on a CUDA device, as the tracker sets it up
+  RunPlanInput input = long_clip_cpu(frames, budget_gib);
+  input.device_is_host = false;
+  input.tracker.attention_materialised = false;
+  input.tracker.max_chunk = 1024;
+  input.tracker.max_backbone_frames = 32;
+  input.tracker.reserve_bytes = kGiB;
+  input.host_budget_bytes = 64 * kGiB;
+  input.max_stream_block = 128;
+  input.mixer_block = 256;
+  return input;
+}
+
 TEST(RunPlan, AShortClipRunsWhole) {
   Expected<RunPlan> plan = plan_run(long_clip_cpu(372, 8));
   ASSERT_TRUE(plan) << plan.status().message();
@@ -258,16 +271,8 @@ TEST(RunPlan, TheUserOverridesThePlanOrHearsWhyNot) {
 }
 
 TEST(RunPlan, ACudaRunKeepsTheCacheInHostMemoryWhenItFits) {
-  RunPlanInput input = long_clip_cpu(3'000, 24);  // 3,000 frames: 20.5 GiB of grids on a 24 GiB device
-  input.device_is_host = false;
-  input.tracker.attention_materialised = false;
-  input.tracker.max_chunk = 1024;
-  input.tracker.max_backbone_frames = 32;
-  input.tracker.reserve_bytes = kGiB;
-  input.host_budget_bytes = 64 * kGiB;
+  RunPlanInput input = long_clip_cuda(3'000, 24);  // 3,000 frames: 20.5 GiB of grids on a 24 GiB device
   input.disk_free_bytes = 50 * kGiB;
-  input.max_stream_block = 128;
-  input.mixer_block = 256;
   Expected<RunPlan> plan = plan_run(input);
   ASSERT_TRUE(plan) << plan.status().message();
   // The grids would fit the device, but leave room for one query at a time: not a useful whole-clip run.
@@ -288,16 +293,8 @@ TEST(RunPlan, ACudaRunKeepsTheCacheInHostMemoryWhenItFits) {
 TEST(RunPlan, ExactStreamingRunsTheTransformerOverTheWholeAxisWhereItFits) {
   // pips2_camel's shape on a 24 GiB device, exact streaming asked for: the whole time axis fits in the
   // transformer's place, so it runs at once as in a whole-clip run (the blocked one is ~10x slower there).
-  RunPlanInput input = long_clip_cpu(372, 24);
-  input.device_is_host = false;
-  input.tracker.attention_materialised = false;
-  input.tracker.max_chunk = 1024;
-  input.tracker.max_backbone_frames = 32;
-  input.tracker.reserve_bytes = kGiB;
-  input.host_budget_bytes = 64 * kGiB;
+  RunPlanInput input = long_clip_cuda(372, 24);
   input.disk_free_bytes = 200 * kGiB;
-  input.max_stream_block = 128;
-  input.mixer_block = 256;
   input.requested = LongVideoMode::exact_streaming;
   Expected<RunPlan> camel = plan_run(input);
   ASSERT_TRUE(camel) << camel.status().message();
