@@ -61,7 +61,7 @@ StageBreakdownChart::StageBreakdownChart(QWidget* parent) : QChartView(parent) {
   rebuild({}, {});
 }
 
-void StageBreakdownChart::setLegendAlignment(Qt::Alignment alignment) { chart()->legend()->setAlignment(alignment); }
+void StageBreakdownChart::set_legend_alignment(Qt::Alignment alignment) { chart()->legend()->setAlignment(alignment); }
 
 QStringList StageBreakdownChart::categories() const {
   for (QAbstractAxis* axis : chart()->axes(Qt::Horizontal)) {
@@ -104,7 +104,7 @@ void StageBreakdownChart::rebuild(const QStringList& categories,
   series_->attachAxis(y);
 }
 
-void StageBreakdownChart::showRuns(const std::vector<const core::ProfileCase*>& runs, const QStringList& labels) {
+void StageBreakdownChart::show_runs(const std::vector<const core::ProfileCase*>& runs, const QStringList& labels) {
   QStringList names;
   for (const core::ProfileCase* run : runs) {
     for (const core::StageStats& s : run->stages) {
@@ -125,7 +125,7 @@ void StageBreakdownChart::showRuns(const std::vector<const core::ProfileCase*>& 
   rebuild(labels, sets);
 }
 
-void StageBreakdownChart::showLiveSamples(const std::vector<core::StageSample>& samples) {
+void StageBreakdownChart::show_live_samples(const std::vector<core::StageSample>& samples) {
   int chunks = 0;
   bool per_video = false;
   for (const core::StageSample& s : samples) {
@@ -177,18 +177,18 @@ StageHistoryChart::StageHistoryChart(QWidget* parent) : QChartView(parent) {
   rescale();
 }
 
-QLineSeries* StageHistoryChart::seriesFor(const QString& stage_name) const {
+QLineSeries* StageHistoryChart::series_for(const QString& stage_name) const {
   for (QAbstractSeries* series : chart()->series()) {
     if (series->name() == stage_name) return qobject_cast<QLineSeries*>(series);
   }
   return nullptr;
 }
 
-void StageHistoryChart::appendRun(const core::ProfileCase& run) {
+void StageHistoryChart::append_run(const core::ProfileCase& run) {
   ++runs_;
   for (const core::StageStats& s : run.stages) {
     const QString name = QString::fromStdString(s.name);
-    QLineSeries* series = seriesFor(name);
+    QLineSeries* series = series_for(name);
     if (!series) {
       series = new QLineSeries();
       series->setName(name);
@@ -232,11 +232,11 @@ StageRatioChart::StageRatioChart(QWidget* parent) : QChartView(parent) {
   setChart(chart);
   setRenderHint(QPainter::Antialiasing);
   setMinimumHeight(180);
-  showRatios({}, {});
+  show_ratios({}, {});
 }
 
-void StageRatioChart::showRatios(const QStringList& stages,
-                                 const std::vector<std::pair<QString, std::vector<std::optional<double>>>>& sets) {
+void StageRatioChart::show_ratios(const QStringList& stages,
+                                  const std::vector<std::pair<QString, std::vector<std::optional<double>>>>& sets) {
   QChart* c = chart();
   c->removeAllSeries();
   for (QAbstractAxis* axis : c->axes()) {
