@@ -8,6 +8,7 @@
 #include <QImage>
 #include <QLabel>
 #include <QLineSeries>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QStackedBarSeries>
 #include <QStandardItemModel>
@@ -363,13 +364,30 @@ class PerformanceDockTest : public QObject {
     }
     QVERIFY(official >= 0);
     dock.compare(official, official);
-    QVERIFY(dock.show_what_if("t4", "bf16"));
+    QVERIFY(dock.show_what_if("t4", core::Precision::bf16));
     QCOMPARE(dock.entries().size(), size_t{12});
     QCOMPARE(dock.comparison_view()->selected_b(), 11);
     QCOMPARE(dock.entries()[11].profile->origin, core::ProfileOrigin::predicted);
     QVERIFY(dock.comparison_view()->comparison()->highlighted_count() >= 3);
     QVERIFY(dock.comparison_view()->diagnosis_text().contains("precision emulation"));
     QCOMPARE(dock.show_what_if("b200").code(), core::StatusCode::not_found);
+  }
+
+  void what_if_button_sends_the_chosen_precision_as_a_type() {
+    const std::vector<ui::ProfileEntry> entries;
+    ui::ComparisonView view(entries);
+    QSignalSpy spy(&view, &ui::ComparisonView::what_if_requested);
+    QComboBox* precisions = view.what_if_precision_combo();
+    QCOMPARE(precisions->count(), 1 + static_cast<int>(std::size(core::kAllPrecisions)));
+    precisions->setCurrentIndex(precisions->findText("bf16"));
+    view.what_if_button()->click();
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(spy.at(0).at(0).toString(), QStringLiteral("t4"));
+    QVERIFY(spy.at(0).at(1).value<std::optional<core::Precision>>() == core::Precision::bf16);
+    precisions->setCurrentIndex(0);  // "same precision": A's own
+    view.what_if_button()->click();
+    QCOMPARE(spy.count(), 2);
+    QVERIFY(!spy.at(1).at(1).value<std::optional<core::Precision>>().has_value());
   }
 
   void open_profile_file_rejects_bad_files() {
@@ -428,7 +446,7 @@ class PerformanceDockTest : public QObject {
     dock.add_run(*dock.entries()[static_cast<size_t>(official)].profile, official,
                  "H200 (docs/locotrack-spec.md §5.2)");
     dock.compare(official, official);
-    QVERIFY(dock.show_what_if("t4", "bf16"));
+    QVERIFY(dock.show_what_if("t4", core::Precision::bf16));
     dock.resize(1500, 950);
     dock.show();
     QTest::qWait(50);

@@ -53,8 +53,8 @@ ComparisonView::ComparisonView(const std::vector<ProfileEntry>& entries, QWidget
   }
   what_if_gpu_->setCurrentIndex(std::max(0, what_if_gpu_->findData(QString("t4"))));
   what_if_precision_ = new QComboBox(this);
-  what_if_precision_->addItem(tr("same precision"), QString());
-  for (const char* p : {"fp32", "tf32", "bf16", "fp16"}) what_if_precision_->addItem(p, QString(p));
+  what_if_precision_->addItem(tr("same precision"));  // no data: A's own precision
+  for (core::Precision p : core::kAllPrecisions) what_if_precision_->addItem(core::to_string(p), static_cast<int>(p));
   what_if_run_ = new QPushButton(tr("Predict A there"), this);
   what_if->addWidget(new QLabel(tr("What-if on:"), this));
   what_if->addWidget(what_if_gpu_, 1);
@@ -85,7 +85,10 @@ ComparisonView::ComparisonView(const std::vector<ProfileEntry>& entries, QWidget
   connect(b_, &QComboBox::currentIndexChanged, this, [this] { recompute(); });
   connect(open_, &QPushButton::clicked, this, &ComparisonView::open_file_requested);
   connect(what_if_run_, &QPushButton::clicked, this, [this] {
-    Q_EMIT what_if_requested(what_if_gpu_->currentData().toString(), what_if_precision_->currentData().toString());
+    const QVariant precision = what_if_precision_->currentData();
+    Q_EMIT what_if_requested(
+        what_if_gpu_->currentData().toString(),
+        precision.isValid() ? std::optional(static_cast<core::Precision>(precision.toInt())) : std::nullopt);
   });
   entries_changed();
 }

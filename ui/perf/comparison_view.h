@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/perf/diagnosis.h"
+#include "core/tracking/device.h"
 #include "ui/perf/profile_entry.h"
 
 class QComboBox;
@@ -47,12 +48,13 @@ class ComparisonView : public QWidget {
   QString diagnosis_text() const;
   QComboBox* what_if_gpu_combo() const { return what_if_gpu_; }
   QComboBox* what_if_precision_combo() const { return what_if_precision_; }
+  QPushButton* what_if_button() const { return what_if_run_; }
 
  Q_SIGNALS:
   /// The user wants to open a profile JSON file (the dock shows the dialog and adds the file's cases).
   void open_file_requested();
-  /// The user asked for a what-if of side A on `gpu_key` ("t4"), at `precision` ("" = A's own).
-  void what_if_requested(const QString& gpu_key, const QString& precision);
+  /// The user asked for a what-if of side A on `gpu_key` ("t4"), at `precision` (nullopt = A's own).
+  void what_if_requested(const QString& gpu_key, std::optional<core::Precision> precision);
 
  private:
   void recompute();

@@ -60,10 +60,11 @@ PerformanceDock::PerformanceDock(QWidget* parent) : QDockWidget(tr("Performance"
 
   connect(export_, &QPushButton::clicked, this, &PerformanceDock::export_with_dialog);
   connect(comparison_, &ComparisonView::open_file_requested, this, &PerformanceDock::open_with_dialog);
-  connect(comparison_, &ComparisonView::what_if_requested, this, [this](const QString& gpu, const QString& precision) {
-    if (core::Status s = show_what_if(gpu, precision); !s)
-      QMessageBox::warning(this, tr("What-if"), QString::fromStdString(s.message()));
-  });
+  connect(comparison_, &ComparisonView::what_if_requested, this,
+          [this](const QString& gpu, std::optional<core::Precision> precision) {
+            if (core::Status s = show_what_if(gpu, precision); !s)
+              QMessageBox::warning(this, tr("What-if"), QString::fromStdString(s.message()));
+          });
   timer_ = new QTimer(this);
   timer_->setInterval(kPollIntervalMs);
   // A hidden dock draws nothing: the timer skips it (the snapshots stay in their owners and are pulled once the
@@ -144,18 +145,14 @@ void PerformanceDock::compare(int a, int b) {
   tabs_->setCurrentWidget(comparison_);
 }
 
-core::Status PerformanceDock::show_what_if(const QString& gpu_key, const QString& precision) {
+core::Status PerformanceDock::show_what_if(const QString& gpu_key, std::optional<core::Precision> precision) {
   const int a = comparison_->selected_a();
   if (a < 0 || a >= static_cast<int>(entries_.size()))
     return core::invalid_argument("choose a profile A to predict first");
   core::Expected<const core::GpuSpec*> spec = core::lookup_gpu_spec(gpu_key.toStdString());
   if (!spec) return spec.status();
   core::WhatIfOptions options;
-  if (!precision.isEmpty()) {
-    core::Expected<core::Precision> parsed = core::parse_precision(precision.toStdString());
-    if (!parsed) return parsed.status();
-    options.precision = *parsed;
-  }
+  options.precision = precision;
   const ProfileEntry source = entries_[static_cast<size_t>(a)];
   core::Expected<core::Profile> predicted =
       core::predict_profile(*source.profile, static_cast<size_t>(source.case_index), **spec, options);

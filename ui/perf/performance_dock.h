@@ -26,6 +26,7 @@
 
 #include "core/perf/diagnosis.h"
 #include "core/perf/telemetry.h"
+#include "core/tracking/device.h"
 #include "ui/perf/live_run.h"
 #include "ui/perf/profile_entry.h"
 
@@ -68,9 +69,9 @@ class PerformanceDock : public QDockWidget {
   core::Status open_profile_file(const QString& path);
   /// Compares two entries (indices as returned above).
   void compare(int a, int b);
-  /// Predicts the compared A on a GPU of the table ("t4"), at `precision` ("" = A's); the prediction becomes
+  /// Predicts the compared A on a GPU of the table ("t4"), at `precision` (nullopt = A's); the prediction becomes
   /// an entry and is compared as B.
-  core::Status show_what_if(const QString& gpu_key, const QString& precision = {});
+  core::Status show_what_if(const QString& gpu_key, std::optional<core::Precision> precision = std::nullopt);
   /// Writes the report (see report_export.h) into `directory`.
   core::Expected<QStringList> export_report(const QString& directory);
 
