@@ -14,6 +14,7 @@
 #include <QStandardItemModel>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QValueAxis>
 #include <QtTest>
 
 #include <cmath>
@@ -146,6 +147,29 @@ class PerformanceDockTest : public QObject {
     }
     QCOMPARE(dock.entries().size(), size_t{3});
     QCOMPARE(dock.current_entry(), 2);
+  }
+
+  // The y axis of the stage chart: 0..1 ms with readable ticks when there is nothing to show, and neighbouring
+  // tick labels that differ when the bars are short.
+  void stage_chart_axis_reads_sensibly_when_empty_or_short() {
+    const auto tick_labels = [](const ui::StageBreakdownChart& chart) {
+      const QList<QAbstractAxis*> axes = chart.chart()->axes(Qt::Vertical);
+      auto* y = axes.isEmpty() ? nullptr : qobject_cast<QValueAxis*>(axes.front());
+      QStringList labels;
+      for (int i = 0; y && i < y->tickCount(); ++i) {
+        const double value = y->min() + i * (y->max() - y->min()) / (y->tickCount() - 1);
+        labels << QString::asprintf(y->labelFormat().toLatin1().constData(), value);
+      }
+      return labels;
+    };
+    ui::StageBreakdownChart chart;
+    QCOMPARE(tick_labels(chart), (QStringList{"0.00", "0.25", "0.50", "0.75", "1.00"}));
+    chart.show_live_samples({{core::Stage::backbone, 0, 0, 0.3}});
+    const QStringList short_bars = tick_labels(chart);
+    QCOMPARE(short_bars.size(), 5);
+    QCOMPARE(QSet<QString>(short_bars.begin(), short_bars.end()).size(), 5);
+    chart.show_live_samples({{core::Stage::backbone, 0, 0, 200.0}});
+    QCOMPARE(tick_labels(chart).back(), QStringLiteral("210"));  // whole milliseconds, as before
   }
 
   void live_samples_show_one_bar_per_chunk() {
@@ -331,6 +355,7 @@ class PerformanceDockTest : public QObject {
     dock.set_devices(devices, runtime, "cuda:0");
     ui::DeviceSelector* selector = dock.device_selector();
     QCOMPARE(selector->device_combo()->count(), 3);
+    QCOMPARE(selector->device_combo()->itemText(0), QStringLiteral("CPU (2 threads)"));  // the count once
     QVERIFY(selector->device_combo()->itemText(1).contains("40 SMs"));
     QVERIFY(selector->device_combo()->itemText(1).contains("compute capability 7.5"));
     auto* model = qobject_cast<QStandardItemModel*>(selector->precision_combo()->model());

@@ -10,7 +10,7 @@ namespace trackscope::ui {
 namespace {
 
 QString describe(const core::DeviceInfo& d) {
-  if (!d.is_cuda()) return QObject::tr("%1 — %2 threads").arg(QString::fromStdString(d.name)).arg(d.multiprocessors);
+  if (!d.is_cuda()) return QString::fromStdString(d.name);  // "CPU (16 threads)": the name holds the thread count
   return QObject::tr("%1 (%2) — %3 SMs, %4 GB, compute capability %5.%6")
       .arg(QString::fromStdString(d.name), QString::fromStdString(d.id))
       .arg(d.multiprocessors)

@@ -33,18 +33,26 @@ void sort_stage_names(QStringList& names) {
   });
 }
 
+// Enough decimals that neighbouring ticks of a 0..top axis read differently ("%.0f" labelled an empty 0..1 axis
+// "0 0 1 1 1").
+QString tick_label_format(double top, int tick_count) {
+  const double step = top / std::max(1, tick_count - 1);
+  const int decimals = step >= 1.0 ? 0 : std::min(3, static_cast<int>(std::ceil(-std::log10(step))) + 1);
+  return QStringLiteral("%.%1f").arg(decimals);
+}
+
 }  // namespace
 
 QColor stage_color(const QString& stage_name) {
-  static const std::map<QString, QColor> colors = {
+  static const std::map<QString, QColor> kColors = {
       {"decode", QColor(0x9e, 0x9e, 0x9e)},         {"resize_normalize", QColor(0xbd, 0xbd, 0xbd)},
       {"upload", QColor(0x78, 0x90, 0x9c)},         {"backbone", QColor(0x1f, 0x77, 0xb4)},
       {"feature_stream", QColor(0xe3, 0x77, 0xc2)}, {"query_features", QColor(0x17, 0xbe, 0xcf)},
       {"init", QColor(0x2c, 0xa0, 0x2c)},           {"refine_correlation", QColor(0xff, 0x7f, 0x0e)},
       {"refine_encoder", QColor(0xd6, 0x27, 0x28)}, {"refine_transformer", QColor(0x94, 0x67, 0xbd)},
       {"assembly", QColor(0x8c, 0x56, 0x4b)},       {"download", QColor(0x54, 0x6e, 0x7a)}};
-  const auto it = colors.find(stage_name);
-  if (it != colors.end()) return it->second;
+  const auto it = kColors.find(stage_name);
+  if (it != kColors.end()) return it->second;
   return QColor::fromHsv(static_cast<int>(qHash(stage_name) % 360), 120, 200);
 }
 
@@ -98,8 +106,9 @@ void StageBreakdownChart::rebuild(const QStringList& categories,
   series_->attachAxis(x);
   auto* y = new QValueAxis();
   y->setTitleText(tr("ms"));
-  y->setRange(0.0, max_total > 0.0 ? max_total * 1.05 : 1.0);
-  y->setLabelFormat("%.0f");
+  const double top_ms = max_total > 0.0 ? max_total * 1.05 : 1.0;  // empty: 0..1
+  y->setRange(0.0, top_ms);
+  y->setLabelFormat(tick_label_format(top_ms, y->tickCount()));
   c->addAxis(y, Qt::AlignLeft);
   series_->attachAxis(y);
 }

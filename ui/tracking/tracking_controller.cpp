@@ -62,9 +62,10 @@ void TrackingController::shutdown() {
 
 void TrackingController::build_widgets() {
   const WorkbenchActions& actions = *parts_.actions;
-  // The toolbar and the dock are placed by the window (addToolBar, addDockWidget), which then owns them.
+  // The toolbar and the dock are placed by the window (addToolBar, addDockWidget); they are the window's children
+  // from the start, so that nothing leaks where a caller does not place them.
   toolbar_ = new TrackingToolbar(actions.track, actions.track_selected, actions.cancel_tracking, actions.show_occluded,
-                                 nullptr);
+                                 parts_.dialog_parent);
 
   menu_trail_ = new TrailLengthEditor(nullptr);
   menu_trail_->setObjectName("menu_trail_editor");
@@ -76,7 +77,7 @@ void TrackingController::build_widgets() {
   status_ = new TrackingStatusWidget(actions.cancel_tracking, parts_.status_bar);
   parts_.status_bar->insertPermanentWidget(0, status_);
 
-  dock_ = new PerformanceDock(nullptr);
+  dock_ = new PerformanceDock(parts_.dialog_parent);
   actions.panels_menu->addAction(toolbar_->toggleViewAction());
   actions.panels_menu->addAction(dock_->toggleViewAction());
 }
