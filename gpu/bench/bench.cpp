@@ -5,7 +5,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
-#include <sys/resource.h>
 
 #include <fmt/format.h>
 
@@ -13,6 +12,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/perf/process_memory.h"
 #include "core/perf/telemetry.h"
 #include "core/video/sample_clip.h"
 #include "core/video/video_source.h"
@@ -181,12 +181,6 @@ Pass forward_pass(const engine::Engine& engine, const at::Tensor& frames, const 
   pass.samples = recorder.collect();
   pass.wall_ms = now_ms() - start;
   return pass;
-}
-
-int64_t process_peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
 }
 
 }  // namespace
@@ -372,8 +366,9 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
                 log(fmt::format("{}: skipped: {}", core::default_case_name(config), e.what()));
                 continue;
               }
-              const int64_t peak = device->is_cuda() ? cuda_support::peak_allocated_bytes(torch_device.index())
-                                                     : process_peak_rss_bytes();
+              const int64_t peak = device->is_cuda()
+                                       ? cuda_support::peak_allocated_bytes(torch_device.index())
+                                       : static_cast<int64_t>(core::peak_resident_mib() * 1024.0 * 1024.0);
               core::ProfileCase result =
                   builder.build(peak, core::summarize_telemetry((*sampler)->samples_since(case_start_s)));
               result.notes = fmt::format(
