@@ -24,6 +24,47 @@
 
 namespace trackscope::gpu {
 
+// The engine choices a bench can force: torch-free mirrors of engine::EnginePath, ops::CorrKernel,
+// ops::CmdTopFast::Convolution and the engine's switches (automatic = the engine's own choice). Each value's name
+// (the CLI's and the profile notes') is in the table below it; to_string prints it.
+template <class Value>
+struct BenchName {
+  const char* name;
+  Value value;
+};
+enum class BenchPath { automatic, fused, eager };
+inline constexpr BenchName<BenchPath> kBenchPathNames[] = {
+    {"auto", BenchPath::automatic}, {"fused", BenchPath::fused}, {"eager", BenchPath::eager}};
+enum class BenchCorrKernel { automatic, classic, tensor_cores, wmma, pipelined };
+inline constexpr BenchName<BenchCorrKernel> kBenchCorrKernelNames[] = {{"auto", BenchCorrKernel::automatic},
+                                                                       {"classic", BenchCorrKernel::classic},
+                                                                       {"tensor", BenchCorrKernel::tensor_cores},
+                                                                       {"wmma", BenchCorrKernel::wmma},
+                                                                       {"pipelined", BenchCorrKernel::pipelined}};
+enum class BenchCmdTop { automatic, im2col, dense, fused };
+inline constexpr BenchName<BenchCmdTop> kBenchCmdTopNames[] = {{"auto", BenchCmdTop::automatic},
+                                                               {"im2col", BenchCmdTop::im2col},
+                                                               {"dense", BenchCmdTop::dense},
+                                                               {"fused", BenchCmdTop::fused}};
+enum class BenchNorm { automatic, fused, reference };
+inline constexpr BenchName<BenchNorm> kBenchNormNames[] = {
+    {"auto", BenchNorm::automatic}, {"fused", BenchNorm::fused}, {"reference", BenchNorm::reference}};
+enum class BenchMixer { automatic, fused, plain, reference };
+inline constexpr BenchName<BenchMixer> kBenchMixerNames[] = {{"auto", BenchMixer::automatic},
+                                                             {"fused", BenchMixer::fused},
+                                                             {"plain", BenchMixer::plain},
+                                                             {"reference", BenchMixer::reference}};
+enum class BenchSwitch { automatic, on, off };
+inline constexpr BenchName<BenchSwitch> kBenchSwitchNames[] = {
+    {"auto", BenchSwitch::automatic}, {"on", BenchSwitch::on}, {"off", BenchSwitch::off}};
+
+const char* to_string(BenchPath value);
+const char* to_string(BenchCorrKernel value);
+const char* to_string(BenchCmdTop value);
+const char* to_string(BenchNorm value);
+const char* to_string(BenchMixer value);
+const char* to_string(BenchSwitch value);
+
 struct BenchOptions {
   std::string device = "auto";
   std::vector<std::string> models = {"small"};  // sizes to sweep, with random weights (seed below)...
@@ -31,15 +72,15 @@ struct BenchOptions {
   std::vector<int> points = {1024};
   std::vector<int> frames = {47};
   std::vector<core::Precision> precisions = {core::Precision::fp32};
-  std::vector<int> chunks = {0};         // queries per chunk; 0 = all points in one chunk
-  std::string path = "auto";             // auto | fused | eager (gpu/engine/engine.h)
-  std::string corr_kernel = "auto";      // auto | classic | tensor | wmma | pipelined (gpu/ops/ops.h CorrKernel)
-  std::string cmdtop = "auto";           // auto | im2col | dense | fused (CmdTopFast::Convolution)
-  std::string cudnn_benchmark = "auto";  // auto | on | off
-  std::string norm = "auto";             // auto | fused | reference: the backbone's InstanceNorm+ReLU
-  std::string cuda_graphs = "off";       // on | off: track_chunk replayed as CUDA graphs (EngineOptions)
-  std::string mixer = "auto";            // auto | fused | plain | reference: the temporal mixer (ops::MixerFast;
-                                         // plain = fused without 3xTF32; reference = the module path)
+  std::vector<int> chunks = {0};                             // queries per chunk; 0 = all points in one chunk
+  BenchPath path = BenchPath::automatic;                     // gpu/engine/engine.h
+  BenchCorrKernel corr_kernel = BenchCorrKernel::automatic;  // gpu/ops/ops.h CorrKernel
+  BenchCmdTop cmdtop = BenchCmdTop::automatic;               // CmdTopFast::Convolution
+  BenchSwitch cudnn_benchmark = BenchSwitch::automatic;
+  BenchNorm norm = BenchNorm::automatic;     // the backbone's InstanceNorm+ReLU
+  bool cuda_graphs = false;                  // track_chunk replayed as CUDA graphs (EngineOptions)
+  BenchMixer mixer = BenchMixer::automatic;  // the temporal mixer (ops::MixerFast; plain = fused without 3xTF32;
+                                             // reference = the module path)
   int repeats = 5;
   int warmup = 2;
   std::string video;                    // frames (looped back and forth if short); empty = the

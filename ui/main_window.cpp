@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "ui/annotation_controller.h"
 #include "ui/annotation_editor.h"
+#include "ui/frame_server_factory.h"
 #include "ui/perf/performance_dock.h"
 #include "ui/point_list_panel.h"
 #include "ui/project/export_controller.h"
@@ -204,7 +205,7 @@ void MainWindow::connect_session() {
 }
 
 void MainWindow::open_video(const QString& path) {
-  if (path.endsWith(QLatin1String(core::io::kProjectExtension))) {
+  if (core::io::is_project_path(path_from_qstring(path))) {
     open_project(path);
     return;
   }

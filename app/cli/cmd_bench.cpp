@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,13 +28,13 @@ struct BenchArguments {
   std::vector<int> frames = {47};
   std::vector<std::string> precisions = {"fp32"};
   std::vector<int> chunks = {0};
-  std::string path = "auto";
-  std::string corr_kernel = "auto";
-  std::string cmdtop = "auto";
-  std::string cudnn_benchmark = "auto";
-  std::string norm = "auto";
-  std::string cuda_graphs = "off";
-  std::string mixer = "auto";
+  gpu::BenchPath path = gpu::BenchPath::automatic;
+  gpu::BenchCorrKernel corr_kernel = gpu::BenchCorrKernel::automatic;
+  gpu::BenchCmdTop cmdtop = gpu::BenchCmdTop::automatic;
+  gpu::BenchSwitch cudnn_benchmark = gpu::BenchSwitch::automatic;
+  gpu::BenchNorm norm = gpu::BenchNorm::automatic;
+  gpu::BenchSwitch cuda_graphs = gpu::BenchSwitch::off;
+  gpu::BenchMixer mixer = gpu::BenchMixer::automatic;
   std::string video;
   std::string json;
   int repeats = 5;
@@ -42,6 +43,14 @@ struct BenchArguments {
   bool no_peaks = false;
   std::string command;
 };
+
+// The option's names (gpu/bench.h's table) for CLI11, which parses them into the enum once.
+template <class Value, size_t N>
+CLI::CheckedTransformer names_of(const gpu::BenchName<Value> (&names)[N]) {
+  std::map<std::string, Value> map;
+  for (const gpu::BenchName<Value>& n : names) map.emplace(n.name, n.value);
+  return CLI::CheckedTransformer(map);
+}
 
 int run_bench_command(const BenchArguments& args) {
   auto fail = [](const core::Status& status) {
@@ -73,7 +82,7 @@ int run_bench_command(const BenchArguments& args) {
   options.cmdtop = args.cmdtop;
   options.cudnn_benchmark = args.cudnn_benchmark;
   options.norm = args.norm;
-  options.cuda_graphs = args.cuda_graphs;
+  options.cuda_graphs = args.cuda_graphs == gpu::BenchSwitch::on;
   options.mixer = args.mixer;
   options.video = args.video;
   options.repeats = args.repeats;
@@ -121,28 +130,36 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
       ->delimiter(',')
       ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
-  command->add_option("--path", args->path, "auto, fused or eager")->capture_default_str();
+  command->add_option("--path", args->path, "auto, fused or eager")
+      ->transform(names_of(gpu::kBenchPathNames))
+      ->default_str(gpu::to_string(args->path));
   command
       ->add_option("--corr-kernel", args->corr_kernel,
                    "CUDA 4D-correlation kernel: auto, classic, tensor, wmma or pipelined")
-      ->capture_default_str();
+      ->transform(names_of(gpu::kBenchCorrKernelNames))
+      ->default_str(gpu::to_string(args->corr_kernel));
   command
       ->add_option("--cmdtop", args->cmdtop,
                    "CMDTop convolutions: auto, im2col, dense or fused (one CUDA kernel, float32)")
-      ->capture_default_str();
+      ->transform(names_of(gpu::kBenchCmdTopNames))
+      ->default_str(gpu::to_string(args->cmdtop));
   command->add_option("--cudnn-benchmark", args->cudnn_benchmark, "cuDNN autotuning: auto (on), on, off")
-      ->capture_default_str();
+      ->transform(names_of(gpu::kBenchSwitchNames))
+      ->default_str(gpu::to_string(args->cudnn_benchmark));
   command->add_option("--norm", args->norm, "backbone InstanceNorm+ReLU on CUDA: auto (fused), fused, reference")
-      ->capture_default_str();
+      ->transform(names_of(gpu::kBenchNormNames))
+      ->default_str(gpu::to_string(args->norm));
   command->add_option("--cuda-graphs", args->cuda_graphs, "replay the refinement as CUDA graphs: on or off")
-      ->capture_default_str();
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, gpu::BenchSwitch>{{"on", gpu::BenchSwitch::on}, {"off", gpu::BenchSwitch::off}}))
+      ->default_str(gpu::to_string(args->cuda_graphs));
   command
       ->add_option("--mixer", args->mixer,
                    "temporal mixer on CUDA: auto (float32: the fused kernels in 3xTF32; fp16/bf16: the module), fused, "
                    "plain (fused, float32 "
                    "without 3xTF32) or reference (the module path)")
-      ->check(CLI::IsMember({"auto", "fused", "plain", "reference"}))
-      ->capture_default_str();
+      ->transform(names_of(gpu::kBenchMixerNames))
+      ->default_str(gpu::to_string(args->mixer));
   command->add_option("--video", args->video, "frames to run on (default: the procedural sample scene)");
   command->add_option("--repeats", args->repeats, "timed repeats per case")
       ->check(CLI::Range(1, 100000))

@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
       }
       const QString path = QString::fromStdString(choice->path);
       const int first = static_cast<int>(dock->entries().size());
-      if (core::Status opened = dock->openProfileFile(path); !opened) {
+      if (core::Status opened = dock->open_profile_file(path); !opened) {
         std::fprintf(stderr, "trackscope: %s\n", opened.message().c_str());
         return 1;
       }
@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
     dock->compare(picked[0], picked[1]);
     // A also becomes the dock's current run, so that its Stages and Roofline tabs show it.
     const trackscope::ui::ProfileEntry a = dock->entries().at(static_cast<size_t>(picked[0]));
-    dock->addRun(*a.profile, a.case_index, a.label);
+    dock->add_run(*a.profile, a.case_index, a.label);
     dock->show();
   }
   if (parser.isSet(tab_option)) {

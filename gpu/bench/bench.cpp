@@ -5,7 +5,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
-#include <sys/resource.h>
 
 #include <fmt/format.h>
 
@@ -13,6 +12,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/perf/process_memory.h"
 #include "core/perf/telemetry.h"
 #include "core/video/sample_clip.h"
 #include "core/video/video_source.h"
@@ -183,13 +183,52 @@ Pass forward_pass(const engine::Engine& engine, const at::Tensor& frames, const 
   return pass;
 }
 
-int64_t process_peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+template <class Value, size_t N>
+const char* name_in(const BenchName<Value> (&names)[N], Value value) {
+  for (const BenchName<Value>& n : names) {
+    if (n.value == value) return n.name;
+  }
+  return "?";
+}
+
+engine::EnginePath engine_path(BenchPath path) {
+  switch (path) {
+    case BenchPath::fused: return engine::EnginePath::fused;
+    case BenchPath::eager: return engine::EnginePath::eager;
+    case BenchPath::automatic: break;
+  }
+  return engine::EnginePath::automatic;
+}
+
+ops::CorrKernel corr_kernel(BenchCorrKernel kernel) {
+  switch (kernel) {
+    case BenchCorrKernel::classic: return ops::CorrKernel::classic;
+    case BenchCorrKernel::tensor_cores: return ops::CorrKernel::tensor_cores;
+    case BenchCorrKernel::wmma: return ops::CorrKernel::wmma;
+    case BenchCorrKernel::pipelined: return ops::CorrKernel::pipelined;
+    case BenchCorrKernel::automatic: break;
+  }
+  return ops::CorrKernel::automatic;
+}
+
+ops::CmdTopFast::Convolution cmdtop_convolution(BenchCmdTop cmdtop) {
+  switch (cmdtop) {
+    case BenchCmdTop::im2col: return ops::CmdTopFast::Convolution::im2col;
+    case BenchCmdTop::dense: return ops::CmdTopFast::Convolution::dense;
+    case BenchCmdTop::fused: return ops::CmdTopFast::Convolution::fused;
+    case BenchCmdTop::automatic: break;
+  }
+  return ops::CmdTopFast::Convolution::automatic;
 }
 
 }  // namespace
+
+const char* to_string(BenchPath value) { return name_in(kBenchPathNames, value); }
+const char* to_string(BenchCorrKernel value) { return name_in(kBenchCorrKernelNames, value); }
+const char* to_string(BenchCmdTop value) { return name_in(kBenchCmdTopNames, value); }
+const char* to_string(BenchNorm value) { return name_in(kBenchNormNames, value); }
+const char* to_string(BenchMixer value) { return name_in(kBenchMixerNames, value); }
+const char* to_string(BenchSwitch value) { return name_in(kBenchSwitchNames, value); }
 
 core::Status BenchOptions::check() const {
   if (models.empty() && weights.empty()) return core::invalid_argument("bench: no model to run");
@@ -211,29 +250,6 @@ core::Status BenchOptions::check() const {
   }
   if (repeats < 1 || repeats > 1000 || warmup < 0 || warmup > 100) {
     return core::invalid_argument("bench: repeats must be 1..1000 and warm-up 0..100");
-  }
-  if (path != "auto" && path != "fused" && path != "eager") {
-    return core::invalid_argument(fmt::format("bench: path '{}' (auto, fused or eager)", path));
-  }
-  if (corr_kernel != "auto" && corr_kernel != "classic" && corr_kernel != "tensor" && corr_kernel != "pipelined" &&
-      corr_kernel != "wmma") {
-    return core::invalid_argument(
-        fmt::format("bench: corr kernel '{}' (auto, classic, tensor, wmma or pipelined)", corr_kernel));
-  }
-  if (cmdtop != "auto" && cmdtop != "im2col" && cmdtop != "dense" && cmdtop != "fused") {
-    return core::invalid_argument(fmt::format("bench: CMDTop convolution '{}' (auto, im2col, dense or fused)", cmdtop));
-  }
-  if (cudnn_benchmark != "auto" && cudnn_benchmark != "on" && cudnn_benchmark != "off") {
-    return core::invalid_argument(fmt::format("bench: cuDNN benchmark '{}' (auto, on or off)", cudnn_benchmark));
-  }
-  if (norm != "auto" && norm != "fused" && norm != "reference") {
-    return core::invalid_argument(fmt::format("bench: norm '{}' (auto, fused or reference)", norm));
-  }
-  if (cuda_graphs != "on" && cuda_graphs != "off") {
-    return core::invalid_argument(fmt::format("bench: CUDA graphs '{}' (on or off)", cuda_graphs));
-  }
-  if (mixer != "auto" && mixer != "fused" && mixer != "plain" && mixer != "reference") {
-    return core::invalid_argument(fmt::format("bench: mixer '{}' (auto, fused, plain or reference)", mixer));
   }
   if (cpu_threads < 0) return core::invalid_argument("bench: negative thread count");
   return {};
@@ -308,24 +324,16 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
       for (core::Precision precision : options.precisions) {
         engine::EngineOptions engine_options;
         engine_options.precision = precision;
-        engine_options.path = options.path == "eager"   ? engine::EnginePath::eager
-                              : options.path == "fused" ? engine::EnginePath::fused
-                                                        : engine::EnginePath::automatic;
-        engine_options.corr_kernel = options.corr_kernel == "classic"     ? ops::CorrKernel::classic
-                                     : options.corr_kernel == "tensor"    ? ops::CorrKernel::tensor_cores
-                                     : options.corr_kernel == "pipelined" ? ops::CorrKernel::pipelined
-                                     : options.corr_kernel == "wmma"      ? ops::CorrKernel::wmma
-                                                                          : ops::CorrKernel::automatic;
-        engine_options.cmdtop_convolution = options.cmdtop == "im2col"  ? ops::CmdTopFast::Convolution::im2col
-                                            : options.cmdtop == "dense" ? ops::CmdTopFast::Convolution::dense
-                                            : options.cmdtop == "fused" ? ops::CmdTopFast::Convolution::fused
-                                                                        : ops::CmdTopFast::Convolution::automatic;
-        if (options.cudnn_benchmark != "auto") engine_options.cudnn_benchmark = options.cudnn_benchmark == "on";
-        engine_options.fused_instance_norm = options.norm != "reference";
-        engine_options.cuda_graphs = options.cuda_graphs == "on";
-        if (options.mixer != "auto") engine_options.fused_mixer = options.mixer != "reference";
-        engine_options.mixer_arithmetic =
-            options.mixer == "plain" ? ops::MixerFast::Arithmetic::plain : ops::MixerFast::Arithmetic::automatic;
+        engine_options.path = engine_path(options.path);
+        engine_options.corr_kernel = corr_kernel(options.corr_kernel);
+        engine_options.cmdtop_convolution = cmdtop_convolution(options.cmdtop);
+        if (options.cudnn_benchmark != BenchSwitch::automatic)
+          engine_options.cudnn_benchmark = options.cudnn_benchmark == BenchSwitch::on;
+        engine_options.fused_instance_norm = options.norm != BenchNorm::reference;
+        engine_options.cuda_graphs = options.cuda_graphs;
+        if (options.mixer != BenchMixer::automatic) engine_options.fused_mixer = options.mixer != BenchMixer::reference;
+        engine_options.mixer_arithmetic = options.mixer == BenchMixer::plain ? ops::MixerFast::Arithmetic::plain
+                                                                             : ops::MixerFast::Arithmetic::automatic;
         std::optional<engine::Engine> engine;
         {
           c10::InferenceMode no_inference(false);  // the engine converts weights outside inference mode
@@ -372,15 +380,16 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
                 log(fmt::format("{}: skipped: {}", core::default_case_name(config), e.what()));
                 continue;
               }
-              const int64_t peak = device->is_cuda() ? cuda_support::peak_allocated_bytes(torch_device.index())
-                                                     : process_peak_rss_bytes();
+              const int64_t peak = device->is_cuda()
+                                       ? cuda_support::peak_allocated_bytes(torch_device.index())
+                                       : static_cast<int64_t>(core::peak_resident_mib() * 1024.0 * 1024.0);
               core::ProfileCase result =
                   builder.build(peak, core::summarize_telemetry((*sampler)->samples_since(case_start_s)));
               result.notes = fmt::format(
                   "{} path, corr kernel {}, CMDTop {}, backbone norm {}, mixer {}, CUDA graphs {}, cuDNN benchmark "
                   "{}{}",
-                  engine->fused() ? "fused" : "eager", options.corr_kernel,
-                  engine->uses_fused_cmdtop() ? "fused" : options.cmdtop,
+                  engine->fused() ? "fused" : "eager", to_string(options.corr_kernel),
+                  engine->uses_fused_cmdtop() ? "fused" : to_string(options.cmdtop),
                   engine->uses_fused_instance_norm() ? "fused" : "reference",
                   engine->uses_tf32x3_mixer()  ? "fused 3xTF32"
                   : engine->uses_fused_mixer() ? "fused"

@@ -46,6 +46,12 @@ expect_error threads_negative "--threads -1 is negative" \
 expect_error memory_budget_huge "larger than any machine" \
   "$cli" track "$video" --queries "$out/one.csv" --out "$out/t.csv" --memory-budget-mb 99999999999999
 expect_error bench_threads_negative "--threads -1 is negative" "$cli" bench --threads -1 --device cpu
+# The engine choices are parsed once by their names (gpu/bench.h): an unknown one is refused by the parser, known
+# ones get through to the next check (the unwritable --json).
+expect_error bench_corr_kernel_unknown "corr-kernel" "$cli" bench --device cpu --corr-kernel tensor_cores
+expect_error bench_cuda_graphs_auto "cuda-graphs" "$cli" bench --device cpu --cuda-graphs auto
+expect_error bench_engine_choices_parsed "does not exist" "$cli" bench --device cpu --path eager --corr-kernel tensor \
+  --cmdtop dense --cudnn-benchmark off --norm reference --cuda-graphs on --mixer plain --json "$out/none/b.json"
 
 # --- outputs checked before the work: the missing folder is reported before the (missing) queries are read --
 start=$(date +%s%N)

@@ -23,8 +23,8 @@ struct Rule {
 
 const std::regex kInclude(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
 const std::regex kQt(R"(^(Q[A-Za-z]+|Qt[A-Za-z]*/.*|qglobal\.h)$)");
-const std::regex kTorch(
-    R"(^(torch/|ATen/|c10/|caffe2/|cuda|cub/|thrust/|cudnn|nvml|gpu/torch_compat\.h|gpu/(model|ops|engine|training)/).*)");
+const std::regex kTorch(R"(^(torch/|ATen/|c10/|caffe2/|cuda|cub/|thrust/|cudnn|nvml|gpu/torch_compat\.h|)"
+                        R"(gpu/(model|ops|engine|training)/).*)");
 const std::regex kFfmpeg(R"(^(libav[a-z]*|libsw[a-z]*)/.*)");
 const std::regex kImageLibraries(R"(^(jpeglib\.h|jerror\.h|turbojpeg\.h|png\.h|pngconf\.h)$)");
 const std::regex kMainWindow(R"(^ui/main_window\.h$)");

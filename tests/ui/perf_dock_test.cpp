@@ -8,11 +8,13 @@
 #include <QImage>
 #include <QLabel>
 #include <QLineSeries>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QStackedBarSeries>
 #include <QStandardItemModel>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QValueAxis>
 #include <QtTest>
 
 #include <cmath>
@@ -117,11 +119,11 @@ QBarSet* ratio_set(ui::StageRatioChart* chart, const QString& label) {
 class PerformanceDockTest : public QObject {
   Q_OBJECT
  private Q_SLOTS:
-  void stageChartHoldsTheCurrentRun() {
+  void stage_chart_holds_the_current_run() {
     ui::PerformanceDock dock;
     const core::Profile p = t4_fp32();
-    dock.addRun(p, 0, "run");
-    ui::StageBreakdownChart* chart = dock.stageChart();
+    dock.add_run(p, 0, "run");
+    ui::StageBreakdownChart* chart = dock.stage_chart();
     QCOMPARE(chart->categories(), QStringList{"run"});
     QCOMPARE(chart->series()->barSets().size(), 2);
     QCOMPARE(chart->series()->barSets()[0]->label(), QString("backbone"));  // canonical order
@@ -129,14 +131,14 @@ class PerformanceDockTest : public QObject {
     QCOMPARE(bar_set(chart, "refine_correlation")->at(0), p.cases[0].find_stage("refine_correlation")->stats.median_ms);
   }
 
-  void historyHasOnePointPerRun() {
+  void history_has_one_point_per_run() {
     ui::PerformanceDock dock;
     const double times[] = {200.0, 150.0, 120.0};
     for (double ms : times) {
-      dock.addRun(make_profile("Tesla T4", core::Precision::fp32, false, {{core::Stage::backbone, ms, 1e12, 1e6}}));
+      dock.add_run(make_profile("Tesla T4", core::Precision::fp32, false, {{core::Stage::backbone, ms, 1e12, 1e6}}));
     }
-    QCOMPARE(dock.historyChart()->runCount(), 3);
-    QLineSeries* series = dock.historyChart()->seriesFor("backbone");
+    QCOMPARE(dock.history_chart()->run_count(), 3);
+    QLineSeries* series = dock.history_chart()->series_for("backbone");
     QVERIFY(series);
     QCOMPARE(series->count(), 3);
     for (int i = 0; i < 3; ++i) {
@@ -144,21 +146,44 @@ class PerformanceDockTest : public QObject {
       QCOMPARE(series->at(i).y(), times[i]);  // the median of {ms, 1.1 ms, 0.95 ms}
     }
     QCOMPARE(dock.entries().size(), size_t{3});
-    QCOMPARE(dock.currentEntry(), 2);
+    QCOMPARE(dock.current_entry(), 2);
   }
 
-  void liveSamplesShowOneBarPerChunk() {
+  // The y axis of the stage chart: 0..1 ms with readable ticks when there is nothing to show, and neighbouring
+  // tick labels that differ when the bars are short.
+  void stage_chart_axis_reads_sensibly_when_empty_or_short() {
+    const auto tick_labels = [](const ui::StageBreakdownChart& chart) {
+      const QList<QAbstractAxis*> axes = chart.chart()->axes(Qt::Vertical);
+      auto* y = axes.isEmpty() ? nullptr : qobject_cast<QValueAxis*>(axes.front());
+      QStringList labels;
+      for (int i = 0; y && i < y->tickCount(); ++i) {
+        const double value = y->min() + i * (y->max() - y->min()) / (y->tickCount() - 1);
+        labels << QString::asprintf(y->labelFormat().toLatin1().constData(), value);
+      }
+      return labels;
+    };
+    ui::StageBreakdownChart chart;
+    QCOMPARE(tick_labels(chart), (QStringList{"0.00", "0.25", "0.50", "0.75", "1.00"}));
+    chart.show_live_samples({{core::Stage::backbone, 0, 0, 0.3}});
+    const QStringList short_bars = tick_labels(chart);
+    QCOMPARE(short_bars.size(), 5);
+    QCOMPARE(QSet<QString>(short_bars.begin(), short_bars.end()).size(), 5);
+    chart.show_live_samples({{core::Stage::backbone, 0, 0, 200.0}});
+    QCOMPARE(tick_labels(chart).back(), QStringLiteral("210"));  // whole milliseconds, as before
+  }
+
+  void live_samples_show_one_bar_per_chunk() {
     ui::PerformanceDock dock;
-    dock.addRun(t4_fp32());
+    dock.add_run(t4_fp32());
     bool running = true;
     std::vector<core::StageSample> samples = {{core::Stage::backbone, 0, 0, 50.0}};
     for (int chunk = 0; chunk < 2; ++chunk) {
       for (int iteration = 1; iteration <= 4; ++iteration)
         samples.push_back({core::Stage::refine_encoder, chunk, iteration, 1.5 + chunk});
     }
-    dock.setLiveRunProvider([&] { return ui::LiveRunSnapshot{running, samples}; });
-    dock.pollProviders();
-    ui::StageBreakdownChart* chart = dock.stageChart();
+    dock.set_live_run_provider([&] { return ui::LiveRunSnapshot{running, samples}; });
+    dock.poll_providers();
+    ui::StageBreakdownChart* chart = dock.stage_chart();
     QCOMPARE(chart->categories(), (QStringList{"video", "chunk 1", "chunk 2"}));
     QBarSet* encoder = bar_set(chart, "refine_encoder");
     QVERIFY(encoder);
@@ -167,11 +192,11 @@ class PerformanceDockTest : public QObject {
     QCOMPARE(encoder->at(2), 4 * 2.5);
     QCOMPARE(bar_set(chart, "backbone")->at(0), 50.0);
     running = false;  // the run ends: back to the current run's bar
-    dock.pollProviders();
+    dock.poll_providers();
     QCOMPARE(chart->categories().size(), 1);
   }
 
-  void telemetryPanelShowsTheSnapshot() {
+  void telemetry_panel_shows_the_snapshot() {
     ui::PerformanceDock dock;
     core::TelemetrySnapshot snapshot;
     snapshot.available = true;
@@ -191,35 +216,35 @@ class PerformanceDockTest : public QObject {
       s.pcie_width = 16;
       snapshot.samples.push_back(s);
     }
-    dock.setTelemetryProvider([snapshot] { return snapshot; });
-    dock.pollProviders();
-    ui::TelemetryPanel* panel = dock.telemetryPanel();
-    QCOMPARE(panel->statusText(), QString("NVML: Tesla T4 (driver 550.1)"));
-    QCOMPARE(panel->valueLabel("sm_clock")->text(), QString("1412 / 1590 MHz"));
-    QCOMPARE(panel->valueLabel("power")->text(), QString("60 / 70 W"));
-    QCOMPARE(panel->valueLabel("throttle")->text(), QString("sw_power_cap"));
-    QCOMPARE(panel->valueLabel("pcie")->text(), QString("gen 3 x16"));
-    QCOMPARE(panel->smClockSeries()->count(), 3);
-    QCOMPARE(panel->smClockSeries()->at(2).y(), 1412.0);
-    QCOMPARE(panel->smClockSeries()->at(2).x(), 0.0);  // seconds relative to the latest sample
-    QCOMPARE(panel->powerSeries()->at(0).y(), 100.0 * 60.0 / 70.0);
-    QCOMPARE(panel->cpuSeries()->count(), 0);
+    dock.set_telemetry_provider([snapshot] { return snapshot; });
+    dock.poll_providers();
+    ui::TelemetryPanel* panel = dock.telemetry_panel();
+    QCOMPARE(panel->status_text(), QString("NVML: Tesla T4 (driver 550.1)"));
+    QCOMPARE(panel->value_label("sm_clock")->text(), QString("1412 / 1590 MHz"));
+    QCOMPARE(panel->value_label("power")->text(), QString("60 / 70 W"));
+    QCOMPARE(panel->value_label("throttle")->text(), QString("sw_power_cap"));
+    QCOMPARE(panel->value_label("pcie")->text(), QString("gen 3 x16"));
+    QCOMPARE(panel->sm_clock_series()->count(), 3);
+    QCOMPARE(panel->sm_clock_series()->at(2).y(), 1412.0);
+    QCOMPARE(panel->sm_clock_series()->at(2).x(), 0.0);  // seconds relative to the latest sample
+    QCOMPARE(panel->power_series()->at(0).y(), 100.0 * 60.0 / 70.0);
+    QCOMPARE(panel->cpu_series()->count(), 0);
 
     core::TelemetrySnapshot none;
     none.status = "no telemetry: NVIDIA driver library libnvidia-ml.so.1 not found";
-    dock.setTelemetryProvider([none] { return none; });
-    dock.pollProviders();
-    QVERIFY(panel->statusText().startsWith("no telemetry"));
-    QCOMPARE(panel->valueLabel("sm_clock")->text(), QString("-"));
-    QCOMPARE(panel->smClockSeries()->count(), 0);
+    dock.set_telemetry_provider([none] { return none; });
+    dock.poll_providers();
+    QVERIFY(panel->status_text().startsWith("no telemetry"));
+    QCOMPARE(panel->value_label("sm_clock")->text(), QString("-"));
+    QCOMPARE(panel->sm_clock_series()->count(), 0);
   }
 
-  void rooflineTableMatchesTheRoofline() {
+  void roofline_table_matches_the_roofline() {
     ui::PerformanceDock dock;
     const core::Profile p = t4_fp32();
-    dock.addRun(p);
+    dock.add_run(p);
     const core::Roofline expected = core::compute_roofline(p, p.cases[0]);
-    QTableWidget* table = dock.rooflineTable()->table();
+    QTableWidget* table = dock.roofline_table()->table();
     QCOMPARE(table->rowCount(), static_cast<int>(expected.stages.size()));
     for (int row = 0; row < table->rowCount(); ++row) {
       const core::StageRoofline& s = expected.stages[static_cast<size_t>(row)];
@@ -231,15 +256,15 @@ class PerformanceDockTest : public QObject {
     // backbone: 1 TFLOP in 200 ms on an 8.1 TFLOP/s card = 5 TFLOP/s, 61.7% of peak, not flagged (1.6x its floor).
     QCOMPARE(table->item(0, ui::RooflineTable::kTflops)->text(), QString("5.00"));
     QCOMPARE(table->item(0, ui::RooflineTable::kComputeShare)->text(), QString::number(5.0 / 8.1 * 100, 'f', 1));
-    QVERIFY(dock.rooflineTable()->headerText().contains("Tesla T4"));
+    QVERIFY(dock.roofline_table()->header_text().contains("Tesla T4"));
   }
 
-  void comparisonShowsMeasuredAndPredictedRatios() {
+  void comparison_shows_measured_and_predicted_ratios() {
     ui::PerformanceDock dock;
-    const int a = dock.addProfile(a100_tf32(), "test", "A100");
-    const int b = dock.addProfile(t4_fp32(), "test", "T4");
+    const int a = dock.add_profile(a100_tf32(), "test", "A100");
+    const int b = dock.add_profile(t4_fp32(), "test", "T4");
     dock.compare(a, b);
-    QTableWidget* table = dock.comparisonView()->table();
+    QTableWidget* table = dock.comparison_view()->table();
     const int backbone = row_of(table, "backbone");
     const int correlation = row_of(table, "refine_correlation");
     QVERIFY(backbone >= 0 && correlation >= 0);
@@ -254,12 +279,12 @@ class PerformanceDockTest : public QObject {
              QString::number(1555.0 / 320.0, 'f', 2) + "x");
     QVERIFY(table->item(correlation, ui::ComparisonView::kCauses)->text().isEmpty());
     // The two profiles side by side in the stacked chart.
-    ui::StageBreakdownChart* chart = dock.comparisonView()->sideBySideChart();
+    ui::StageBreakdownChart* chart = dock.comparison_view()->side_by_side_chart();
     QCOMPARE(chart->categories().size(), 2);
     QCOMPARE(bar_set(chart, "backbone")->at(0), 10.0);
     QCOMPARE(bar_set(chart, "backbone")->at(1), 200.0);
     // Ratio bars on a log10 axis; the chart lists the stages top to bottom, i.e. bar index count-1-row.
-    ui::StageRatioChart* ratios = dock.comparisonView()->ratioChart();
+    ui::StageRatioChart* ratios = dock.comparison_view()->ratio_chart();
     QBarSet* measured = ratio_set(ratios, "measured");
     QBarSet* predicted = ratio_set(ratios, "predicted");
     QVERIFY(measured != nullptr && predicted != nullptr);
@@ -271,7 +296,7 @@ class PerformanceDockTest : public QObject {
     QCOMPARE(ratios->decades(), 2);  // log10(20) = 1.3 -> 0.01x .. 100x
   }
 
-  void ratioChartStaysReadableAt100x() {
+  void ratio_chart_stays_readable_at_100x() {
     // B 300x slower in the backbone and 1/50 of A's time in the correlation: the axis spans 0.001x .. 1000x and
     // both bars have lengths of the same order, where the stacked chart draws A's bar at 1/300 of B's.
     ui::PerformanceDock dock;
@@ -281,9 +306,9 @@ class PerformanceDockTest : public QObject {
     const core::Profile slow = make_profile(
         "Tesla T4", core::Precision::fp32, false,
         {{core::Stage::backbone, 600.0, 1e12, 1e6}, {core::Stage::refine_correlation, 1.0, 1e9, 10e9, 16}});
-    dock.compare(dock.addProfile(fast, "test", "H200"), dock.addProfile(slow, "test", "T4"));
-    ui::StageRatioChart* ratios = dock.comparisonView()->ratioChart();
-    QTableWidget* table = dock.comparisonView()->table();
+    dock.compare(dock.add_profile(fast, "test", "H200"), dock.add_profile(slow, "test", "T4"));
+    ui::StageRatioChart* ratios = dock.comparison_view()->ratio_chart();
+    QTableWidget* table = dock.comparison_view()->table();
     const int rows = table->rowCount();
     QBarSet* measured = ratio_set(ratios, "measured");
     QVERIFY(measured != nullptr);
@@ -296,66 +321,67 @@ class PerformanceDockTest : public QObject {
     QVERIFY(dock.grab().save(output_dir() + "/perf_dock_compare_300x.png"));
   }
 
-  void trapWarningForBf16OnATuringCard() {
+  void trap_warning_for_bf16_on_a_turing_card() {
     ui::PerformanceDock dock;
     const core::Profile t4 =
         make_profile("Tesla T4", core::Precision::bf16, false, {{core::Stage::refine_transformer, 400.0, 1e12, 1e6}});
     const core::Profile a100 = make_profile("NVIDIA A100-SXM4-40GB", core::Precision::bf16, false,
                                             {{core::Stage::refine_transformer, 10.0, 1e12, 1e6}});
-    dock.addRun(t4);
-    QVERIFY2(dock.runWarningsText().contains("emulated"), qPrintable(dock.runWarningsText()));
-    const int a = dock.addProfile(a100, "test");
+    dock.add_run(t4);
+    QVERIFY2(dock.run_warnings_text().contains("emulated"), qPrintable(dock.run_warnings_text()));
+    const int a = dock.add_profile(a100, "test");
     dock.compare(a, 0);
-    const QString diagnosis = dock.comparisonView()->diagnosisText();
+    const QString diagnosis = dock.comparison_view()->diagnosis_text();
     QVERIFY2(diagnosis.contains("precision emulation"), qPrintable(diagnosis));
     QVERIFY(diagnosis.contains("no bf16 tensor cores"));
   }
 
-  void trapWarningForTf32AgainstStrictFp32() {
+  void trap_warning_for_tf32_against_strict_fp32() {
     ui::PerformanceDock dock;
-    dock.compare(dock.addProfile(a100_tf32(), "test"), dock.addProfile(t4_fp32(), "test"));
-    QVERIFY2(dock.comparisonView()->diagnosisText().contains("TF32 vs strict FP32"),
-             qPrintable(dock.comparisonView()->diagnosisText()));
-    dock.addRun(a100_tf32());
-    QVERIFY(dock.runWarningsText().contains("not strict FP32"));
+    dock.compare(dock.add_profile(a100_tf32(), "test"), dock.add_profile(t4_fp32(), "test"));
+    QVERIFY2(dock.comparison_view()->diagnosis_text().contains("TF32 vs strict FP32"),
+             qPrintable(dock.comparison_view()->diagnosis_text()));
+    dock.add_run(a100_tf32());
+    QVERIFY(dock.run_warnings_text().contains("not strict FP32"));
   }
 
-  void deviceAndPrecisionSelectorsAreGated() {
+  void device_and_precision_selectors_are_gated() {
     ui::PerformanceDock dock;
     const std::vector<core::DeviceInfo> devices = {{"cpu", "CPU (2 threads)", 2, 0, 0, 0},
                                                    {"cuda:0", "Tesla T4", 40, 15'000'000'000, 7, 5},
                                                    {"cuda:1", "NVIDIA A100-SXM4-40GB", 108, 40'000'000'000, 8, 0}};
     core::RuntimeInfo runtime;
     runtime.libtorch = "2.11.0";
-    dock.setDevices(devices, runtime, "cuda:0");
-    ui::DeviceSelector* selector = dock.deviceSelector();
-    QCOMPARE(selector->deviceCombo()->count(), 3);
-    QVERIFY(selector->deviceCombo()->itemText(1).contains("40 SMs"));
-    QVERIFY(selector->deviceCombo()->itemText(1).contains("compute capability 7.5"));
-    auto* model = qobject_cast<QStandardItemModel*>(selector->precisionCombo()->model());
+    dock.set_devices(devices, runtime, "cuda:0");
+    ui::DeviceSelector* selector = dock.device_selector();
+    QCOMPARE(selector->device_combo()->count(), 3);
+    QCOMPARE(selector->device_combo()->itemText(0), QStringLiteral("CPU (2 threads)"));  // the count once
+    QVERIFY(selector->device_combo()->itemText(1).contains("40 SMs"));
+    QVERIFY(selector->device_combo()->itemText(1).contains("compute capability 7.5"));
+    auto* model = qobject_cast<QStandardItemModel*>(selector->precision_combo()->model());
     QVERIFY(!model->item(1)->isEnabled());  // tf32 on sm_75
     QVERIFY(model->item(2)->isEnabled());   // bf16 runs, but is a trap
-    selector->setCurrentPrecision(core::Precision::bf16);
-    QVERIFY2(selector->warningText().contains("emulated"), qPrintable(selector->warningText()));
+    selector->set_current_precision(core::Precision::bf16);
+    QVERIFY2(selector->warning_text().contains("emulated"), qPrintable(selector->warning_text()));
 
-    QSignalSpy device_spy(selector, &ui::DeviceSelector::deviceRequested);
-    QSignalSpy precision_spy(selector, &ui::DeviceSelector::precisionRequested);
-    selector->deviceCombo()->setCurrentIndex(2);
-    Q_EMIT selector->deviceCombo()->activated(2);  // as a user's pick
+    QSignalSpy device_spy(selector, &ui::DeviceSelector::device_requested);
+    QSignalSpy precision_spy(selector, &ui::DeviceSelector::precision_requested);
+    selector->device_combo()->setCurrentIndex(2);
+    Q_EMIT selector->device_combo()->activated(2);  // as a user's pick
     QCOMPARE(device_spy.count(), 1);
     QVERIFY(device_spy.at(0).at(0).value<core::DeviceId>() == core::DeviceId::cuda(1));
     QVERIFY(model->item(1)->isEnabled());
-    QVERIFY(selector->warningText().isEmpty());  // bf16 is native on 8.0
-    selector->setCurrentPrecision(core::Precision::tf32);
-    selector->deviceCombo()->setCurrentIndex(1);
-    Q_EMIT selector->deviceCombo()->activated(1);  // back to the T4: tf32 is not available there
+    QVERIFY(selector->warning_text().isEmpty());  // bf16 is native on 8.0
+    selector->set_current_precision(core::Precision::tf32);
+    selector->device_combo()->setCurrentIndex(1);
+    Q_EMIT selector->device_combo()->activated(1);  // back to the T4: tf32 is not available there
     QCOMPARE(precision_spy.count(), 1);
     QVERIFY(precision_spy.at(0).at(0).value<core::Precision>() == core::Precision::fp32);
   }
 
-  void whatIfOfTheH200OnAT4() {
+  void what_if_of_the_h200_on_a_t4() {
     ui::PerformanceDock dock;
-    QVERIFY(dock.openProfileFile(kFixture));
+    QVERIFY(dock.open_profile_file(kFixture));
     QCOMPARE(dock.entries().size(), size_t{11});
     int official = -1;
     for (size_t i = 0; i < dock.entries().size(); ++i) {
@@ -363,36 +389,53 @@ class PerformanceDockTest : public QObject {
     }
     QVERIFY(official >= 0);
     dock.compare(official, official);
-    QVERIFY(dock.showWhatIf("t4", "bf16"));
+    QVERIFY(dock.show_what_if("t4", core::Precision::bf16));
     QCOMPARE(dock.entries().size(), size_t{12});
-    QCOMPARE(dock.comparisonView()->selectedB(), 11);
+    QCOMPARE(dock.comparison_view()->selected_b(), 11);
     QCOMPARE(dock.entries()[11].profile->origin, core::ProfileOrigin::predicted);
-    QVERIFY(dock.comparisonView()->comparison()->highlighted_count() >= 3);
-    QVERIFY(dock.comparisonView()->diagnosisText().contains("precision emulation"));
-    QCOMPARE(dock.showWhatIf("b200").code(), core::StatusCode::not_found);
+    QVERIFY(dock.comparison_view()->comparison()->highlighted_count() >= 3);
+    QVERIFY(dock.comparison_view()->diagnosis_text().contains("precision emulation"));
+    QCOMPARE(dock.show_what_if("b200").code(), core::StatusCode::not_found);
   }
 
-  void openProfileFileRejectsBadFiles() {
+  void what_if_button_sends_the_chosen_precision_as_a_type() {
+    const std::vector<ui::ProfileEntry> entries;
+    ui::ComparisonView view(entries);
+    QSignalSpy spy(&view, &ui::ComparisonView::what_if_requested);
+    QComboBox* precisions = view.what_if_precision_combo();
+    QCOMPARE(precisions->count(), 1 + static_cast<int>(std::size(core::kAllPrecisions)));
+    precisions->setCurrentIndex(precisions->findText("bf16"));
+    view.what_if_button()->click();
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(spy.at(0).at(0).toString(), QStringLiteral("t4"));
+    QVERIFY(spy.at(0).at(1).value<std::optional<core::Precision>>() == core::Precision::bf16);
+    precisions->setCurrentIndex(0);  // "same precision": A's own
+    view.what_if_button()->click();
+    QCOMPARE(spy.count(), 2);
+    QVERIFY(!spy.at(1).at(1).value<std::optional<core::Precision>>().has_value());
+  }
+
+  void open_profile_file_rejects_bad_files() {
     ui::PerformanceDock dock;
-    QCOMPARE(dock.openProfileFile(output_dir() + "/does-not-exist.json").code(), core::StatusCode::not_found);
+    QCOMPARE(dock.open_profile_file(output_dir() + "/does-not-exist.json").code(), core::StatusCode::not_found);
     const QString bad = output_dir() + "/perf_dock_bad.json";
     QFile file(bad);
     QVERIFY(file.open(QIODevice::WriteOnly));
     file.write("{\"schema\": \"trackscope.profile\", \"schema_version\": \"1.0\", \"device\": ");
     file.close();
-    QCOMPARE(dock.openProfileFile(bad).code(), core::StatusCode::corrupt_data);
+    QCOMPARE(dock.open_profile_file(bad).code(), core::StatusCode::corrupt_data);
     QVERIFY(dock.entries().empty());
   }
 
-  void exportWritesValidFiles() {
+  void export_writes_valid_files() {
     ui::PerformanceDock dock;
     dock.resize(1200, 800);
     const core::Profile t4 = t4_fp32();
-    dock.addRun(t4);
-    dock.compare(dock.addProfile(a100_tf32(), "test"), 0);
+    dock.add_run(t4);
+    dock.compare(dock.add_profile(a100_tf32(), "test"), 0);
     const QString dir = output_dir() + "/perf_report";
     QDir(dir).removeRecursively();
-    core::Expected<QStringList> written = dock.exportReport(dir);
+    core::Expected<QStringList> written = dock.export_report(dir);
     QVERIFY2(written, written ? "" : written.status().message().c_str());
     for (const char* name :
          {"profile.json", "stages.csv", "roofline.csv", "comparison.csv", "comparison.txt", "comparison_a.json",
@@ -413,21 +456,22 @@ class PerformanceDockTest : public QObject {
     const QImage png(dir + "/stage_breakdown.png");
     QVERIFY(!png.isNull());
     QVERIFY(png.width() > 100);
-    QCOMPARE(dock.exportReport("/proc/no-such-dir/x").status().code(), core::StatusCode::io_error);
+    QCOMPARE(dock.export_report("/proc/no-such-dir/x").status().code(), core::StatusCode::io_error);
   }
 
-  void screenshotOfTwoProfilesSideBySide() {
+  void screenshot_of_two_profiles_side_by_side() {
     ui::PerformanceDock dock;
-    dock.setDevices({{"cpu", "CPU (16 threads)", 16, 0, 0, 0}, {"cuda:0", "NVIDIA H200", 132, 150'000'000'000, 9, 0}},
-                    core::RuntimeInfo{}, "cuda:0");
-    QVERIFY(dock.openProfileFile(kFixture));
+    dock.set_devices({{"cpu", "CPU (16 threads)", 16, 0, 0, 0}, {"cuda:0", "NVIDIA H200", 132, 150'000'000'000, 9, 0}},
+                     core::RuntimeInfo{}, "cuda:0");
+    QVERIFY(dock.open_profile_file(kFixture));
     int official = -1;
     for (size_t i = 0; i < dock.entries().size(); ++i) {
       if (dock.entries()[i].run().name == "small-n1024-t47-c64-default") official = static_cast<int>(i);
     }
-    dock.addRun(*dock.entries()[static_cast<size_t>(official)].profile, official, "H200 (docs/locotrack-spec.md §5.2)");
+    dock.add_run(*dock.entries()[static_cast<size_t>(official)].profile, official,
+                 "H200 (docs/locotrack-spec.md §5.2)");
     dock.compare(official, official);
-    QVERIFY(dock.showWhatIf("t4", "bf16"));
+    QVERIFY(dock.show_what_if("t4", core::Precision::bf16));
     dock.resize(1500, 950);
     dock.show();
     QTest::qWait(50);
@@ -464,8 +508,8 @@ class PerformanceDockTest : public QObject {
       t.pcie_width = 16;
       synthetic.samples.push_back(t);
     }
-    dock.setTelemetryProvider([synthetic] { return synthetic; });
-    dock.pollProviders();
+    dock.set_telemetry_provider([synthetic] { return synthetic; });
+    dock.poll_providers();
     dock.tabs()->setCurrentIndex(3);
     QTest::qWait(20);
     QVERIFY(dock.grab().save(output_dir() + "/perf_dock_telemetry.png"));

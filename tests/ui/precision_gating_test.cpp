@@ -31,13 +31,13 @@ core::DeviceInfo cuda_device(int index, const char* name, int major, int minor) 
 template <typename Accepted>
 void compare_with_factory(ui::DeviceSelector& selector, const std::vector<core::DeviceInfo>& devices, Accepted accepted,
                           const QString& context) {
-  auto* model = qobject_cast<QStandardItemModel*>(selector.precisionCombo()->model());
+  auto* model = qobject_cast<QStandardItemModel*>(selector.precision_combo()->model());
   QVERIFY(model != nullptr);
   for (const core::DeviceInfo& device : devices) {
-    selector.setCurrentDevice(device.id);
-    QCOMPARE(selector.currentDeviceId().to_string(), device.id);
+    selector.set_current_device(device.id);
+    QCOMPARE(selector.current_device_id().to_string(), device.id);
     for (core::Precision precision : core::kAllPrecisions) {
-      const int row = selector.precisionCombo()->findData(static_cast<int>(precision));
+      const int row = selector.precision_combo()->findData(static_cast<int>(precision));
       QVERIFY(row >= 0);
       const bool offered = model->item(row)->isEnabled();
       QVERIFY2(offered == accepted(precision, device),
@@ -55,7 +55,7 @@ class PrecisionGatingTest : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
-  void selectorAndFactoryAgreeForEveryDeviceKindAndLibtorch() {
+  void selector_and_factory_agree_for_every_device_kind_and_libtorch() {
     core::DeviceInfo cpu;
     cpu.id = core::DeviceId::cpu().to_string();
     cpu.name = "CPU (2 threads)";
@@ -71,7 +71,7 @@ class PrecisionGatingTest : public QObject {
       core::RuntimeInfo runtime;
       runtime.libtorch = version;
       ui::DeviceSelector selector;
-      selector.setDevices(devices, runtime, "cpu");
+      selector.set_devices(devices, runtime, "cpu");
       compare_with_factory(
           selector, devices,
           [&](core::Precision precision, const core::DeviceInfo& device) {
@@ -86,13 +86,13 @@ class PrecisionGatingTest : public QObject {
     QCOMPARE(refusals, 4 * 4 + 2);
   }
 
-  void theRealFactoryRefusesExactlyWhatTheSelectorDisables() {
+  void the_real_factory_refuses_exactly_what_the_selector_disables() {
     std::unique_ptr<core::TrackerFactory> factory = gpu::make_tracker_factory({});
     const std::vector<core::DeviceInfo> devices = factory->devices();
     QVERIFY(!devices.empty());
     QVERIFY(factory->runtime() == gpu::runtime_versions());
     ui::DeviceSelector selector;
-    selector.setDevices(devices, factory->runtime(), devices.front().id);
+    selector.set_devices(devices, factory->runtime(), devices.front().id);
     compare_with_factory(
         selector, devices,
         [&](core::Precision precision, const core::DeviceInfo& device) {

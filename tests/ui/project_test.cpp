@@ -3,7 +3,9 @@
 // changes are asked about; and the crash test: a helper process killed in the middle of a save leaves the
 // previous project intact, and the next start recovers its edits from the autosave.
 #include <QDir>
+#include <QFileInfo>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 
 #include "core/io/atomic_file.h"
@@ -71,6 +73,29 @@ class ProjectTest : public QObject {
     QVERIFY(!b.bench.window->editor()->can_undo());
     QCOMPARE(b.bench.window->editor()->add_point({0, 1.5, 1.5}), core::PointId{2});  // ids continue
     QVERIFY(b.answers->asked.isEmpty());
+  }
+
+  // The window and Save As decide "is this a project?" by core::io::is_project_path (case-insensitive), as
+  // trackscope-cli does: a project named in capitals is neither given a second ending nor opened as a video.
+  void a_project_named_in_capitals_is_a_project() {
+    QTemporaryDir dir;
+    const QString video = dir.filePath("clip.mp4");
+    testing::write_fake_video_file(video, 300000, 1);
+    const QString project = dir.filePath("BEES.TRACKSCOPE");
+    {
+      ProjectBench a({video}, dir.filePath("recovery"));
+      QVERIFY(a.open(video));
+      QVERIFY(a.add_and_track(40.5, 60.5));
+      QVERIFY(a.projects()->save_as(project));
+      QCOMPARE(a.projects()->project_path(), project);
+      QVERIFY(QFileInfo::exists(project));
+    }
+    ProjectBench b({video}, dir.filePath("recovery"));
+    QSignalSpy opened(b.projects(), &ui::ProjectController::project_opened);
+    b.window()->open_video(project);  // as a dropped file or the command line's argument
+    QVERIFY(opened.wait(5000));
+    QCOMPARE(b.projects()->project_path(), project);
+    QCOMPARE(b.annotation().size(), size_t{1});
   }
 
   void a_moved_video_is_asked_for_and_checked() {

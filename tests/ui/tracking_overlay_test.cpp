@@ -251,7 +251,7 @@ class TrackingOverlayTest : public QObject {
     bench.tracking()->set_track_overlay(trails(14, 4));
     QVERIFY(bench.show_frame(20));
     bench.window->editor()->select_point(2);
-    bench.dock()->pollProviders();
+    bench.dock()->poll_providers();
     QTest::qWait(150);  // the dock's telemetry poll and the point list layout, as before a real paint
 
     const QImage shot = bench.window->grab().toImage();

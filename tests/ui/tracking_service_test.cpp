@@ -196,7 +196,7 @@ class TrackingServiceTest : public QObject {
     TrackingBench bench(config, "cpu");
     QVERIFY(bench.open());
     bench.add_points({{40.5, 60.5}, {100.5, 80.5}, {150.5, 120.5}, {200.5, 60.5}, {60.5, 180.5}});
-    QComboBox* devices = bench.dock()->deviceSelector()->deviceCombo();
+    QComboBox* devices = bench.dock()->device_selector()->device_combo();
     QCOMPARE(devices->count(), 2);
     QCOMPARE(devices->itemData(0).toString(), QStringLiteral("cpu"));
     QCOMPARE(devices->itemData(1).toString(), QStringLiteral("cuda:0"));
@@ -229,7 +229,7 @@ class TrackingServiceTest : public QObject {
 
     // Another precision on the GPU is another tracker (and then cached too).
     choose(devices, QStringLiteral("cuda:0"));
-    choose(bench.dock()->deviceSelector()->precisionCombo(), static_cast<int>(core::Precision::bf16));
+    choose(bench.dock()->device_selector()->precision_combo(), static_cast<int>(core::Precision::bf16));
     QCOMPARE(bench.service()->selection().precision, core::Precision::bf16);
     QTRY_VERIFY(bench.service()->is_cached(key("cuda:0", core::Precision::bf16)));
     QCOMPARE(bench.log->creations("cuda:0", "default", "bf16"), 1);
@@ -324,13 +324,13 @@ class TrackingServiceTest : public QObject {
 
     bench.window->actions().track->trigger();
     QTRY_VERIFY(bench.tracked_points() >= 1 && bench.service()->state() == ui::TrackingState::tracking);
-    dock->pollProviders();
-    ui::StageBreakdownChart* chart = dock->stageChart();
+    dock->poll_providers();
+    ui::StageBreakdownChart* chart = dock->stage_chart();
     QVERIFY(chart->categories().contains(QStringLiteral("video")));
     QVERIFY(chart->categories().contains(QStringLiteral("chunk 1")));
     QCOMPARE(bar_set(chart, QStringLiteral("backbone"))->at(0), testing::fake_stage_ms(core::Stage::backbone));
     QVERIFY(bench.wait_idle());
-    dock->pollProviders();
+    dock->poll_providers();
 
     QCOMPARE(dock->entries().size(), size_t{1});
     const ui::ProfileEntry& entry = dock->entries().front();
@@ -344,22 +344,22 @@ class TrackingServiceTest : public QObject {
              3 * testing::kFakeIterations * testing::fake_stage_ms(core::Stage::refine_encoder));
     QVERIFY(entry.run().telemetry.has_value());  // 10 Hz samples during a 450 ms run
     QCOMPARE(entry.run().telemetry->sm_clock_median_mhz.value_or(0.0), testing::kFakeSmClockMhz);
-    QCOMPARE(dock->historyChart()->runCount(), 1);
+    QCOMPARE(dock->history_chart()->run_count(), 1);
 
     bench.window->actions().track->trigger();
     QVERIFY(bench.wait_idle());
     QCOMPARE(dock->entries().size(), size_t{2});
-    QCOMPARE(dock->historyChart()->runCount(), 2);
-    QCOMPARE(dock->historyChart()->seriesFor(QStringLiteral("backbone"))->count(), 2);
+    QCOMPARE(dock->history_chart()->run_count(), 2);
+    QCOMPARE(dock->history_chart()->series_for(QStringLiteral("backbone"))->count(), 2);
     dock->compare(0, 1);  // two live runs side by side
-    QVERIFY(dock->comparisonView()->comparison().has_value());
+    QVERIFY(dock->comparison_view()->comparison().has_value());
 
-    ui::TelemetryPanel* telemetry = dock->telemetryPanel();
-    QTRY_COMPARE(telemetry->statusText(), QStringLiteral("fake telemetry: cuda:0"));
-    QVERIFY(telemetry->valueLabel(QStringLiteral("sm_clock"))->text().startsWith(QStringLiteral("1410")));
-    choose(dock->deviceSelector()->deviceCombo(), QStringLiteral("cpu"));
-    QTRY_COMPARE(telemetry->statusText(), QStringLiteral("fake telemetry: cpu"));
-    QTRY_VERIFY(telemetry->valueLabel(QStringLiteral("cpu"))->text().startsWith(QStringLiteral("4 threads")));
+    ui::TelemetryPanel* telemetry = dock->telemetry_panel();
+    QTRY_COMPARE(telemetry->status_text(), QStringLiteral("fake telemetry: cuda:0"));
+    QVERIFY(telemetry->value_label(QStringLiteral("sm_clock"))->text().startsWith(QStringLiteral("1410")));
+    choose(dock->device_selector()->device_combo(), QStringLiteral("cpu"));
+    QTRY_COMPARE(telemetry->status_text(), QStringLiteral("fake telemetry: cpu"));
+    QTRY_VERIFY(telemetry->value_label(QStringLiteral("cpu"))->text().startsWith(QStringLiteral("4 threads")));
   }
 
   void the_memory_plan_reaches_the_status_bar_and_the_runs_profile() {
@@ -384,7 +384,7 @@ class TrackingServiceTest : public QObject {
     // The status bar's tracking status keeps it as its tooltip.
     QCOMPARE(bench.tracking()->status_widget()->toolTip(), headline);
     // The run's profile keeps the whole summary (the dock saves and compares it with the run).
-    bench.dock()->pollProviders();
+    bench.dock()->poll_providers();
     QCOMPARE(bench.dock()->entries().size(), size_t{1});
     const std::string& notes = bench.dock()->entries().front().run().notes;
     QVERIFY2(notes.find("memory plan: windowed") == 0, notes.c_str());

@@ -53,8 +53,8 @@ ComparisonView::ComparisonView(const std::vector<ProfileEntry>& entries, QWidget
   }
   what_if_gpu_->setCurrentIndex(std::max(0, what_if_gpu_->findData(QString("t4"))));
   what_if_precision_ = new QComboBox(this);
-  what_if_precision_->addItem(tr("same precision"), QString());
-  for (const char* p : {"fp32", "tf32", "bf16", "fp16"}) what_if_precision_->addItem(p, QString(p));
+  what_if_precision_->addItem(tr("same precision"));  // no data: A's own precision
+  for (core::Precision p : core::kAllPrecisions) what_if_precision_->addItem(core::to_string(p), static_cast<int>(p));
   what_if_run_ = new QPushButton(tr("Predict A there"), this);
   what_if->addWidget(new QLabel(tr("What-if on:"), this));
   what_if->addWidget(what_if_gpu_, 1);
@@ -68,7 +68,7 @@ ComparisonView::ComparisonView(const std::vector<ProfileEntry>& entries, QWidget
   auto* splitter = new QSplitter(Qt::Vertical, this);
   auto* top = new QSplitter(Qt::Horizontal, splitter);
   chart_ = new StageBreakdownChart(top);
-  chart_->setLegendAlignment(Qt::AlignBottom);
+  chart_->set_legend_alignment(Qt::AlignBottom);
   ratio_chart_ = new StageRatioChart(top);
   table_ = new QTableWidget(0, kColumnCount, top);
   table_->setHorizontalHeaderLabels({tr("stage"), tr("A ms"), tr("B ms"), tr("B/A measured"), tr("B/A predicted"),
@@ -83,15 +83,18 @@ ComparisonView::ComparisonView(const std::vector<ProfileEntry>& entries, QWidget
 
   connect(a_, &QComboBox::currentIndexChanged, this, [this] { recompute(); });
   connect(b_, &QComboBox::currentIndexChanged, this, [this] { recompute(); });
-  connect(open_, &QPushButton::clicked, this, &ComparisonView::openFileRequested);
+  connect(open_, &QPushButton::clicked, this, &ComparisonView::open_file_requested);
   connect(what_if_run_, &QPushButton::clicked, this, [this] {
-    Q_EMIT whatIfRequested(what_if_gpu_->currentData().toString(), what_if_precision_->currentData().toString());
+    const QVariant precision = what_if_precision_->currentData();
+    Q_EMIT what_if_requested(
+        what_if_gpu_->currentData().toString(),
+        precision.isValid() ? std::optional(static_cast<core::Precision>(precision.toInt())) : std::nullopt);
   });
-  entriesChanged();
+  entries_changed();
 }
 
-void ComparisonView::entriesChanged() {
-  const int a = selectedA(), b = selectedB();
+void ComparisonView::entries_changed() {
+  const int a = selected_a(), b = selected_b();
   QSignalBlocker block_a(a_), block_b(b_);
   a_->clear();
   b_->clear();
@@ -114,31 +117,31 @@ void ComparisonView::select(int a, int b) {
   recompute();
 }
 
-int ComparisonView::selectedA() const { return a_->currentIndex(); }
-int ComparisonView::selectedB() const { return b_->currentIndex(); }
-QString ComparisonView::diagnosisText() const { return diagnosis_->toPlainText(); }
+int ComparisonView::selected_a() const { return a_->currentIndex(); }
+int ComparisonView::selected_b() const { return b_->currentIndex(); }
+QString ComparisonView::diagnosis_text() const { return diagnosis_->toPlainText(); }
 
 void ComparisonView::recompute() {
   comparison_.reset();
-  const int a = selectedA(), b = selectedB();
+  const int a = selected_a(), b = selected_b();
   const int count = static_cast<int>(entries_.size());
   if (a < 0 || b < 0 || a >= count || b >= count) {
     table_->setRowCount(0);
-    chart_->showRuns({}, {});
-    ratio_chart_->showRatios({}, {});
+    chart_->show_runs({}, {});
+    ratio_chart_->show_ratios({}, {});
     summary_->setText(tr("Open or run two profiles to compare them."));
     diagnosis_->clear();
     return;
   }
   const ProfileEntry& ea = entries_[static_cast<size_t>(a)];
   const ProfileEntry& eb = entries_[static_cast<size_t>(b)];
-  chart_->showRuns({&ea.run(), &eb.run()}, {tr("A"), tr("B")});
+  chart_->show_runs({&ea.run(), &eb.run()}, {tr("A"), tr("B")});
   core::RunRef ra = ea.ref(), rb = eb.ref();
   ra.label = "A";
   rb.label = "B";
   core::Expected<core::Comparison> result = core::compare_runs(ra, rb);
   if (!result) {
-    ratio_chart_->showRatios({}, {});
+    ratio_chart_->show_ratios({}, {});
     summary_->setText(QString::fromStdString(result.status().message()));
     return;
   }
@@ -150,17 +153,17 @@ void ComparisonView::recompute() {
     measured.push_back(s.measured_ratio);
     predicted.push_back(s.predicted_ratio);
   }
-  ratio_chart_->showRatios(stages, {{tr("measured"), measured}, {tr("predicted"), predicted}});
+  ratio_chart_->show_ratios(stages, {{tr("measured"), measured}, {tr("predicted"), predicted}});
   summary_->setText(
       tr("A = %1\nB = %2\nend to end: B/A measured %3, predicted %4; %5 stage(s) more than 2x off the prediction")
           .arg(ea.label, eb.label, ratio_text(comparison_->end_to_end_measured_ratio),
                ratio_text(comparison_->end_to_end_predicted_ratio))
           .arg(comparison_->highlighted_count()));
-  fillTable(*comparison_);
-  fillDiagnosis(*comparison_);
+  fill_table(*comparison_);
+  fill_diagnosis(*comparison_);
 }
 
-void ComparisonView::fillTable(const core::Comparison& c) {
+void ComparisonView::fill_table(const core::Comparison& c) {
   table_->setRowCount(static_cast<int>(c.stages.size()));
   for (int row = 0; row < static_cast<int>(c.stages.size()); ++row) {
     const core::StageComparison& s = c.stages[static_cast<size_t>(row)];
@@ -184,7 +187,7 @@ void ComparisonView::fillTable(const core::Comparison& c) {
   }
 }
 
-void ComparisonView::fillDiagnosis(const core::Comparison& c) {
+void ComparisonView::fill_diagnosis(const core::Comparison& c) {
   QString html;
   if (c.highlighted_count() > 0) {
     html += "<b>" + tr("Stages more than 2x off the prediction") + "</b><ul>";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/perf/diagnosis.h"
+#include "core/tracking/device.h"
 #include "ui/perf/profile_entry.h"
 
 class QComboBox;
@@ -33,31 +34,32 @@ class ComparisonView : public QWidget {
   explicit ComparisonView(const std::vector<ProfileEntry>& entries, QWidget* parent = nullptr);
 
   /// Re-reads the entries (after the caller added some), keeping the selection.
-  void entriesChanged();
+  void entries_changed();
   /// Selects the entries compared (indices into the entries; -1 = none) and recomputes.
   void select(int a, int b);
-  int selectedA() const;
-  int selectedB() const;
+  int selected_a() const;
+  int selected_b() const;
 
   const std::optional<core::Comparison>& comparison() const { return comparison_; }
   QTableWidget* table() const { return table_; }
-  StageBreakdownChart* sideBySideChart() const { return chart_; }
+  StageBreakdownChart* side_by_side_chart() const { return chart_; }
   /// Per-stage B/A, measured and predicted, on a log axis (the stacked bars hide the faster run at 100x).
-  StageRatioChart* ratioChart() const { return ratio_chart_; }
-  QString diagnosisText() const;
-  QComboBox* whatIfGpuCombo() const { return what_if_gpu_; }
-  QComboBox* whatIfPrecisionCombo() const { return what_if_precision_; }
+  StageRatioChart* ratio_chart() const { return ratio_chart_; }
+  QString diagnosis_text() const;
+  QComboBox* what_if_gpu_combo() const { return what_if_gpu_; }
+  QComboBox* what_if_precision_combo() const { return what_if_precision_; }
+  QPushButton* what_if_button() const { return what_if_run_; }
 
  Q_SIGNALS:
   /// The user wants to open a profile JSON file (the dock shows the dialog and adds the file's cases).
-  void openFileRequested();
-  /// The user asked for a what-if of side A on `gpu_key` ("t4"), at `precision` ("" = A's own).
-  void whatIfRequested(const QString& gpu_key, const QString& precision);
+  void open_file_requested();
+  /// The user asked for a what-if of side A on `gpu_key` ("t4"), at `precision` (nullopt = A's own).
+  void what_if_requested(const QString& gpu_key, std::optional<core::Precision> precision);
 
  private:
   void recompute();
-  void fillTable(const core::Comparison& comparison);
-  void fillDiagnosis(const core::Comparison& comparison);
+  void fill_table(const core::Comparison& comparison);
+  void fill_diagnosis(const core::Comparison& comparison);
 
   const std::vector<ProfileEntry>& entries_;
   QComboBox* a_ = nullptr;

@@ -10,7 +10,7 @@ namespace trackscope::ui {
 namespace {
 
 QString describe(const core::DeviceInfo& d) {
-  if (!d.is_cuda()) return QObject::tr("%1 — %2 threads").arg(QString::fromStdString(d.name)).arg(d.multiprocessors);
+  if (!d.is_cuda()) return QString::fromStdString(d.name);  // "CPU (16 threads)": the name holds the thread count
   return QObject::tr("%1 (%2) — %3 SMs, %4 GB, compute capability %5.%6")
       .arg(QString::fromStdString(d.name), QString::fromStdString(d.id))
       .arg(d.multiprocessors)
@@ -38,51 +38,51 @@ DeviceSelector::DeviceSelector(QWidget* parent) : QWidget(parent) {
   form->addRow(QString(), warnings_);
 
   connect(devices_, &QComboBox::activated, this, [this](int) {
-    const core::Precision before = currentPrecision();
-    updateGating();
-    Q_EMIT deviceRequested(currentDeviceId());
-    if (currentPrecision() != before) Q_EMIT precisionRequested(currentPrecision());
+    const core::Precision before = current_precision();
+    update_gating();
+    Q_EMIT device_requested(current_device_id());
+    if (current_precision() != before) Q_EMIT precision_requested(current_precision());
   });
   connect(precisions_, &QComboBox::activated, this, [this](int) {
-    updateWarnings();
-    Q_EMIT precisionRequested(currentPrecision());
+    update_warnings();
+    Q_EMIT precision_requested(current_precision());
   });
-  updateGating();
+  update_gating();
 }
 
-void DeviceSelector::setDevices(const std::vector<core::DeviceInfo>& devices, const core::RuntimeInfo& runtime,
-                                const std::string& current_id) {
+void DeviceSelector::set_devices(const std::vector<core::DeviceInfo>& devices, const core::RuntimeInfo& runtime,
+                                 const std::string& current_id) {
   device_list_ = devices;
   runtime_ = runtime;
   devices_->clear();
   for (const core::DeviceInfo& d : devices) devices_->addItem(describe(d), QString::fromStdString(d.id));
-  setCurrentDevice(current_id);
+  set_current_device(current_id);
 }
 
-void DeviceSelector::setCurrentDevice(const std::string& id) {
+void DeviceSelector::set_current_device(const std::string& id) {
   const int index = devices_->findData(QString::fromStdString(id));
   if (index >= 0) devices_->setCurrentIndex(index);
-  updateGating();
+  update_gating();
 }
 
-void DeviceSelector::setCurrentPrecision(core::Precision precision) {
+void DeviceSelector::set_current_precision(core::Precision precision) {
   precisions_->setCurrentIndex(precisions_->findData(static_cast<int>(precision)));
-  updateWarnings();
+  update_warnings();
 }
 
-core::DeviceId DeviceSelector::currentDeviceId() const {
+core::DeviceId DeviceSelector::current_device_id() const {
   const int row = devices_->currentIndex();
   if (row < 0 || row >= static_cast<int>(device_list_.size())) return core::DeviceId::cpu();
   return device_list_[static_cast<size_t>(row)].device_id().value_or(core::DeviceId::cpu());
 }
 
-core::Precision DeviceSelector::currentPrecision() const {
+core::Precision DeviceSelector::current_precision() const {
   return static_cast<core::Precision>(precisions_->currentData().toInt());
 }
 
-QString DeviceSelector::warningText() const { return warnings_->text(); }
+QString DeviceSelector::warning_text() const { return warnings_->text(); }
 
-void DeviceSelector::updateGating() {
+void DeviceSelector::update_gating() {
   const int index = devices_->currentIndex();
   core::DeviceInfo device{core::DeviceId::cpu().to_string(), "CPU"};
   if (index >= 0 && index < static_cast<int>(device_list_.size())) device = device_list_[static_cast<size_t>(index)];
@@ -101,17 +101,17 @@ void DeviceSelector::updateGating() {
                   (support.precision == core::Precision::fp32 ? tr(" (exact)") : QString()) +
                   (slow ? tr(" — slow here") : QString()) + (!support.usable() ? tr(" — unavailable") : QString()));
   }
-  const core::Precision current = currentPrecision();
+  const core::Precision current = current_precision();
   for (const core::PrecisionSupport& support : support_) {
-    if (support.precision == current && !support.usable()) setCurrentPrecision(core::Precision::fp32);
+    if (support.precision == current && !support.usable()) set_current_precision(core::Precision::fp32);
   }
-  updateWarnings();
+  update_warnings();
 }
 
-void DeviceSelector::updateWarnings() {
+void DeviceSelector::update_warnings() {
   QStringList lines;
   for (const core::PrecisionSupport& support : support_) {
-    if (support.precision != currentPrecision()) continue;
+    if (support.precision != current_precision()) continue;
     if (support.level != core::SupportLevel::supported) lines << QString::fromStdString(support.reason);
     if (!support.note.empty()) lines << QString::fromStdString(support.note);
   }

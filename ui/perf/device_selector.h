@@ -3,8 +3,8 @@
 // CUDA device: name, SMs, memory, compute capability) and a precision selector gated by core::precision_support
 // of the selected device and the tracker's runtime (the table the factory refuses by): unsupported precisions are
 // disabled, slow or emulated ones marked, and the reasons and caveats shown next to it. It only emits requests,
-// typed: whoever owns the tracker moves or reloads the model and then confirms with setCurrentDevice /
-// setCurrentPrecision. GUI thread only.
+// typed: whoever owns the tracker moves or reloads the model and then confirms with set_current_device /
+// set_current_precision. GUI thread only.
 
 #include <QWidget>
 
@@ -23,30 +23,30 @@ class DeviceSelector : public QWidget {
   explicit DeviceSelector(QWidget* parent = nullptr);
 
   /// `runtime`: what the trackers run on (core::TrackerFactory::runtime()); `current_id`: a DeviceInfo::id.
-  void setDevices(const std::vector<core::DeviceInfo>& devices, const core::RuntimeInfo& runtime,
-                  const std::string& current_id);
-  void setCurrentDevice(const std::string& id);
-  void setCurrentPrecision(core::Precision precision);
+  void set_devices(const std::vector<core::DeviceInfo>& devices, const core::RuntimeInfo& runtime,
+                   const std::string& current_id);
+  void set_current_device(const std::string& id);
+  void set_current_precision(core::Precision precision);
 
-  core::DeviceId currentDeviceId() const;
-  core::Precision currentPrecision() const;
+  core::DeviceId current_device_id() const;
+  core::Precision current_precision() const;
   /// The support table of the selected device (what the precision list shows), fp32, tf32, bf16, fp16.
   const std::vector<core::PrecisionSupport>& support() const { return support_; }
   /// The warnings shown for the selected precision (empty when none).
-  QString warningText() const;
-  QComboBox* deviceCombo() const { return devices_; }
-  QComboBox* precisionCombo() const { return precisions_; }
+  QString warning_text() const;
+  QComboBox* device_combo() const { return devices_; }
+  QComboBox* precision_combo() const { return precisions_; }
 
  Q_SIGNALS:
   /// The user picked another device.
-  void deviceRequested(const core::DeviceId& id);
+  void device_requested(const core::DeviceId& id);
   /// The user picked another precision, or the new device cannot run the current one and the selector fell back
   /// to fp32.
-  void precisionRequested(core::Precision precision);
+  void precision_requested(core::Precision precision);
 
  private:
-  void updateGating();
-  void updateWarnings();
+  void update_gating();
+  void update_warnings();
 
   QComboBox* devices_ = nullptr;
   QComboBox* precisions_ = nullptr;

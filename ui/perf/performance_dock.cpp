@@ -58,18 +58,19 @@ PerformanceDock::PerformanceDock(QWidget* parent) : QDockWidget(tr("Performance"
   layout->addWidget(tabs_, 1);
   setWidget(body);
 
-  connect(export_, &QPushButton::clicked, this, &PerformanceDock::exportWithDialog);
-  connect(comparison_, &ComparisonView::openFileRequested, this, &PerformanceDock::openWithDialog);
-  connect(comparison_, &ComparisonView::whatIfRequested, this, [this](const QString& gpu, const QString& precision) {
-    if (core::Status s = showWhatIf(gpu, precision); !s)
-      QMessageBox::warning(this, tr("What-if"), QString::fromStdString(s.message()));
-  });
+  connect(export_, &QPushButton::clicked, this, &PerformanceDock::export_with_dialog);
+  connect(comparison_, &ComparisonView::open_file_requested, this, &PerformanceDock::open_with_dialog);
+  connect(comparison_, &ComparisonView::what_if_requested, this,
+          [this](const QString& gpu, std::optional<core::Precision> precision) {
+            if (core::Status s = show_what_if(gpu, precision); !s)
+              QMessageBox::warning(this, tr("What-if"), QString::fromStdString(s.message()));
+          });
   timer_ = new QTimer(this);
   timer_->setInterval(kPollIntervalMs);
   // A hidden dock draws nothing: the timer skips it (the snapshots stay in their owners and are pulled once the
   // dock is shown again).
   connect(timer_, &QTimer::timeout, this, [this] {
-    if (isVisible()) pollProviders();
+    if (isVisible()) poll_providers();
   });
   run_warnings_->hide();
 }
@@ -80,19 +81,19 @@ PerformanceDock::~PerformanceDock() {
   delete widget();
 }
 
-void PerformanceDock::setDevices(const std::vector<core::DeviceInfo>& devices, const core::RuntimeInfo& runtime,
-                                 const std::string& current_id) {
-  devices_->setDevices(devices, runtime, current_id);
+void PerformanceDock::set_devices(const std::vector<core::DeviceInfo>& devices, const core::RuntimeInfo& runtime,
+                                  const std::string& current_id) {
+  devices_->set_devices(devices, runtime, current_id);
 }
-void PerformanceDock::setCurrentDevice(const std::string& id) { devices_->setCurrentDevice(id); }
-void PerformanceDock::setCurrentPrecision(core::Precision precision) { devices_->setCurrentPrecision(precision); }
+void PerformanceDock::set_current_device(const std::string& id) { devices_->set_current_device(id); }
+void PerformanceDock::set_current_precision(core::Precision precision) { devices_->set_current_precision(precision); }
 
-void PerformanceDock::setTelemetryProvider(TelemetryProvider provider) {
+void PerformanceDock::set_telemetry_provider(TelemetryProvider provider) {
   telemetry_provider_ = std::move(provider);
   if (telemetry_provider_ || live_provider_) timer_->start();
 }
 
-void PerformanceDock::setLiveRunProvider(LiveRunProvider provider) {
+void PerformanceDock::set_live_run_provider(LiveRunProvider provider) {
   live_provider_ = std::move(provider);
   if (telemetry_provider_ || live_provider_) timer_->start();
 }
@@ -103,7 +104,7 @@ QString PerformanceDock::describe(const core::Profile& profile, const core::Prof
   return text;
 }
 
-int PerformanceDock::addRun(const core::Profile& profile, int case_index, const QString& label) {
+int PerformanceDock::add_run(const core::Profile& profile, int case_index, const QString& label) {
   if (case_index < 0 || case_index >= static_cast<int>(profile.cases.size())) return -1;
   auto shared = std::make_shared<const core::Profile>(profile);
   ++run_count_;
@@ -114,28 +115,28 @@ int PerformanceDock::addRun(const core::Profile& profile, int case_index, const 
       "live", shared, case_index};
   entries_.push_back(std::move(entry));
   current_entry_ = static_cast<int>(entries_.size()) - 1;
-  history_chart_->appendRun(entries_.back().run());
-  comparison_->entriesChanged();
-  if (!live_running_) showCurrentRun();
+  history_chart_->append_run(entries_.back().run());
+  comparison_->entries_changed();
+  if (!live_running_) show_current_run();
   return current_entry_;
 }
 
-int PerformanceDock::addProfile(const core::Profile& profile, const QString& source, const QString& label_prefix) {
+int PerformanceDock::add_profile(const core::Profile& profile, const QString& source, const QString& label_prefix) {
   auto shared = std::make_shared<const core::Profile>(profile);
   const int first = static_cast<int>(entries_.size());
   for (size_t i = 0; i < profile.cases.size(); ++i) {
     const QString prefix = label_prefix.isEmpty() ? QString() : label_prefix + ": ";
     entries_.push_back({prefix + describe(profile, profile.cases[i]), source, shared, static_cast<int>(i)});
   }
-  comparison_->entriesChanged();
+  comparison_->entries_changed();
   return first;
 }
 
-core::Status PerformanceDock::openProfileFile(const QString& path) {
+core::Status PerformanceDock::open_profile_file(const QString& path) {
   core::Expected<core::Profile> profile = core::read_profile(path.toStdString());
   if (!profile) return profile.status();
   if (profile->cases.empty()) return core::invalid_argument(path.toStdString() + " holds no cases");
-  addProfile(*profile, path, QFileInfo(path).fileName());
+  add_profile(*profile, path, QFileInfo(path).fileName());
   return {};
 }
 
@@ -144,28 +145,24 @@ void PerformanceDock::compare(int a, int b) {
   tabs_->setCurrentWidget(comparison_);
 }
 
-core::Status PerformanceDock::showWhatIf(const QString& gpu_key, const QString& precision) {
-  const int a = comparison_->selectedA();
+core::Status PerformanceDock::show_what_if(const QString& gpu_key, std::optional<core::Precision> precision) {
+  const int a = comparison_->selected_a();
   if (a < 0 || a >= static_cast<int>(entries_.size()))
     return core::invalid_argument("choose a profile A to predict first");
   core::Expected<const core::GpuSpec*> spec = core::lookup_gpu_spec(gpu_key.toStdString());
   if (!spec) return spec.status();
   core::WhatIfOptions options;
-  if (!precision.isEmpty()) {
-    core::Expected<core::Precision> parsed = core::parse_precision(precision.toStdString());
-    if (!parsed) return parsed.status();
-    options.precision = *parsed;
-  }
+  options.precision = precision;
   const ProfileEntry source = entries_[static_cast<size_t>(a)];
   core::Expected<core::Profile> predicted =
       core::predict_profile(*source.profile, static_cast<size_t>(source.case_index), **spec, options);
   if (!predicted) return predicted.status();
-  const int b = addProfile(*predicted, "what-if", tr("what-if"));
+  const int b = add_profile(*predicted, "what-if", tr("what-if"));
   compare(a, b);
   return {};
 }
 
-core::Expected<QStringList> PerformanceDock::exportReport(const QString& directory) {
+core::Expected<QStringList> PerformanceDock::export_report(const QString& directory) {
   ReportContent content;
   if (current_entry_ >= 0) {
     const ProfileEntry& current = entries_[static_cast<size_t>(current_entry_)];
@@ -174,56 +171,56 @@ core::Expected<QStringList> PerformanceDock::exportReport(const QString& directo
   }
   if (comparison_->comparison()) {
     content.comparison = &*comparison_->comparison();
-    content.compared_a = entries_[static_cast<size_t>(comparison_->selectedA())].profile.get();
-    content.compared_b = entries_[static_cast<size_t>(comparison_->selectedB())].profile.get();
+    content.compared_a = entries_[static_cast<size_t>(comparison_->selected_a())].profile.get();
+    content.compared_b = entries_[static_cast<size_t>(comparison_->selected_b())].profile.get();
   }
   content.charts = {{"stage_breakdown", stage_chart_},
                     {"stage_history", history_chart_},
-                    {"comparison", comparison_->sideBySideChart()},
-                    {"telemetry", telemetry_->chartView()}};
-  return export_report(directory, content);
+                    {"comparison", comparison_->side_by_side_chart()},
+                    {"telemetry", telemetry_->chart_view()}};
+  return ui::export_report(directory, content);
 }
 
-QString PerformanceDock::runWarningsText() const { return run_warnings_->text(); }
+QString PerformanceDock::run_warnings_text() const { return run_warnings_->text(); }
 
-void PerformanceDock::showCurrentRun() {
+void PerformanceDock::show_current_run() {
   if (current_entry_ < 0) return;
   const ProfileEntry& entry = entries_[static_cast<size_t>(current_entry_)];
-  stage_chart_->showRuns({&entry.run()}, {entry.label});
-  roofline_->showRoofline(core::compute_roofline(*entry.profile, entry.run()));
+  stage_chart_->show_runs({&entry.run()}, {entry.label});
+  roofline_->show_roofline(core::compute_roofline(*entry.profile, entry.run()));
   QStringList traps;
   for (const std::string& trap : core::run_traps(*entry.profile, entry.run())) traps << QString::fromStdString(trap);
   run_warnings_->setText(traps.join("\n"));
   run_warnings_->setVisible(!traps.isEmpty());
 }
 
-void PerformanceDock::pollProviders() {
-  if (telemetry_provider_) telemetry_->showSnapshot(telemetry_provider_());
+void PerformanceDock::poll_providers() {
+  if (telemetry_provider_) telemetry_->show_snapshot(telemetry_provider_());
   if (!live_provider_) return;
   LiveRunSnapshot live = live_provider_();
   if (live.running) {
-    if (!live_running_ || live.samples.size() != live_samples_shown_) stage_chart_->showLiveSamples(live.samples);
+    if (!live_running_ || live.samples.size() != live_samples_shown_) stage_chart_->show_live_samples(live.samples);
     live_samples_shown_ = live.samples.size();
   } else if (live_running_) {
     live_samples_shown_ = 0;
     live_running_ = false;
-    showCurrentRun();
+    show_current_run();
   }
   live_running_ = live.running;
 }
 
-void PerformanceDock::openWithDialog() {
+void PerformanceDock::open_with_dialog() {
   const QString path =
       QFileDialog::getOpenFileName(this, tr("Open a profile"), QString(), tr("Trackscope profiles (*.json)"));
   if (path.isEmpty()) return;
-  if (core::Status s = openProfileFile(path); !s)
+  if (core::Status s = open_profile_file(path); !s)
     QMessageBox::warning(this, tr("Open profile"), QString::fromStdString(s.message()));
 }
 
-void PerformanceDock::exportWithDialog() {
+void PerformanceDock::export_with_dialog() {
   const QString directory = QFileDialog::getExistingDirectory(this, tr("Export the performance report into"));
   if (directory.isEmpty()) return;
-  core::Expected<QStringList> written = exportReport(directory);
+  core::Expected<QStringList> written = export_report(directory);
   if (!written) QMessageBox::warning(this, tr("Export report"), QString::fromStdString(written.status().message()));
 }
 

@@ -9,11 +9,11 @@
 //  * above the tabs: the device and precision selectors (gated, with trap warnings) and "Export report…".
 //
 // Data comes in through plain setters and providers (the live wiring to the tracker is done by its owner):
-//   dock->setDevices(factory->devices(), factory->runtime(), "cuda:0");
-//   dock->setTelemetryProvider([sampler] { return sampler->snapshot(); });   // pulled by one 10 Hz QTimer
-//   dock->setLiveRunProvider([job] { return job->stage_snapshot(); });       // also pulled, never pushed
-//   dock->addRun(profile_of_finished_run);                                  // on the GUI thread (queued)
-//   connect(dock->deviceSelector(), &DeviceSelector::deviceRequested, owner, &Owner::switchDevice);
+//   dock->set_devices(factory->devices(), factory->runtime(), "cuda:0");
+//   dock->set_telemetry_provider([sampler] { return sampler->snapshot(); });   // pulled by one 10 Hz QTimer
+//   dock->set_live_run_provider([job] { return job->stage_snapshot(); });       // also pulled, never pushed
+//   dock->add_run(profile_of_finished_run);                                  // on the GUI thread (queued)
+//   connect(dock->device_selector(), &DeviceSelector::device_requested, owner, &Owner::switchDevice);
 // Threads: GUI thread only. Providers are called on the GUI thread by the timer: they must return a copy of
 // a mutex-protected snapshot quickly and never block on the tracker.
 
@@ -26,6 +26,7 @@
 
 #include "core/perf/diagnosis.h"
 #include "core/perf/telemetry.h"
+#include "core/tracking/device.h"
 #include "ui/perf/live_run.h"
 #include "ui/perf/profile_entry.h"
 
@@ -52,47 +53,47 @@ class PerformanceDock : public QDockWidget {
   explicit PerformanceDock(QWidget* parent = nullptr);
   ~PerformanceDock() override;
 
-  void setDevices(const std::vector<core::DeviceInfo>& devices, const core::RuntimeInfo& runtime,
-                  const std::string& current_id);
-  void setCurrentDevice(const std::string& id);
-  void setCurrentPrecision(core::Precision precision);
-  void setTelemetryProvider(TelemetryProvider provider);
-  void setLiveRunProvider(LiveRunProvider provider);
+  void set_devices(const std::vector<core::DeviceInfo>& devices, const core::RuntimeInfo& runtime,
+                   const std::string& current_id);
+  void set_current_device(const std::string& id);
+  void set_current_precision(core::Precision precision);
+  void set_telemetry_provider(TelemetryProvider provider);
+  void set_live_run_provider(LiveRunProvider provider);
 
   /// A finished run: becomes the current run (stage chart, roofline), joins the history and the comparable
   /// profiles. Returns its entry index.
-  int addRun(const core::Profile& profile, int case_index = 0, const QString& label = {});
+  int add_run(const core::Profile& profile, int case_index = 0, const QString& label = {});
   /// Every case of a profile becomes comparable (not part of the history). Returns the first entry's index.
-  int addProfile(const core::Profile& profile, const QString& source, const QString& label_prefix = {});
+  int add_profile(const core::Profile& profile, const QString& source, const QString& label_prefix = {});
   /// Reads a bench JSON file and adds its cases; the error says what is wrong with the file.
-  core::Status openProfileFile(const QString& path);
+  core::Status open_profile_file(const QString& path);
   /// Compares two entries (indices as returned above).
   void compare(int a, int b);
-  /// Predicts the compared A on a GPU of the table ("t4"), at `precision` ("" = A's); the prediction becomes
+  /// Predicts the compared A on a GPU of the table ("t4"), at `precision` (nullopt = A's); the prediction becomes
   /// an entry and is compared as B.
-  core::Status showWhatIf(const QString& gpu_key, const QString& precision = {});
+  core::Status show_what_if(const QString& gpu_key, std::optional<core::Precision> precision = std::nullopt);
   /// Writes the report (see report_export.h) into `directory`.
-  core::Expected<QStringList> exportReport(const QString& directory);
+  core::Expected<QStringList> export_report(const QString& directory);
 
   /// Pulls the providers once (the 10 Hz timer calls this).
-  void pollProviders();
+  void poll_providers();
 
   const std::vector<ProfileEntry>& entries() const { return entries_; }
-  int currentEntry() const { return current_entry_; }
+  int current_entry() const { return current_entry_; }
   QTabWidget* tabs() const { return tabs_; }
-  StageBreakdownChart* stageChart() const { return stage_chart_; }
-  StageHistoryChart* historyChart() const { return history_chart_; }
-  RooflineTable* rooflineTable() const { return roofline_; }
-  ComparisonView* comparisonView() const { return comparison_; }
-  TelemetryPanel* telemetryPanel() const { return telemetry_; }
-  /// The device and precision requests come from here (DeviceSelector::deviceRequested / precisionRequested).
-  DeviceSelector* deviceSelector() const { return devices_; }
-  QString runWarningsText() const;
+  StageBreakdownChart* stage_chart() const { return stage_chart_; }
+  StageHistoryChart* history_chart() const { return history_chart_; }
+  RooflineTable* roofline_table() const { return roofline_; }
+  ComparisonView* comparison_view() const { return comparison_; }
+  TelemetryPanel* telemetry_panel() const { return telemetry_; }
+  /// The device and precision requests come from here (DeviceSelector::device_requested / precision_requested).
+  DeviceSelector* device_selector() const { return devices_; }
+  QString run_warnings_text() const;
 
  private:
-  void showCurrentRun();
-  void exportWithDialog();
-  void openWithDialog();
+  void show_current_run();
+  void export_with_dialog();
+  void open_with_dialog();
   QString describe(const core::Profile& profile, const core::ProfileCase& run) const;
 
   std::vector<ProfileEntry> entries_;

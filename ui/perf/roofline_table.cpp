@@ -24,14 +24,14 @@ RooflineTable::RooflineTable(QWidget* parent) : QWidget(parent) {
   layout->addWidget(table_, 1);
 }
 
-QString RooflineTable::headerText() const { return header_->text(); }
+QString RooflineTable::header_text() const { return header_->text(); }
 
 void RooflineTable::clear() {
   table_->setRowCount(0);
   header_->setText(tr("no run yet"));
 }
 
-void RooflineTable::showRoofline(const core::Roofline& r) {
+void RooflineTable::show_roofline(const core::Roofline& r) {
   const core::DevicePeaks& p = r.peaks;
   header_->setText(p.known()
                        ? tr("%1: fp32 %2, tf32 %3, bf16 %4, fp16 %5 TFLOP/s, %6 GB/s (%7). Floor sum %8 ms of %9 ms.")

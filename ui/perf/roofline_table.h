@@ -33,11 +33,11 @@ class RooflineTable : public QWidget {
   };
 
   explicit RooflineTable(QWidget* parent = nullptr);
-  void showRoofline(const core::Roofline& roofline);
+  void show_roofline(const core::Roofline& roofline);
   void clear();
 
   QTableWidget* table() const { return table_; }
-  QString headerText() const;
+  QString header_text() const;
 
  private:
   QLabel* header_ = nullptr;

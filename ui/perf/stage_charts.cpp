@@ -33,18 +33,26 @@ void sort_stage_names(QStringList& names) {
   });
 }
 
+// Enough decimals that neighbouring ticks of a 0..top axis read differently ("%.0f" labelled an empty 0..1 axis
+// "0 0 1 1 1").
+QString tick_label_format(double top, int tick_count) {
+  const double step = top / std::max(1, tick_count - 1);
+  const int decimals = step >= 1.0 ? 0 : std::min(3, static_cast<int>(std::ceil(-std::log10(step))) + 1);
+  return QStringLiteral("%.%1f").arg(decimals);
+}
+
 }  // namespace
 
 QColor stage_color(const QString& stage_name) {
-  static const std::map<QString, QColor> colors = {
+  static const std::map<QString, QColor> kColors = {
       {"decode", QColor(0x9e, 0x9e, 0x9e)},         {"resize_normalize", QColor(0xbd, 0xbd, 0xbd)},
       {"upload", QColor(0x78, 0x90, 0x9c)},         {"backbone", QColor(0x1f, 0x77, 0xb4)},
       {"feature_stream", QColor(0xe3, 0x77, 0xc2)}, {"query_features", QColor(0x17, 0xbe, 0xcf)},
       {"init", QColor(0x2c, 0xa0, 0x2c)},           {"refine_correlation", QColor(0xff, 0x7f, 0x0e)},
       {"refine_encoder", QColor(0xd6, 0x27, 0x28)}, {"refine_transformer", QColor(0x94, 0x67, 0xbd)},
       {"assembly", QColor(0x8c, 0x56, 0x4b)},       {"download", QColor(0x54, 0x6e, 0x7a)}};
-  const auto it = colors.find(stage_name);
-  if (it != colors.end()) return it->second;
+  const auto it = kColors.find(stage_name);
+  if (it != kColors.end()) return it->second;
   return QColor::fromHsv(static_cast<int>(qHash(stage_name) % 360), 120, 200);
 }
 
@@ -61,7 +69,7 @@ StageBreakdownChart::StageBreakdownChart(QWidget* parent) : QChartView(parent) {
   rebuild({}, {});
 }
 
-void StageBreakdownChart::setLegendAlignment(Qt::Alignment alignment) { chart()->legend()->setAlignment(alignment); }
+void StageBreakdownChart::set_legend_alignment(Qt::Alignment alignment) { chart()->legend()->setAlignment(alignment); }
 
 QStringList StageBreakdownChart::categories() const {
   for (QAbstractAxis* axis : chart()->axes(Qt::Horizontal)) {
@@ -98,13 +106,14 @@ void StageBreakdownChart::rebuild(const QStringList& categories,
   series_->attachAxis(x);
   auto* y = new QValueAxis();
   y->setTitleText(tr("ms"));
-  y->setRange(0.0, max_total > 0.0 ? max_total * 1.05 : 1.0);
-  y->setLabelFormat("%.0f");
+  const double top_ms = max_total > 0.0 ? max_total * 1.05 : 1.0;  // empty: 0..1
+  y->setRange(0.0, top_ms);
+  y->setLabelFormat(tick_label_format(top_ms, y->tickCount()));
   c->addAxis(y, Qt::AlignLeft);
   series_->attachAxis(y);
 }
 
-void StageBreakdownChart::showRuns(const std::vector<const core::ProfileCase*>& runs, const QStringList& labels) {
+void StageBreakdownChart::show_runs(const std::vector<const core::ProfileCase*>& runs, const QStringList& labels) {
   QStringList names;
   for (const core::ProfileCase* run : runs) {
     for (const core::StageStats& s : run->stages) {
@@ -125,7 +134,7 @@ void StageBreakdownChart::showRuns(const std::vector<const core::ProfileCase*>& 
   rebuild(labels, sets);
 }
 
-void StageBreakdownChart::showLiveSamples(const std::vector<core::StageSample>& samples) {
+void StageBreakdownChart::show_live_samples(const std::vector<core::StageSample>& samples) {
   int chunks = 0;
   bool per_video = false;
   for (const core::StageSample& s : samples) {
@@ -177,18 +186,18 @@ StageHistoryChart::StageHistoryChart(QWidget* parent) : QChartView(parent) {
   rescale();
 }
 
-QLineSeries* StageHistoryChart::seriesFor(const QString& stage_name) const {
+QLineSeries* StageHistoryChart::series_for(const QString& stage_name) const {
   for (QAbstractSeries* series : chart()->series()) {
     if (series->name() == stage_name) return qobject_cast<QLineSeries*>(series);
   }
   return nullptr;
 }
 
-void StageHistoryChart::appendRun(const core::ProfileCase& run) {
+void StageHistoryChart::append_run(const core::ProfileCase& run) {
   ++runs_;
   for (const core::StageStats& s : run.stages) {
     const QString name = QString::fromStdString(s.name);
-    QLineSeries* series = seriesFor(name);
+    QLineSeries* series = series_for(name);
     if (!series) {
       series = new QLineSeries();
       series->setName(name);
@@ -232,11 +241,11 @@ StageRatioChart::StageRatioChart(QWidget* parent) : QChartView(parent) {
   setChart(chart);
   setRenderHint(QPainter::Antialiasing);
   setMinimumHeight(180);
-  showRatios({}, {});
+  show_ratios({}, {});
 }
 
-void StageRatioChart::showRatios(const QStringList& stages,
-                                 const std::vector<std::pair<QString, std::vector<std::optional<double>>>>& sets) {
+void StageRatioChart::show_ratios(const QStringList& stages,
+                                  const std::vector<std::pair<QString, std::vector<std::optional<double>>>>& sets) {
   QChart* c = chart();
   c->removeAllSeries();
   for (QAbstractAxis* axis : c->axes()) {

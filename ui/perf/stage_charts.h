@@ -34,13 +34,13 @@ class StageBreakdownChart : public QChartView {
 
   /// One bar per run: `labels[i]` under the bar of `runs[i]`. Stages become the stacked sets, in canonical
   /// order (unknown stage names after them).
-  void showRuns(const std::vector<const core::ProfileCase*>& runs, const QStringList& labels);
+  void show_runs(const std::vector<const core::ProfileCase*>& runs, const QStringList& labels);
   /// One bar per query chunk from the samples of a run in progress (refinement iterations summed); per-video
   /// stages (decode .. query features) form a bar "video" before the chunks.
-  void showLiveSamples(const std::vector<core::StageSample>& samples);
+  void show_live_samples(const std::vector<core::StageSample>& samples);
 
   QStackedBarSeries* series() const { return series_; }
-  void setLegendAlignment(Qt::Alignment alignment);
+  void set_legend_alignment(Qt::Alignment alignment);
   QStringList categories() const;
 
  private:
@@ -55,11 +55,11 @@ class StageHistoryChart : public QChartView {
 
   /// Appends one run (x = its number, 1-based) to every stage's series (a stage new to the history gets a
   /// series of its own from this run on).
-  void appendRun(const core::ProfileCase& run);
+  void append_run(const core::ProfileCase& run);
   void clear();
-  int runCount() const { return runs_; }
+  int run_count() const { return runs_; }
   /// The series of a stage, or nullptr.
-  QLineSeries* seriesFor(const QString& stage_name) const;
+  QLineSeries* series_for(const QString& stage_name) const;
 
  private:
   void rescale();
@@ -75,8 +75,8 @@ class StageRatioChart : public QChartView {
   /// One row per stage (top to bottom in the given order) with a bar per set: its value is log10(ratio) (0 = same
   /// time, +2 = B 100x slower, -2 = B 100x faster); a missing ratio (or <= 0) is drawn as 0. The axis spans the
   /// largest |log10| rounded up to a decade (at least 1), labelled "0.01x" .. "1x" .. "100x".
-  void showRatios(const QStringList& stages,
-                  const std::vector<std::pair<QString, std::vector<std::optional<double>>>>& sets);
+  void show_ratios(const QStringList& stages,
+                   const std::vector<std::pair<QString, std::vector<std::optional<double>>>>& sets);
 
   QHorizontalBarSeries* series() const { return series_; }
   /// The axis' half-span in decades (2 = 0.01x .. 100x).

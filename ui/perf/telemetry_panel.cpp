@@ -79,51 +79,51 @@ TelemetryPanel::TelemetryPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(view_, 1);
 }
 
-QString TelemetryPanel::statusText() const { return status_->text(); }
+QString TelemetryPanel::status_text() const { return status_->text(); }
 
-QLabel* TelemetryPanel::valueLabel(const QString& key) const {
+QLabel* TelemetryPanel::value_label(const QString& key) const {
   for (const auto& [name, label] : values_) {
     if (name == key) return label;
   }
   return nullptr;
 }
 
-void TelemetryPanel::showSnapshot(const core::TelemetrySnapshot& snapshot) {
+void TelemetryPanel::show_snapshot(const core::TelemetrySnapshot& snapshot) {
   status_->setText(QString::fromStdString(snapshot.status));
   const core::TelemetrySample* latest = snapshot.latest();
   if (latest) {
     const core::TelemetrySample& s = *latest;
-    valueLabel("sm_clock")
+    value_label("sm_clock")
         ->setText(s.sm_clock_mhz ? QString("%1 / %2 MHz")
                                        .arg(*s.sm_clock_mhz, 0, 'f', 0)
                                        .arg(s.sm_clock_max_mhz.value_or(0.0), 0, 'f', 0)
                                  : QString("-"));
-    valueLabel("memory_clock")->setText(optional_text(s.memory_clock_mhz, "MHz"));
-    valueLabel("power")->setText(
+    value_label("memory_clock")->setText(optional_text(s.memory_clock_mhz, "MHz"));
+    value_label("power")->setText(
         s.power_w ? QString("%1 / %2 W").arg(*s.power_w, 0, 'f', 0).arg(s.power_limit_w.value_or(0.0), 0, 'f', 0)
                   : QString("-"));
-    valueLabel("temperature")->setText(optional_text(s.temperature_c, "°C"));
-    valueLabel("utilisation")
+    value_label("temperature")->setText(optional_text(s.temperature_c, "°C"));
+    value_label("utilisation")
         ->setText(s.gpu_utilisation_percent ? QString("GPU %1%, memory %2%")
                                                   .arg(*s.gpu_utilisation_percent, 0, 'f', 0)
                                                   .arg(s.memory_utilisation_percent.value_or(0.0), 0, 'f', 0)
                                             : QString("-"));
-    valueLabel("memory")->setText(s.memory_used_bytes
-                                      ? QString("%1 / %2 GB")
-                                            .arg(static_cast<double>(*s.memory_used_bytes) / 1e9, 0, 'f', 2)
-                                            .arg(static_cast<double>(s.memory_total_bytes.value_or(0)) / 1e9, 0, 'f', 1)
-                                      : QString("-"));
+    value_label("memory")->setText(
+        s.memory_used_bytes ? QString("%1 / %2 GB")
+                                  .arg(static_cast<double>(*s.memory_used_bytes) / 1e9, 0, 'f', 2)
+                                  .arg(static_cast<double>(s.memory_total_bytes.value_or(0)) / 1e9, 0, 'f', 1)
+                            : QString("-"));
     QStringList reasons;
     for (const std::string& name : s.throttle_reason_names) reasons << QString::fromStdString(name);
-    valueLabel("throttle")
+    value_label("throttle")
         ->setText(s.throttle_reasons ? (reasons.isEmpty() ? tr("none") : reasons.join(", ")) : QString("-"));
     const bool limiting = s.throttle_reasons && (*s.throttle_reasons & core::throttle_reason::performance_limiting);
-    valueLabel("throttle")->setStyleSheet(limiting ? "color: #c62828; font-weight: bold;" : "");
-    valueLabel("pcie")->setText(
+    value_label("throttle")->setStyleSheet(limiting ? "color: #c62828; font-weight: bold;" : "");
+    value_label("pcie")->setText(
         s.pcie_generation || s.pcie_width
             ? QString("gen %1 x%2").arg(s.pcie_generation.value_or(0)).arg(s.pcie_width.value_or(0))
             : QString("-"));
-    valueLabel("cpu")->setText(
+    value_label("cpu")->setText(
         s.cpu_threads ? QString("%1 threads, %2").arg(*s.cpu_threads).arg(optional_text(s.cpu_utilisation_percent, "%"))
                       : QString("-"));
   } else {

@@ -20,17 +20,17 @@ class TelemetryPanel : public QWidget {
  public:
   explicit TelemetryPanel(QWidget* parent = nullptr);
 
-  void showSnapshot(const core::TelemetrySnapshot& snapshot);
+  void show_snapshot(const core::TelemetrySnapshot& snapshot);
 
-  QString statusText() const;
+  QString status_text() const;
   /// The value label of a row: "sm_clock", "memory_clock", "power", "temperature", "utilisation", "memory",
   /// "throttle", "pcie", "cpu".
-  QLabel* valueLabel(const QString& key) const;
-  QLineSeries* smClockSeries() const { return sm_clock_; }
-  QLineSeries* powerSeries() const { return power_; }
-  QLineSeries* utilisationSeries() const { return gpu_utilisation_; }
-  QLineSeries* cpuSeries() const { return cpu_utilisation_; }
-  QChartView* chartView() const { return view_; }
+  QLabel* value_label(const QString& key) const;
+  QLineSeries* sm_clock_series() const { return sm_clock_; }
+  QLineSeries* power_series() const { return power_; }
+  QLineSeries* utilisation_series() const { return gpu_utilisation_; }
+  QLineSeries* cpu_series() const { return cpu_utilisation_; }
+  QChartView* chart_view() const { return view_; }
 
  private:
   QLabel* status_ = nullptr;

@@ -315,8 +315,7 @@ bool ProjectController::choose_and_save_as() {
 
 bool ProjectController::save_as(const QString& path) {
   QString target = absolute(path);
-  if (!target.endsWith(QLatin1String(core::io::kProjectExtension)))
-    target += QLatin1String(core::io::kProjectExtension);
+  if (!core::io::is_project_path(path_from_qstring(target))) target += QLatin1String(core::io::kProjectExtension);
   if (!write_project(target)) return false;
   project_path_ = target;
   parts_.settings->add_recent_file(target);

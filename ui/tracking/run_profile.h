@@ -5,7 +5,7 @@
 //
 //   CompletedRun run = ...;                                   // filled by TrackerService when a job succeeds
 //   core::Profile profile = make_live_run_profile(run, core::probe_host_info(), telemetry_summary);
-//   dock->addRun(profile);
+//   dock->add_run(profile);
 //
 // Threads: plain values and a pure function.
 

@@ -6,7 +6,7 @@
 //
 //   TelemetryMonitor monitor(factory);                 // empty factory: CPU from /proc/stat, no GPU telemetry
 //   monitor.set_device("cuda:0");                       // reopens the source; a failure = "no telemetry: why"
-//   dock->setTelemetryProvider([&monitor] { return monitor.snapshot(); });
+//   dock->set_telemetry_provider([&monitor] { return monitor.snapshot(); });
 //   double start_s = monitor.now_s();  ...  std::optional<TelemetrySummary> s = monitor.summary_since(start_s);
 //
 // Threads: GUI thread for every method (snapshot() is also safe from others: the sampler guards its ring).

@@ -56,15 +56,16 @@ void TrackingController::shutdown() {
   service_->shutdown();
   telemetry_->stop();
   // The dock's timer must not pull from a controller that is going away.
-  dock_->setTelemetryProvider({});
-  dock_->setLiveRunProvider({});
+  dock_->set_telemetry_provider({});
+  dock_->set_live_run_provider({});
 }
 
 void TrackingController::build_widgets() {
   const WorkbenchActions& actions = *parts_.actions;
-  // The toolbar and the dock are placed by the window (addToolBar, addDockWidget), which then owns them.
+  // The toolbar and the dock are placed by the window (addToolBar, addDockWidget); they are the window's children
+  // from the start, so that nothing leaks where a caller does not place them.
   toolbar_ = new TrackingToolbar(actions.track, actions.track_selected, actions.cancel_tracking, actions.show_occluded,
-                                 nullptr);
+                                 parts_.dialog_parent);
 
   menu_trail_ = new TrailLengthEditor(nullptr);
   menu_trail_->setObjectName("menu_trail_editor");
@@ -76,7 +77,7 @@ void TrackingController::build_widgets() {
   status_ = new TrackingStatusWidget(actions.cancel_tracking, parts_.status_bar);
   parts_.status_bar->insertPermanentWidget(0, status_);
 
-  dock_ = new PerformanceDock(nullptr);
+  dock_ = new PerformanceDock(parts_.dialog_parent);
   actions.panels_menu->addAction(toolbar_->toggleViewAction());
   actions.panels_menu->addAction(dock_->toggleViewAction());
 }
@@ -115,15 +116,15 @@ void TrackingController::connect_service() {
 
 void TrackingController::connect_dock() {
   const TrackerKey& selection = service_->selection();
-  dock_->setDevices(service_->devices(), service_->runtime(), selection.device);
-  dock_->setCurrentPrecision(selection.precision);
+  dock_->set_devices(service_->devices(), service_->runtime(), selection.device);
+  dock_->set_current_precision(selection.precision);
   // Pulled by the dock's one 10 Hz timer: copies of mutex-protected snapshots, never a wait on the tracker.
-  dock_->setTelemetryProvider([this] { return telemetry_->snapshot(); });
-  dock_->setLiveRunProvider([this] { return service_->live_snapshot(); });
-  DeviceSelector* selector = dock_->deviceSelector();
-  connect(selector, &DeviceSelector::deviceRequested, this,
+  dock_->set_telemetry_provider([this] { return telemetry_->snapshot(); });
+  dock_->set_live_run_provider([this] { return service_->live_snapshot(); });
+  DeviceSelector* selector = dock_->device_selector();
+  connect(selector, &DeviceSelector::device_requested, this,
           [this](const core::DeviceId& id) { service_->set_device(id); });
-  connect(selector, &DeviceSelector::precisionRequested, this,
+  connect(selector, &DeviceSelector::precision_requested, this,
           [this](core::Precision precision) { service_->set_precision(precision); });
 }
 
@@ -215,15 +216,15 @@ void TrackingController::on_state_changed() {
 
 void TrackingController::on_selection_changed() {
   const TrackerKey& selection = service_->selection();
-  dock_->setCurrentDevice(selection.device);
-  dock_->setCurrentPrecision(selection.precision);
+  dock_->set_current_device(selection.device);
+  dock_->set_current_precision(selection.precision);
   toolbar_->set_model(qstring(selection.model));
   telemetry_->set_device(selection.device);
 }
 
 void TrackingController::on_run_completed(const CompletedRun& run) {
   const core::Profile profile = make_live_run_profile(run, host_, telemetry_->summary_since(run_start_s_));
-  dock_->addRun(profile);
+  dock_->add_run(profile);
 }
 
 }  // namespace trackscope::ui
