@@ -28,14 +28,14 @@ namespace cuda = gpu::ops::cuda;
 namespace emu = cuda_emulation;
 
 uint64_t test_seed() {
-  static const uint64_t seed = [] {
+  static const uint64_t kSeed = [] {
     uint64_t s = std::random_device{}();
     if (const char* text = std::getenv("TRACKSCOPE_TEST_SEED")) s = std::strtoull(text, nullptr, 10);
     std::printf("[corr emulation] random seed %llu (TRACKSCOPE_TEST_SEED=%llu repeats this run)\n",
                 static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
     return s;
   }();
-  return seed;
+  return kSeed;
 }
 
 struct Case {
@@ -128,8 +128,9 @@ void check(const Case& c) {
       x = static_cast<float>(c.width) / 2 + 0.3f;
       y = static_cast<float>(c.height) / 2 + 0.6f;
     }
-    points[static_cast<size_t>(2 * i)] = x;
-    points[static_cast<size_t>(2 * i + 1)] = y;
+    const size_t at = 2 * static_cast<size_t>(i);
+    points[at] = x;
+    points[at + 1] = y;
   }
   const Stored<OutTag> poison = store_as<OutTag>(std::nanf(""));
   std::vector<Stored<OutTag>> out(static_cast<size_t>((c.queries * c.frames + 1) * c.pitch), poison);
@@ -156,8 +157,9 @@ void check(const Case& c) {
   int bad = 0;
   for (int q = 0; q < c.queries; ++q) {
     for (int t = 0; t < c.frames; ++t) {
-      const float px = points[static_cast<size_t>(2 * (q * c.frames + t))];
-      const float py = points[static_cast<size_t>(2 * (q * c.frames + t) + 1)];
+      const size_t at = 2 * static_cast<size_t>(q * c.frames + t);
+      const float px = points[at];
+      const float py = points[at + 1];
       const bool finite = std::isfinite(px) && std::isfinite(py);
       const Stored<OutTag>* row = &out[static_cast<size_t>((q * c.frames + t) * c.pitch)];
       for (int h = 0; h < 7; ++h) {
@@ -171,7 +173,7 @@ void check(const Case& c) {
           for (int s = 0; s < 49; ++s) {
             double expected = 0.0;
             for (int ch = 0; ch < c.channels; ++ch) {
-              expected += neighbour[ch] * supports[static_cast<size_t>((q * 49 + s) * c.channels + ch)];
+              expected += neighbour[ch] * supports[static_cast<size_t>(q * 49 + s) * c.channels + ch];
             }
             const double d = std::fabs(load_as<OutTag>(row[(h * 7 + w) * 49 + s]) - expected);
             max_diff = std::max(max_diff, std::isnan(d) ? INFINITY : d);
@@ -193,13 +195,13 @@ void check(const Case& c) {
   // The emulated mma multiplies the TF32 parts / 16-bit operands exactly and sums in double: what remains is the split
   // (~2^-22 of each operand) and float32 sums and interpolation, and for a 16-bit output its one rounding (the
   // reference runs on the same stored inputs).
-  const double kTolerance = std::is_same_v<OutTag, float> ? 5e-6 : std::is_same_v<OutTag, cuda::Fp16Tag> ? 1e-3 : 8e-3;
+  const double tolerance = std::is_same_v<OutTag, float> ? 5e-6 : std::is_same_v<OutTag, cuda::Fp16Tag> ? 1e-3 : 8e-3;
   std::printf("[corr emulation] %s: max|diff| %.3g max|ref| %.3g rel %.3g (tolerance %.1g), layout errors %d\n",
-              label.c_str(), max_diff, max_ref, relative, kTolerance, bad);
+              label.c_str(), max_diff, max_ref, relative, tolerance, bad);
   for (const std::string& e : errors) ADD_FAILURE() << label << ": " << e;
   EXPECT_TRUE(errors.empty()) << label;
   EXPECT_EQ(bad, 0) << label;
-  EXPECT_LE(relative, kTolerance) << label;
+  EXPECT_LE(relative, tolerance) << label;
   EXPECT_GT(max_ref, 0.05) << label;  // not a trivial reference (the first point's window is inside the grid)
 }
 
