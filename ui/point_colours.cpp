@@ -20,6 +20,4 @@ QColor point_colour(int colour_index) {
   return QColor::fromRgb(kPalette[static_cast<size_t>(slot)]);
 }
 
-int point_palette_size() { return static_cast<int>(kPalette.size()); }
-
 }  // namespace trackscope::ui

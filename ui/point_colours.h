@@ -8,7 +8,5 @@ namespace trackscope::ui {
 
 /// The colour of colour slot `colour_index` (any int; wraps around the palette).
 QColor point_colour(int colour_index);
-/// Number of distinct colours before the palette repeats.
-int point_palette_size();
 
 }  // namespace trackscope::ui

@@ -59,7 +59,6 @@ class Timeline : public QWidget {
   int playback_interval_ms() const { return timer_.interval(); }
   QString counter_text() const;
   QSlider* slider() const { return slider_; }
-  QToolButton* play_button() const { return play_button_; }
 
  public Q_SLOTS:
   void play();

@@ -37,15 +37,6 @@ std::optional<int64_t> parse_int64(std::string_view text) {
   return value;
 }
 
-std::optional<double> parse_finite_double(std::string_view text) {
-  double value = 0.0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || text.empty() || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
-}
-
 std::string_view strip_utf8_bom(std::string_view text) {
   constexpr std::string_view kBom = "\xEF\xBB\xBF";
   if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());

@@ -36,8 +36,6 @@ std::string position_bounds_text(int width, int height);
 
 /// Strict decimal integer parsing of a whole field (no sign other than '-', no spaces, no "1e3", no overflow).
 std::optional<int64_t> parse_int64(std::string_view text);
-/// Strict decimal floating-point parsing of a whole field; nullopt for text, overflow (1e999) and NaN/Inf.
-std::optional<double> parse_finite_double(std::string_view text);
 
 /// `text` without a leading UTF-8 byte order mark (EF BB BF), which spreadsheet programs put before CSV headers.
 std::string_view strip_utf8_bom(std::string_view text);

@@ -130,8 +130,4 @@ Status ScratchFile::read(int64_t offset, void* data, int64_t bytes) const {
   return {};
 }
 
-void ScratchFile::drop_cached(int64_t offset, int64_t bytes) const {
-  if (fd_ >= 0) ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
-}
-
 }  // namespace trackscope::core::io

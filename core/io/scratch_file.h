@@ -34,8 +34,6 @@ class ScratchFile {
   const std::filesystem::path& directory() const { return directory_; }
   Status write(int64_t offset, const void* data, int64_t bytes);
   Status read(int64_t offset, void* data, int64_t bytes) const;
-  /// Asks the kernel to drop the range from the page cache (it will not be read again soon).
-  void drop_cached(int64_t offset, int64_t bytes) const;
 
  private:
   ScratchFile(int fd, int64_t bytes, std::filesystem::path directory)

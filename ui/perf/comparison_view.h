@@ -46,7 +46,6 @@ class ComparisonView : public QWidget {
   /// Per-stage B/A, measured and predicted, on a log axis (the stacked bars hide the faster run at 100x).
   StageRatioChart* ratio_chart() const { return ratio_chart_; }
   QString diagnosis_text() const;
-  QComboBox* what_if_gpu_combo() const { return what_if_gpu_; }
   QComboBox* what_if_precision_combo() const { return what_if_precision_; }
   QPushButton* what_if_button() const { return what_if_run_; }
 

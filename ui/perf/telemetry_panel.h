@@ -28,7 +28,6 @@ class TelemetryPanel : public QWidget {
   QLabel* value_label(const QString& key) const;
   QLineSeries* sm_clock_series() const { return sm_clock_; }
   QLineSeries* power_series() const { return power_; }
-  QLineSeries* utilisation_series() const { return gpu_utilisation_; }
   QLineSeries* cpu_series() const { return cpu_utilisation_; }
   QChartView* chart_view() const { return view_; }
 

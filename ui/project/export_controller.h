@@ -47,7 +47,6 @@ class ExportController : public QObject {
   int import_tracks(const QString& path);
   /// Starts rendering the annotated video. False when one is running or there is no video.
   bool export_video(const QString& path);
-  bool exporting_video() const { return worker_.joinable(); }
   /// Cancels and joins the video export.
   void shutdown();
 

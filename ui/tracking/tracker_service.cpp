@@ -320,7 +320,6 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
   run->key = selection();
   run->tracker = tracker->description();
   run->started = std::chrono::steady_clock::now();
-  last_tracker_ = run->tracker;
   {
     std::lock_guard lock(live_->mutex);
     live_->running = true;

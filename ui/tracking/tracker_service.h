@@ -128,8 +128,6 @@ class TrackerService : public QObject {
 
   /// Stage samples of the job in progress (or of the last one, with running = false). Thread-safe copy.
   LiveRunSnapshot live_snapshot() const;
-  /// The description of the tracker that ran (or runs) the last job; nullopt before the first job.
-  std::optional<core::TrackerDescription> last_tracker() const { return last_tracker_; }
   /// True when the cache holds a tracker for `key`.
   bool is_cached(const TrackerKey& key) const { return cache_.count(key) > 0; }
   size_t cached_trackers() const { return cache_.size(); }
@@ -210,7 +208,6 @@ class TrackerService : public QObject {
   std::shared_ptr<LiveState> live_;
   uint64_t generation_ = 0;
   int run_count_ = 0;
-  std::optional<core::TrackerDescription> last_tracker_;
   TrackingState state_ = TrackingState::idle;  // the scheduler's state as last signalled (state_changed)
 };
 

@@ -148,6 +148,4 @@ void TrackingStatusWidget::finish() {
   hide();
 }
 
-QString TrackingStatusWidget::phase_text() const { return phase_->text(); }
-
 }  // namespace trackscope::ui

@@ -70,7 +70,6 @@ class TrackingStatusWidget : public QWidget {
   void show_progress(double fraction, const QString& phase);
   void finish();
   QProgressBar* progress_bar() const { return progress_; }
-  QString phase_text() const;
 
  private:
   QLabel* phase_ = nullptr;

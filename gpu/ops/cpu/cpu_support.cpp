@@ -25,20 +25,6 @@ bool cpu_has_avx512() {
 #endif
 }
 
-bool cpu_has_avx512_bf16() {
-#if TRACKSCOPE_CPU_X86
-  static const bool has = [] {
-    // GCC 12's __builtin_cpu_supports has no "avx512bf16": CPUID leaf 7 subleaf 1, EAX bit 5.
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
-    return cpu_has_avx512() && (eax & (1u << 5)) != 0;
-  }();
-  return has;
-#else
-  return false;
-#endif
-}
-
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
@@ -61,14 +47,6 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
   } else {
     c_view.addmm_(a_view, b_view, beta, alpha);
   }
-#endif
-}
-
-const char* sgemm_backend() {
-#ifdef TRACKSCOPE_WITH_ONEDNN
-  return "oneDNN sgemm";
-#else
-  return "ATen BLAS";
 #endif
 }
 

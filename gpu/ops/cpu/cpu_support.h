@@ -36,16 +36,11 @@ namespace trackscope::gpu::ops::detail {
 
 /// Whether the processor runs AVX-512 F/BW/VL/DQ (the hand-vectorised loops' requirement).
 bool cpu_has_avx512();
-/// Whether it has AVX-512 BF16 (vdpbf16ps: bf16 products at twice the fp32 rate).
-bool cpu_has_avx512_bf16();
 
 /// C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C, row-major with leading dimensions lda, ldb, ldc;
 /// op(X) = X^T where trans_x. Runs on the calling thread when called inside a parallel region.
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
-
-/// "oneDNN sgemm" or "ATen BLAS": which GEMM sgemm() calls (bench notes, docs).
-const char* sgemm_backend();
 
 #if TRACKSCOPE_CPU_X86
 // 16 lanes of fp32 from fp32, bf16 (exact) or fp16 (exact) storage, and back (bf16: round to nearest even, as
