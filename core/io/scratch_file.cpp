@@ -22,6 +22,7 @@ double gib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0
 }  // namespace
 
 std::filesystem::path default_scratch_directory() {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read-only; the project never sets environment variables
   if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr && *tmp != '\0') return tmp;
   std::error_code error;
   if (std::filesystem::is_directory("/var/tmp", error)) return "/var/tmp";
