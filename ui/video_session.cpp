@@ -1,8 +1,5 @@
 #include "ui/video_session.h"
 
-#include <QFuture>
-#include <QtConcurrent/QtConcurrentRun>
-
 #include <algorithm>
 #include <exception>
 
@@ -31,9 +28,10 @@ VideoSession::VideoSession(FrameServerFactory factory, core::FrameServerOptions 
 }
 
 VideoSession::~VideoSession() {
-  // Joins the decode thread while this QObject is still whole; callbacks already queued are discarded by
-  // ~QObject together with the other posted events.
+  // Joins the decode thread while this QObject is still whole; callbacks already queued are discarded with the
+  // mailbox.
   server_.reset();
+  openers_.clear();
 }
 
 const core::VideoInfo& VideoSession::info() const { return server_ ? server_->info() : no_video_; }
@@ -44,29 +42,28 @@ void VideoSession::open(const QString& path) {
   FrameServerFactory factory = factory_;
   core::FrameServerOptions options = options_;
   const std::filesystem::path file = path_from_qstring(path);
-  QtConcurrent::run([factory = std::move(factory), options = std::move(options), file] {
-    auto result = std::make_shared<OpenResult>();
-    try {
-      if (!factory) {
-        result->status = core::internal_error("no frame server factory was given to the UI");
-      } else if (core::Expected<std::unique_ptr<core::FrameServer>> server = factory(file, options)) {
-        result->server = std::move(*server);
-      } else {
-        result->status = server.status();
-      }
-    } catch (const std::exception& error) {
-      result->status = core::internal_error(std::string("opening the video failed unexpectedly: ") + error.what());
-    }
-    return result;
-  }).then(this, [this, generation, path](std::shared_ptr<OpenResult> result) {
-    // then() runs a continuation at once when the work has already finished; queueing it makes open()
-    // always report later, never from inside open() itself.
-    QMetaObject::invokeMethod(
-        this, [this, generation, path, result] { finish_open(generation, path, result); }, Qt::QueuedConnection);
-  });
+  openers_.emplace(
+      generation,
+      std::jthread([this, factory = std::move(factory), options = std::move(options), file, generation, path] {
+        auto result = std::make_shared<OpenResult>();
+        try {
+          if (!factory) {
+            result->status = core::internal_error("no frame server factory was given to the UI");
+          } else if (core::Expected<std::unique_ptr<core::FrameServer>> server = factory(file, options)) {
+            result->server = std::move(*server);
+          } else {
+            result->status = server.status();
+          }
+        } catch (const std::exception& error) {
+          result->status = core::internal_error(std::string("opening the video failed unexpectedly: ") + error.what());
+        }
+        // Posted, so open() always reports later, never from inside open() itself.
+        mailbox_.post([this, generation, path, result] { finish_open(generation, path, result); });
+      }));
 }
 
 void VideoSession::finish_open(uint64_t generation, const QString& path, std::shared_ptr<OpenResult> result) {
+  openers_.erase(generation);  // its thread has posted this result as its last act: the join returns at once
   if (generation != opening_generation_) return;  // superseded by a newer open(); its server is dropped here
   opening_generation_ = 0;
   if (!result->server) {
@@ -84,8 +81,7 @@ void VideoSession::finish_open(uint64_t generation, const QString& path, std::sh
   pending_poll_.stop();
   const uint64_t current = generation_;
   server_->set_frame_ready_callback([this, current](int64_t index, const core::Expected<core::FramePtr>& frame) {
-    QMetaObject::invokeMethod(
-        this, [this, current, index, frame] { deliver(current, index, frame); }, Qt::QueuedConnection);
+    mailbox_.post([this, current, index, frame] { deliver(current, index, frame); });
   });
   const core::VideoInfo& video = server_->info();
   core::log::info("opened {}: {}x{}, {} frames at {:.3f} fps, codec {}", path.toStdString(), video.width, video.height,

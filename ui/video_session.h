@@ -9,22 +9,25 @@
 //   session.open("clip.mp4");                                      // returns at once
 //   session.seek(42);        // frame_ready(42) now if cached, else once decoded; never blocks
 //
-// Threads: every method is called on the GUI thread; every signal is emitted on it. The frame server's
-// callback runs on its decode thread and is re-posted with a queued invokeMethod to this object (never a
-// blocking connection). Frames of a replaced video, and frames superseded by a newer seek, are dropped.
-// Shutdown: the destructor destroys the FrameServer first, which joins its decode thread, so no callback
-// can reach a half-destroyed session.
+// Threads: every method is called on the GUI thread; every signal is emitted on it. Each open() runs on a thread
+// of its own; its result, and the frame server's callbacks from its decode thread, are posted back through a
+// ThreadMailbox (never a blocking connection). Frames of a replaced video, and frames superseded by a newer seek,
+// are dropped. Shutdown: the destructor destroys the FrameServer first, which joins its decode thread, then joins
+// the opening threads (an open in flight is waited for), so no callback can reach a half-destroyed session.
 
 #include <QObject>
 #include <QString>
 #include <QTimer>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <thread>
 
 #include "core/status.h"
 #include "core/video/frame_server.h"
 #include "ui/frame_server_factory.h"
+#include "ui/thread_mailbox.h"
 
 namespace trackscope::ui {
 
@@ -74,6 +77,8 @@ class VideoSession : public QObject {
 
   FrameServerFactory factory_;
   core::FrameServerOptions options_;
+  ThreadMailbox mailbox_;                     // before every thread that posts to it: destroyed after them
+  std::map<uint64_t, std::jthread> openers_;  // the open() threads by generation, joined when their result arrives
   std::unique_ptr<core::FrameServer> server_;
   core::VideoInfo no_video_;  // what info() returns while no video is open
   QString path_;

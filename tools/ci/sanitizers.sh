@@ -3,7 +3,8 @@
 #   tools/ci/sanitizers.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer over the unit, ui and CLI tests of
 #                                 core, ui and app (and the fuzz corpora replay), labels unit|ui, gpu/ tests left out
 #   tools/ci/sanitizers.sh tsan   ThreadSanitizer over the concurrency tests: the frame server, the tracking job,
-#                                 the tracker service (GUI side) and the telemetry samplers
+#                                 the telemetry samplers and the GUI's services (mailbox, video session, tracker
+#                                 service: ui/services, which needs Qt Core only, not the widget library)
 # The project's own code outside gpu/ is instrumented; gpu/ (LibTorch) compiles with the normal build's flags
 # (TRACKSCOPE_SANITIZE_GPU=OFF) so that ccache serves it, and runs uninstrumented. For those cache hits across build
 # folders, ccache must not hash the build folder: CCACHE_NOHASHDIR=1 and CCACHE_BASEDIR=<checkout> (set below, and
@@ -15,7 +16,9 @@
 #                            handling, and three CLI tests; only their executables are built
 #   ASAN_TESTS=all           every test labelled unit|ui outside gpu/ (builds everything; ~3x longer)
 #   ASAN_TESTS='<ctest regex>' with ASAN_TARGETS='<targets>'  any other selection
-#   TSAN_TESTS=ci (default) the four tests above; TSAN_TESTS=core only the three core ones (no Qt build)
+#   TSAN_TESTS=ci (default) the four tests above; TSAN_TESTS=core only the three core ones (no Qt build);
+#                           TSAN_TESTS=all also ui/tracking_service (the same services driven through the whole
+#                           window: builds the widget library too, ~10 more minutes on 2 cores)
 #   SANITIZER_SHARD=K/N      run every N-th selected test starting at K (1-based; ctest -I K,,N)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -67,8 +70,12 @@ case "$MODE" in
     BUILD_DIR=${BUILD_DIR:-build-tsan}
     cmake -S . -B "$BUILD_DIR" "${common[@]}" -DTRACKSCOPE_SANITIZE_THREAD=ON > /dev/null
     tests=(core/frame_server core/tracking_job core/perf_telemetry)
-    # TSAN_TESTS=core leaves out ui/tracking_service (and so the Qt library: about half of the job's build)
-    if [ "${TSAN_TESTS:-ci}" != core ]; then tests+=(ui/tracking_service); fi
+    case "${TSAN_TESTS:-ci}" in
+      core) ;;
+      ci) tests+=(ui/services) ;;
+      all) tests+=(ui/services ui/tracking_service) ;;
+      *) echo "TSAN_TESTS: core, ci or all" >&2; exit 2 ;;
+    esac
     targets=()
     for t in "${tests[@]}"; do targets+=("test_${t//\//_}"); done
     cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}"

@@ -148,19 +148,15 @@ bool ExportController::export_video(const QString& path) {
             progress->first = done;
             progress->second = total;
             if (!posted->exchange(true)) {
-              QMetaObject::invokeMethod(
-                  this,
-                  [this, progress, posted] {
-                    posted->store(false);
-                    on_video_progress(progress->first, progress->second);
-                  },
-                  Qt::QueuedConnection);
+              mailbox_.post([this, progress, posted] {
+                posted->store(false);
+                on_video_progress(progress->first, progress->second);
+              });
             }
           },
           stop);
     }
-    QMetaObject::invokeMethod(
-        this, [this, status, path] { on_video_finished(status, path); }, Qt::QueuedConnection);
+    mailbox_.post([this, status, path] { on_video_finished(status, path); });
   });
   parts_.status_bar->showMessage(tr("Exporting the annotated video to %1 ...").arg(QDir::toNativeSeparators(path)));
   return true;

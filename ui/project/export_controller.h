@@ -14,7 +14,7 @@
 // window cancels and joins it. Errors go out through error() and change nothing. It works with the window's parts
 // (ui/workbench_parts.h), the project controller (the annotation's snapshot) and the tracking controller (how
 // tracks are drawn), never with the window.
-// Threads: GUI thread only (the video worker posts back with queued invokeMethod calls).
+// Threads: GUI thread only (the video worker posts back through a ThreadMailbox).
 
 #include <QObject>
 #include <QString>
@@ -25,6 +25,7 @@
 
 #include "core/io/track_formats.h"
 #include "ui/project/project_prompts.h"
+#include "ui/thread_mailbox.h"
 #include "ui/tracking/tracker_service.h"
 #include "ui/workbench_parts.h"
 
@@ -70,6 +71,7 @@ class ExportController : public QObject {
   TrackingController* tracking_ = nullptr;
   ProjectPrompts prompts_;
   VideoOpenerFactory video_opener_;
+  ThreadMailbox mailbox_;  // the worker's posts; before it, so destroyed after it
   std::jthread worker_;
   std::shared_ptr<std::atomic<bool>> progress_posted_ = std::make_shared<std::atomic<bool>>(false);
 };

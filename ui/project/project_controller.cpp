@@ -128,8 +128,7 @@ bool ProjectController::open_project(const QString& path) {
   loader_ = std::jthread([this, path, file] {
     // load_project() itself (not a copy of its steps), so that every check it makes applies here too.
     auto project = std::make_shared<core::Expected<core::io::Project>>(core::io::load_project(file));
-    QMetaObject::invokeMethod(
-        this, [this, path, project] { on_project_read(path, std::move(*project)); }, Qt::QueuedConnection);
+    mailbox_.post([this, path, project] { on_project_read(path, std::move(*project)); });
   });
   show_load_progress();
   load_ticker_.start();

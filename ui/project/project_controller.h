@@ -43,6 +43,7 @@
 
 #include "core/io/project.h"
 #include "ui/project/project_prompts.h"
+#include "ui/thread_mailbox.h"
 #include "ui/workbench_parts.h"
 
 namespace trackscope::ui {
@@ -142,8 +143,9 @@ class ProjectController : public QObject {
   TrackingController* tracking_ = nullptr;
   AnnotationController* annotations_ = nullptr;
   ProjectOptions options_;
-  std::jthread loader_;   // reads and validates a project file off the GUI thread
-  QString loading_path_;  // the file loader_ reads
+  ThreadMailbox mailbox_;  // the loader's post; before it, so destroyed after it
+  std::jthread loader_;    // reads and validates a project file off the GUI thread
+  QString loading_path_;   // the file loader_ reads
   QElapsedTimer load_clock_;
   QTimer load_ticker_;               // status bar updates while loader_ runs
   QPointer<QProgressBar> load_bar_;  // busy bar in the status bar (owned by it; may go first at shutdown)

@@ -270,8 +270,7 @@ void TrackerService::start_load(const TrackerKey& key) {
     } catch (const std::exception& failure) {
       *result = core::internal_error(std::string("loading the model failed: ") + failure.what());
     }
-    QMetaObject::invokeMethod(
-        this, [this, key, result] { finish_load(key, result); }, Qt::QueuedConnection);
+    mailbox_.post([this, key, result] { finish_load(key, result); });
   });
   update_state();
 }
@@ -337,46 +336,35 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
     }
     // Coalesced: a tracker may report progress per frame; the GUI needs the latest value, once per turn.
     if (!live->progress_posted.exchange(true)) {
-      QMetaObject::invokeMethod(
-          this, [this, generation] { on_job_progress(generation); }, Qt::QueuedConnection);
+      mailbox_.post([this, generation] { on_job_progress(generation); });
     }
   };
   callbacks.on_plan = [this, generation](const core::RunPlan& plan) {
-    QMetaObject::invokeMethod(
-        this,
-        [this, generation, headline = QString::fromStdString(plan.headline()), summary = plan.summary()] {
-          on_job_plan(generation, headline, summary);
-        },
-        Qt::QueuedConnection);
+    mailbox_.post([this, generation, headline = QString::fromStdString(plan.headline()), summary = plan.summary()] {
+      on_job_plan(generation, headline, summary);
+    });
   };
   callbacks.on_stage = [live](const core::StageSample& sample) {
     std::lock_guard lock(live->mutex);
     live->samples.push_back(sample);
   };
   callbacks.on_partial = [this, generation](const core::TrackSet& partial, size_t first_query) {
-    QMetaObject::invokeMethod(
-        this,
-        [this, generation, partial = partial, first_query]() mutable {
-          on_job_partial(generation, std::move(partial), first_query);
-        },
-        Qt::QueuedConnection);
+    mailbox_.post([this, generation, partial = partial, first_query]() mutable {
+      on_job_partial(generation, std::move(partial), first_query);
+    });
   };
   callbacks.on_video_integrity = [this, generation, path = video_path_](const core::IntegrityReport& report) {
     QList<qint64> indices;
     for (const auto& frame : report.damaged_frames) indices.push_back(frame.index);
     if (indices.isEmpty()) return;
     core::log::warn("{}: {}", path.string(), report.summary());
-    QMetaObject::invokeMethod(
-        this,
-        [this, generation, indices] {
-          if (generation == generation_) Q_EMIT damaged_frames_found(indices);  // still the same video's job
-        },
-        Qt::QueuedConnection);
+    mailbox_.post([this, generation, indices] {
+      if (generation == generation_) Q_EMIT damaged_frames_found(indices);  // still the same video's job
+    });
   };
   callbacks.on_finished = [this, generation](core::Expected<core::TrackSet> result) {
     auto shared = std::make_shared<core::Expected<core::TrackSet>>(std::move(result));
-    QMetaObject::invokeMethod(
-        this, [this, generation, shared] { on_job_finished(generation, shared); }, Qt::QueuedConnection);
+    mailbox_.post([this, generation, shared] { on_job_finished(generation, shared); });
   };
   const int points = static_cast<int>(run->plan.ids.size());
   run_ = std::move(run);

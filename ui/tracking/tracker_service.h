@@ -25,8 +25,8 @@
 // Threads and hand-off:
 //  * Every method is called on the GUI thread, and every signal is emitted on it.
 //  * The model is created (factory->create) on a loader thread of the service, one creation at a time; a job
-//    runs on the TrackingJob's thread. Their callbacks are re-posted to this object with queued
-//    QMetaObject::invokeMethod calls (never blocking ones). Progress is coalesced (one queued call in flight);
+//    runs on the TrackingJob's thread. Their callbacks are posted to this object's GUI thread through a
+//    ThreadMailbox (never a blocking call). Progress is coalesced (one posted call in flight);
 //    partial results are delivered chunk by chunk and applied a slice of tracks per turn of the event loop (a
 //    long clip's tracks never stall the GUI; the job stays in state tracking until every track is applied);
 //    stage samples go into a mutex-protected snapshot only (no per-sample signal) that live_snapshot() copies.
@@ -60,6 +60,7 @@
 #include "core/tracking/tracking_job.h"
 #include "core/tracking/tracking_plan.h"
 #include "ui/perf/live_run.h"
+#include "ui/thread_mailbox.h"
 #include "ui/tracking/run_profile.h"
 
 namespace trackscope::ui {
@@ -201,7 +202,8 @@ class TrackerService : public QObject {
   std::filesystem::path video_path_;
   int64_t video_frame_count_ = 0;
 
-  std::thread loader_;  // creates one tracker at a time
+  ThreadMailbox mailbox_;  // the loader's and the tracking thread's posts; before them, so destroyed after them
+  std::thread loader_;     // creates one tracker at a time
 
   std::unique_ptr<core::TrackingJob> job_;
   std::unique_ptr<RunContext> run_;
