@@ -148,10 +148,16 @@ class FakePointTracker : public core::PointTracker {
     const int chunks =
         static_cast<int>((queries + static_cast<size_t>(chunk_size) - 1) / static_cast<size_t>(chunk_size));
     if (config_.plan) observer.on_plan(*config_.plan);
+    // Samples back to back on a fake clock (start_ms), as the real tracker's recorder stamps them.
+    double clock_ms = 0.0;
+    auto stage = [&](core::StageSample sample) {
+      sample.start_ms = clock_ms;
+      clock_ms += sample.elapsed_ms;
+      observer.on_stage(sample);
+    };
     observer.on_progress({0.0, 0, chunks, "decoding"});
-    observer.on_stage({core::Stage::decode, 0, 0, fake_stage_ms(core::Stage::decode)});
-    observer.on_stage(
-        {core::Stage::backbone, 0, 0, fake_stage_ms(core::Stage::backbone), core::StageClock::host_steady, 1e9, 1e6});
+    stage({core::Stage::decode, 0, 0, fake_stage_ms(core::Stage::decode)});
+    stage({core::Stage::backbone, 0, 0, fake_stage_ms(core::Stage::backbone), core::StageClock::host_steady, 1e9, 1e6});
     core::TrackSet all;
     all.first_frame = request.first_frame;
     all.frame_count = end - request.first_frame;
@@ -172,11 +178,11 @@ class FakePointTracker : public core::PointTracker {
         }
         partial.tracks.push_back(track);
       }
-      observer.on_stage({core::Stage::init, chunk, 0, fake_stage_ms(core::Stage::init)});
+      stage({core::Stage::init, chunk, 0, fake_stage_ms(core::Stage::init)});
       for (int iteration = 1; iteration <= kFakeIterations; ++iteration) {
-        for (core::Stage stage :
+        for (core::Stage refinement :
              {core::Stage::refine_correlation, core::Stage::refine_encoder, core::Stage::refine_transformer}) {
-          observer.on_stage({stage, chunk, iteration, fake_stage_ms(stage)});
+          stage({refinement, chunk, iteration, fake_stage_ms(refinement)});
         }
       }
       for (const core::Track& track : partial.tracks) all.tracks.push_back(track);

@@ -41,6 +41,7 @@ PerformanceDock::PerformanceDock(QWidget* parent) : QDockWidget(tr("Performance"
   auto* stages = new QSplitter(Qt::Vertical, tabs_);
   stage_chart_ = new StageBreakdownChart(stages);
   history_chart_ = new StageHistoryChart(stages);
+  timeline_chart_ = new StageTimelineChart(stages);
   tabs_->addTab(stages, tr("Stages"));
   auto* roofline_page = new QWidget(tabs_);
   auto* roofline_layout = new QVBoxLayout(roofline_page);
@@ -199,9 +200,13 @@ void PerformanceDock::poll_providers() {
   if (!live_provider_) return;
   LiveRunSnapshot live = live_provider_();
   if (live.running) {
-    if (!live_running_ || live.samples.size() != live_samples_shown_) stage_chart_->show_live_samples(live.samples);
+    if (!live_running_ || live.samples.size() != live_samples_shown_) {
+      stage_chart_->show_live_samples(live.samples);
+      timeline_chart_->show_samples(live.samples);
+    }
     live_samples_shown_ = live.samples.size();
   } else if (live_running_) {
+    timeline_chart_->show_samples(live.samples);  // the finished run's last samples
     live_samples_shown_ = 0;
     live_running_ = false;
     show_current_run();

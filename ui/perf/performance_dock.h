@@ -42,6 +42,7 @@ class DeviceSelector;
 class RooflineTable;
 class StageBreakdownChart;
 class StageHistoryChart;
+class StageTimelineChart;
 class TelemetryPanel;
 
 class PerformanceDock : public QDockWidget {
@@ -83,6 +84,7 @@ class PerformanceDock : public QDockWidget {
   QTabWidget* tabs() const { return tabs_; }
   StageBreakdownChart* stage_chart() const { return stage_chart_; }
   StageHistoryChart* history_chart() const { return history_chart_; }
+  StageTimelineChart* timeline_chart() const { return timeline_chart_; }
   RooflineTable* roofline_table() const { return roofline_; }
   ComparisonView* comparison_view() const { return comparison_; }
   TelemetryPanel* telemetry_panel() const { return telemetry_; }
@@ -109,6 +111,7 @@ class PerformanceDock : public QDockWidget {
   QTabWidget* tabs_ = nullptr;
   StageBreakdownChart* stage_chart_ = nullptr;
   StageHistoryChart* history_chart_ = nullptr;
+  StageTimelineChart* timeline_chart_ = nullptr;  // the live run's (or the last run's) decode-vs-compute timeline
   QLabel* run_warnings_ = nullptr;
   RooflineTable* roofline_ = nullptr;
   ComparisonView* comparison_ = nullptr;

@@ -14,6 +14,8 @@
 #include <iterator>
 #include <map>
 
+#include "core/perf/stage_timeline.h"
+
 namespace trackscope::ui {
 
 namespace {
@@ -168,6 +170,72 @@ void StageBreakdownChart::show_live_samples(const std::vector<core::StageSample>
 }
 
 // ---- history ----------------------------------------------------------------------------------------------
+
+StageTimelineChart::StageTimelineChart(QWidget* parent) : QChartView(parent) {
+  auto* chart = new QChart();
+  chart->setAnimationOptions(QChart::NoAnimation);
+  chart->legend()->setAlignment(Qt::AlignRight);
+  chart->setTitle(tr("Timeline: no run with start times yet"));
+  auto* x = new QValueAxis();
+  x->setTitleText(tr("ms since the run began"));
+  x->setRange(0.0, 1.0);
+  x->setLabelFormat("%.0f");
+  x->setTickCount(6);
+  auto* y = new QValueAxis();
+  y->setRange(-0.2, 3.0);
+  y->setLabelsVisible(false);
+  y->setTickCount(4);
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  setChart(chart);
+  setMinimumHeight(150);
+}
+
+QLineSeries* StageTimelineChart::series_for(const QString& lane) const {
+  for (QAbstractSeries* series : chart()->series()) {
+    if (series->name().section(QLatin1Char(' '), 0, 0) == lane) return qobject_cast<QLineSeries*>(series);
+  }
+  return nullptr;
+}
+
+void StageTimelineChart::show_samples(const std::vector<core::StageSample>& samples) {
+  const std::vector<core::TimelineLane> lanes = core::stage_timeline(samples);
+  chart()->removeAllSeries();
+  // Lane i idles at height 2 - i and is raised by 0.7 while busy: a square wave per lane, decode on top.
+  // Three lanes in colours of their own (the stage colours of decode and upload are two greys).
+  const QColor colours[] = {QColor(0xe6, 0x7e, 0x22), QColor(0x8e, 0x44, 0xad), QColor(0x1f, 0x77, 0xb4)};
+  double end_ms = 0.0;
+  for (const core::TimelineLane& lane : lanes) end_ms = std::max(end_ms, lane.end_ms());
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    const double base = 2.0 - static_cast<double>(i);
+    auto* series = new QLineSeries();
+    series->setName(QStringLiteral("%1 (%2 ms busy)")
+                        .arg(QString::fromStdString(lanes[i].name))
+                        .arg(lanes[i].busy_total_ms(), 0, 'f', 0));
+    series->setColor(colours[i]);
+    QList<QPointF> points{{0.0, base}};
+    for (const auto& [start, stop] : lanes[i].busy_ms) {
+      points << QPointF(start, base) << QPointF(start, base + 0.7) << QPointF(stop, base + 0.7) << QPointF(stop, base);
+    }
+    points << QPointF(end_ms, base);
+    series->replace(points);
+    chart()->addSeries(series);
+    for (QAbstractAxis* axis : chart()->axes()) series->attachAxis(axis);
+  }
+  if (QList<QAbstractAxis*> x = chart()->axes(Qt::Horizontal); !x.isEmpty()) {
+    x.front()->setRange(0.0, end_ms > 0.0 ? end_ms : 1.0);
+  }
+  const double decode_ms = lanes[0].busy_total_ms();
+  if (end_ms <= 0.0) {
+    chart()->setTitle(tr("Timeline: no run with start times yet"));
+  } else {
+    chart()->setTitle(
+        tr("Timeline: %1 ms; decoding %2 ms, %3% of it while the model worked")
+            .arg(end_ms, 0, 'f', 0)
+            .arg(decode_ms, 0, 'f', 0)
+            .arg(decode_ms > 0.0 ? 100.0 * core::overlap_ms(lanes[0], lanes[2]) / decode_ms : 0.0, 0, 'f', 0));
+  }
+}
 
 StageHistoryChart::StageHistoryChart(QWidget* parent) : QChartView(parent) {
   auto* chart = new QChart();

@@ -3,6 +3,8 @@
 //  * StageBreakdownChart: a stacked bar of per-stage time, one bar per run shown (the current run, or A and B
 //    side by side) or, while a run is in progress, one bar per query chunk;
 //  * StageHistoryChart: a time series of each stage's median time across runs (x = run number);
+//  * StageTimelineChart: the run against time, one lane each for decoding, getting frames to the model and the
+//    model's work (core/perf/stage_timeline.h), so that decode-vs-compute overlap shows at a glance;
 //  * StageRatioChart: per-stage B/A ratio bars on a log10 axis (measured and predicted), readable when two runs
 //    differ by 100x or more, where the stacked bars of the faster run shrink to nothing.
 // Both are QChartViews owning their QChart; tests inspect chart()->series(). GUI thread only.
@@ -65,6 +67,18 @@ class StageHistoryChart : public QChartView {
   void rescale();
   int runs_ = 0;
   double max_ms_ = 0.0;
+};
+
+class StageTimelineChart : public QChartView {
+  Q_OBJECT
+ public:
+  explicit StageTimelineChart(QWidget* parent = nullptr);
+
+  /// Draws the run of `samples` (those with a start time): each lane's busy intervals as a raised band; the title
+  /// gives each lane's busy time and how much of the decoding ran while the model worked.
+  void show_samples(const std::vector<core::StageSample>& samples);
+  /// The series of a lane ("decode", "frames", "model"), or nullptr.
+  QLineSeries* series_for(const QString& lane) const;
 };
 
 class StageRatioChart : public QChartView {
