@@ -22,7 +22,7 @@ constexpr int kPendingPollMs = 200;
 }  // namespace
 
 VideoSession::VideoSession(FrameServerFactory factory, core::FrameServerOptions options, QObject* parent)
-    : QObject(parent), factory_(std::move(factory)), options_(std::move(options)) {
+    : QObject(parent), factory_(std::move(factory)), options_(options) {
   pending_poll_.setInterval(kPendingPollMs);
   connect(&pending_poll_, &QTimer::timeout, this, &VideoSession::poll_pending);
 }
@@ -39,30 +39,27 @@ const core::VideoInfo& VideoSession::info() const { return server_ ? server_->in
 void VideoSession::open(const QString& path) {
   const uint64_t generation = ++open_counter_;
   opening_generation_ = generation;
-  FrameServerFactory factory = factory_;
-  core::FrameServerOptions options = options_;
   const std::filesystem::path file = path_from_qstring(path);
-  openers_.emplace(
-      generation,
-      std::jthread([this, factory = std::move(factory), options = std::move(options), file, generation, path] {
-        auto result = std::make_shared<OpenResult>();
-        try {
-          if (!factory) {
-            result->status = core::internal_error("no frame server factory was given to the UI");
-          } else if (core::Expected<std::unique_ptr<core::FrameServer>> server = factory(file, options)) {
-            result->server = std::move(*server);
-          } else {
-            result->status = server.status();
-          }
-        } catch (const std::exception& error) {
-          result->status = core::internal_error(std::string("opening the video failed unexpectedly: ") + error.what());
-        }
-        // Posted, so open() always reports later, never from inside open() itself.
-        mailbox_.post([this, generation, path, result] { finish_open(generation, path, result); });
-      }));
+  auto open_file = [this, factory = factory_, options = options_, file, generation, path] {
+    auto result = std::make_shared<OpenResult>();
+    try {
+      if (!factory) {
+        result->status = core::internal_error("no frame server factory was given to the UI");
+      } else if (core::Expected<std::unique_ptr<core::FrameServer>> server = factory(file, options)) {
+        result->server = std::move(*server);
+      } else {
+        result->status = server.status();
+      }
+    } catch (const std::exception& error) {
+      result->status = core::internal_error(std::string("opening the video failed unexpectedly: ") + error.what());
+    }
+    // Posted, so open() always reports later, never from inside open() itself.
+    mailbox_.post([this, generation, path, result] { finish_open(generation, path, result); });
+  };
+  openers_.emplace(generation, std::jthread(std::move(open_file)));
 }
 
-void VideoSession::finish_open(uint64_t generation, const QString& path, std::shared_ptr<OpenResult> result) {
+void VideoSession::finish_open(uint64_t generation, const QString& path, const std::shared_ptr<OpenResult>& result) {
   openers_.erase(generation);  // its thread has posted this result as its last act: the join returns at once
   if (generation != opening_generation_) return;  // superseded by a newer open(); its server is dropped here
   opening_generation_ = 0;

@@ -71,7 +71,7 @@ class VideoSession : public QObject {
 
  private:
   struct OpenResult;
-  void finish_open(uint64_t generation, const QString& path, std::shared_ptr<OpenResult> result);
+  void finish_open(uint64_t generation, const QString& path, const std::shared_ptr<OpenResult>& result);
   void deliver(uint64_t generation, int64_t index, const core::Expected<core::FramePtr>& frame);
   void poll_pending();
 
