@@ -176,19 +176,20 @@ StageTimelineChart::StageTimelineChart(QWidget* parent) : QChartView(parent) {
   chart->setAnimationOptions(QChart::NoAnimation);
   chart->legend()->setAlignment(Qt::AlignRight);
   chart->setTitle(tr("Timeline: no run with start times yet"));
+  chart->setMargins(QMargins(4, 0, 4, 0));
+  // The x axis carries no title (the chart's title names the unit): in a short chart QtCharts elides the tick
+  // labels when a title takes their room.
   auto* x = new QValueAxis();
-  x->setTitleText(tr("ms since the run began"));
   x->setRange(0.0, 1.0);
   x->setLabelFormat("%.0f");
   x->setTickCount(6);
   auto* y = new QValueAxis();
   y->setRange(-0.2, 3.0);
-  y->setLabelsVisible(false);
-  y->setTickCount(4);
+  y->setVisible(false);
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   setChart(chart);
-  setMinimumHeight(150);
+  setMinimumHeight(170);
 }
 
 QLineSeries* StageTimelineChart::series_for(const QString& lane) const {
@@ -230,7 +231,7 @@ void StageTimelineChart::show_samples(const std::vector<core::StageSample>& samp
     chart()->setTitle(tr("Timeline: no run with start times yet"));
   } else {
     chart()->setTitle(
-        tr("Timeline: %1 ms; decoding %2 ms, %3% of it while the model worked")
+        tr("Timeline (ms since the run began): %1 ms; decoding %2 ms, %3% of it while the model worked")
             .arg(end_ms, 0, 'f', 0)
             .arg(decode_ms, 0, 'f', 0)
             .arg(decode_ms > 0.0 ? 100.0 * core::overlap_ms(lanes[0], lanes[2]) / decode_ms : 0.0, 0, 'f', 0));
