@@ -1,5 +1,8 @@
 // trackscope: the GUI.   trackscope [--model M] [--device D] [--precision P] [--compare A.json,B.json]
 //                                   [--dock-tab NAME] [--screenshot PNG] [VIDEO | PROJECT.trackscope]
+//                                   [--queries Q.csv|grid:CxR@frameN] [--track [--track-devices cuda:0,cpu,...]
+//                                    [--screenshot-after-track PNG]]   (a scripted run: ui/scripted_run.h; --queries
+//                                    alone adds the points)
 // Wiring only: command line, log sinks (stderr; Qt's own messages are routed into the log), and the real
 // frame server factory, tracker factory and device telemetry handed to the main window. Without a VIDEO it
 // opens the bundled sample clip, with the "default" model selected.
@@ -23,6 +26,7 @@
 #include "ui/image_file.h"
 #include "ui/main_window.h"
 #include "ui/perf/performance_dock.h"
+#include "ui/scripted_run.h"
 #include "ui/tracking/tracking_controller.h"
 
 namespace {
@@ -58,6 +62,18 @@ QString bundled_sample_clip() {
   log::warn("the bundled sample clip is missing (looked at {} and {}); open a video with File > Open",
             candidates[0].toStdString(), candidates[1].toStdString());
   return {};
+}
+
+// --track-devices "cuda:0,cpu,cuda:0" -> the devices; invalid_argument naming the bad entry.
+trackscope::core::Expected<std::vector<trackscope::core::DeviceId>> parse_device_list(const QString& text) {
+  std::vector<trackscope::core::DeviceId> devices;
+  for (const QString& entry : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    auto device = trackscope::core::DeviceId::parse(entry.trimmed().toStdString());
+    if (!device) return device.status();
+    devices.push_back(*device);
+  }
+  if (devices.empty()) return trackscope::core::invalid_argument("--track-devices names no device");
+  return devices;
 }
 
 }  // namespace
@@ -98,13 +114,31 @@ int main(int argc, char** argv) {
       QStringLiteral("profiles"));
   const QCommandLineOption tab_option(QStringLiteral("dock-tab"),
                                       QStringLiteral("Show this tab of the performance dock: stages, roofline, "
-                                                     "compare or telemetry."),
+                                                     "compare or telemetry. With --screenshot-after-track a list "
+                                                     "(stages,telemetry): one screenshot per tab."),
                                       QStringLiteral("tab"));
   const QCommandLineOption screenshot_option(
       QStringLiteral("screenshot"),
       QStringLiteral("Save a screenshot of the window to this PNG once the video is shown, then quit."),
       QStringLiteral("png"));
-  parser.addOptions({model_option, device_option, precision_option, compare_option, tab_option, screenshot_option});
+  const QCommandLineOption queries_option(
+      QStringLiteral("queries"),
+      QStringLiteral("Add these query points once the video is open: a CSV with a frame,x,y header, or "
+                     "grid:COLSxROWS@frameN."),
+      QStringLiteral("queries"));
+  const QCommandLineOption track_option(QStringLiteral("track"),
+                                        QStringLiteral("Track every point once the video is open (a scripted run)."));
+  const QCommandLineOption track_devices_option(
+      QStringLiteral("track-devices"),
+      QStringLiteral("With --track: one job per device, in this order, in the same process (e.g. cuda:0,cpu,cuda:0)."),
+      QStringLiteral("devices"));
+  const QCommandLineOption after_track_option(
+      QStringLiteral("screenshot-after-track"),
+      QStringLiteral("With --track: save a screenshot after each job (PNG; the second job's as NAME-2.png, ...), "
+                     "then quit; exit status 1 if a job failed."),
+      QStringLiteral("png"));
+  parser.addOptions({model_option, device_option, precision_option, compare_option, tab_option, screenshot_option,
+                     queries_option, track_option, track_devices_option, after_track_option});
   parser.process(application);
 
   namespace core = trackscope::core;
@@ -116,6 +150,30 @@ int main(int argc, char** argv) {
   if (precision) {
     tracker.precision = *precision;
     valid = tracker.check();
+  }
+  trackscope::ui::ScriptedRunOptions script;
+  if (valid && parser.isSet(queries_option)) {
+    const core::Expected<core::QuerySpec> spec = core::parse_query_spec(parser.value(queries_option).toStdString());
+    if (spec) script.queries = *spec;
+    valid = spec ? core::Status() : spec.status();
+  }
+  if (valid && parser.isSet(track_devices_option)) {
+    core::Expected<std::vector<core::DeviceId>> devices = parse_device_list(parser.value(track_devices_option));
+    if (devices) script.devices = std::move(*devices);
+    valid = devices ? core::Status() : devices.status();
+  }
+  script.screenshot_png = parser.value(after_track_option);
+  if (parser.isSet(after_track_option) && parser.isSet(tab_option)) {
+    script.dock_tabs = parser.value(tab_option).split(QLatin1Char(','), Qt::SkipEmptyParts);
+  }
+  const bool scripted = parser.isSet(track_option);
+  if (valid && !scripted && (parser.isSet(track_devices_option) || parser.isSet(after_track_option))) {
+    valid = core::invalid_argument("--track-devices and --screenshot-after-track need --track");
+  }
+  if (valid && scripted && parser.isSet(screenshot_option)) {
+    valid = core::invalid_argument(
+        "--screenshot is taken when the video is shown; with --track use "
+        "--screenshot-after-track");
   }
   if (!valid) {
     std::fprintf(stderr, "trackscope: %s\n", valid.message().c_str());
@@ -132,7 +190,7 @@ int main(int argc, char** argv) {
   options.tracker_options = tracker;
   // --screenshot runs unattended: no dialog may wait for an answer (a missing or replaced video, a recovery
   // file); each prompt takes its logged default or cancel answer (ui::headless_project_prompts()).
-  options.headless = parser.isSet(screenshot_option);
+  options.headless = parser.isSet(screenshot_option) || parser.isSet(after_track_option);
   trackscope::ui::MainWindow window(std::move(options));
   window.show();
   QStringList videos = parser.positionalArguments();
@@ -147,6 +205,17 @@ int main(int argc, char** argv) {
       if (!saved) log::error("could not write the screenshot: {}", saved.message());
       QCoreApplication::exit(saved ? 0 : 1);
     });
+  }
+  script.track = scripted;
+  if (scripted || parser.isSet(queries_option)) {
+    window.resize(1600, 1000);
+    auto* run = new trackscope::ui::ScriptedRun({window.editor(), window.session(), window.tracking(), &window}, script,
+                                                &window);
+    const bool quit_after = !script.screenshot_png.isEmpty();
+    QObject::connect(run, &trackscope::ui::ScriptedRun::finished, &window,
+                     [quit_after](int exit_code, const QString& /*summary: logged by the run*/) {
+                       if (quit_after) QCoreApplication::exit(exit_code);
+                     });
   }
   const QString video = videos.isEmpty() ? bundled_sample_clip() : videos.front();
   if (!video.isEmpty()) window.open_video(video);
@@ -183,7 +252,7 @@ int main(int argc, char** argv) {
     dock->show();
   }
   if (parser.isSet(tab_option)) {
-    const QString wanted = parser.value(tab_option).toLower();
+    const QString wanted = parser.value(tab_option).toLower().section(QLatin1Char(','), 0, 0);
     for (int i = 0; i < dock->tabs()->count(); ++i) {
       if (dock->tabs()->tabText(i).toLower() == wanted) dock->tabs()->setCurrentIndex(i);
     }
