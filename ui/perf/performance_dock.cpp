@@ -199,14 +199,15 @@ void PerformanceDock::poll_providers() {
   if (telemetry_provider_) telemetry_->show_snapshot(telemetry_provider_());
   if (!live_provider_) return;
   LiveRunSnapshot live = live_provider_();
+  if (live.run != timeline_run_ || live.samples.size() != timeline_samples_) {
+    timeline_chart_->show_samples(live.samples);
+    timeline_run_ = live.run;
+    timeline_samples_ = live.samples.size();
+  }
   if (live.running) {
-    if (!live_running_ || live.samples.size() != live_samples_shown_) {
-      stage_chart_->show_live_samples(live.samples);
-      timeline_chart_->show_samples(live.samples);
-    }
+    if (!live_running_ || live.samples.size() != live_samples_shown_) stage_chart_->show_live_samples(live.samples);
     live_samples_shown_ = live.samples.size();
   } else if (live_running_) {
-    timeline_chart_->show_samples(live.samples);  // the finished run's last samples
     live_samples_shown_ = 0;
     live_running_ = false;
     show_current_run();

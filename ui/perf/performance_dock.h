@@ -105,6 +105,10 @@ class PerformanceDock : public QDockWidget {
   LiveRunProvider live_provider_;
   size_t live_samples_shown_ = 0;
   bool live_running_ = false;
+  // The timeline's samples: of which run, how many (redrawn when either changes, so a job that starts and ends
+  // between two polls still gets its timeline once it is over).
+  uint64_t timeline_run_ = 0;
+  size_t timeline_samples_ = 0;
 
   DeviceSelector* devices_ = nullptr;
   QPushButton* export_ = nullptr;

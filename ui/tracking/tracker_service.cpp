@@ -21,6 +21,7 @@ struct TrackerService::LiveState {
   mutable std::mutex mutex;
   bool running = false;
   std::vector<core::StageSample> samples;
+  uint64_t run = 0;  // the job generation the samples are of
   core::TrackProgress progress;
   std::atomic<bool> progress_posted{false};
 };
@@ -323,6 +324,7 @@ void TrackerService::start_job(const std::shared_ptr<core::PointTracker>& tracke
     std::lock_guard lock(live_->mutex);
     live_->running = true;
     live_->samples.clear();
+    live_->run = run->generation;
     live_->progress = {};
     live_->progress_posted = false;
   }
@@ -570,7 +572,7 @@ void TrackerService::finish_special_run(RunContext& run, const core::TrackSet& r
 
 LiveRunSnapshot TrackerService::live_snapshot() const {
   std::lock_guard lock(live_->mutex);
-  return {live_->running, live_->samples};
+  return {live_->running, live_->samples, live_->run};
 }
 
 void TrackerService::update_state() {

@@ -11,7 +11,6 @@
 #include "ui/frame_server_factory.h"
 #include "ui/perf/device_selector.h"
 #include "ui/perf/performance_dock.h"
-#include "ui/perf/stage_charts.h"
 #include "ui/point_list_panel.h"
 #include "ui/settings.h"
 #include "ui/timeline.h"
@@ -226,8 +225,6 @@ void TrackingController::on_selection_changed() {
 void TrackingController::on_run_completed(const CompletedRun& run) {
   const core::Profile profile = make_live_run_profile(run, host_, telemetry_->summary_since(run_start_s_));
   dock_->add_run(profile);
-  // Every finished run's timeline, also of a job shorter than the dock's 10 Hz poll, which may never see it running.
-  dock_->timeline_chart()->show_samples(run.samples);
 }
 
 }  // namespace trackscope::ui
