@@ -49,15 +49,15 @@ ScriptedRun::ScriptedRun(ScriptedRunParts parts, ScriptedRunOptions options, QOb
 void ScriptedRun::on_video_opened() {
   if (started_) return;
   started_ = true;
-  if (options_.queries.is_grid() && (options_.queries.grid_columns == 0 || options_.queries.grid_rows == 0)) {
+  if (!options_.queries) {
     start_next_job();
     return;
   }
   const core::Expected<std::vector<core::Query>> queries =
-      core::resolve_queries(options_.queries, parts_.session->info());
+      core::resolve_queries(*options_.queries, parts_.session->info());
   if (!queries) {
     summary_ << tr("queries %1: %2")
-                    .arg(QString::fromStdString(options_.queries.to_string()),
+                    .arg(QString::fromStdString(options_.queries->to_string()),
                          QString::fromStdString(queries.status().message()));
     finish(2);
     return;

@@ -28,6 +28,7 @@
 #include <QStringList>
 
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "core/tracking/device.h"
@@ -48,11 +49,11 @@ struct ScriptedRunParts {
 };
 
 struct ScriptedRunOptions {
-  core::QuerySpec queries;              // the points to add; a grid of 0 columns adds none (the project's own)
-  bool track = true;                    // false: add the queries only
-  std::vector<core::DeviceId> devices;  // with `track`, one job per entry; empty: one job on the selected device
-  QString screenshot_png;               // empty: no screenshots
-  QStringList dock_tabs;                // the performance dock's tabs to show, one screenshot each (empty: as it is)
+  std::optional<core::QuerySpec> queries;  // the points to add; none: the points already there
+  bool track = true;                       // false: add the queries only
+  std::vector<core::DeviceId> devices;     // with `track`, one job per entry; empty: one job on the selected device
+  QString screenshot_png;                  // empty: no screenshots
+  QStringList dock_tabs;                   // the performance dock's tabs to show, one screenshot each (empty: as it is)
   std::chrono::milliseconds settle{1500};
 };
 
