@@ -3,6 +3,7 @@
 // (core/tracking/track_clip.h), or as a project that the GUI opens (`trackscope FILE.trackscope`) on --view-frame.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -12,11 +13,13 @@
 #include "core/io/atomic_file.h"
 #include "core/limits.h"
 #include "core/perf/memory_model.h"
+#include "core/perf/process_clock.h"
 #include "core/perf/process_memory.h"
 #include "core/tracking/point_tracker.h"
 #include "core/tracking/progress_bar.h"
 #include "core/tracking/query_spec.h"
 #include "core/tracking/track_clip.h"
+#include "core/video/read_ahead_source.h"
 #include "gpu/cpu_runtime.h"
 #include "gpu/devices.h"
 #include "gpu/tracker_factory.h"
@@ -47,6 +50,7 @@ struct TrackArguments {
   int window_frames = 0;
   int window_overlap = 0;
   int64_t host_memory_budget_mb = 0;
+  int64_t read_ahead_mb = -1;  // -1 = automatic: 512 unless --device cpu
 };
 
 int run_track(const TrackArguments& args) {
@@ -105,10 +109,25 @@ int run_track(const TrackArguments& args) {
   options.host_memory_budget_mb = args.host_memory_budget_mb;
   if (core::Status s = options.check(); !s) return fail(s);
 
-  core::Expected<std::unique_ptr<core::VideoSource>> video = core::VideoSource::open(args.video, video_options);
-  if (!video) return fail(video.status());
-  core::Expected<std::vector<core::Query>> queries = core::resolve_queries(*query_spec, (*video)->info());
+  const auto open_started = std::chrono::steady_clock::now();
+  core::Expected<std::unique_ptr<core::VideoSource>> opened = core::VideoSource::open(args.video, video_options);
+  if (!opened) return fail(opened.status());
+  core::Expected<std::vector<core::Query>> queries = core::resolve_queries(*query_spec, (*opened)->info());
   if (!queries) return fail(queries.status());
+  std::unique_ptr<core::VideoSource> video = std::move(*opened);
+  // Decoding the clip's start overlaps the device initialisation and model loading below, which a one-shot process
+  // cannot otherwise hide (~1 s on a GPU; on the CPU, where the model loads at once, it is off by default).
+  const int64_t read_ahead_mb = args.read_ahead_mb >= 0 ? args.read_ahead_mb : (args.device == "cpu" ? 0 : 512);
+  const core::ReadAheadVideoSource* read_ahead = nullptr;
+  if (read_ahead_mb > 0) {
+    auto wrapped = std::make_unique<core::ReadAheadVideoSource>(
+        std::move(video),
+        core::ReadAheadOptions{
+            .first_frame = args.first_frame, .end_frame = args.end_frame, .budget_bytes = read_ahead_mb << 20});
+    read_ahead = wrapped.get();
+    video = std::move(wrapped);
+  }
+  const auto create_started = std::chrono::steady_clock::now();
 
   gpu::keep_freed_host_memory();
   if (threads->threads > 0) gpu::set_cpu_threads(threads->threads);
@@ -117,6 +136,11 @@ int run_track(const TrackArguments& args) {
   if (!tracker) return fail(tracker.status());
   const core::TrackerDescription& description = (*tracker)->description();
   gpu::reset_peak_device_memory(description.device.id);
+  const auto seconds = [](auto from, auto to) { return std::chrono::duration<double>(to - from).count(); };
+  const double open_s = seconds(open_started, create_started);
+  const double create_s = seconds(create_started, std::chrono::steady_clock::now());
+  const std::optional<double> ready_s = core::seconds_since_process_start();
+  const core::ReadAheadStats ahead_at_ready = read_ahead ? read_ahead->stats() : core::ReadAheadStats{};
 
   core::TrackClipRequest request;
   request.video_path = args.video;
@@ -127,10 +151,10 @@ int run_track(const TrackArguments& args) {
   request.view_frame = args.view_frame;
   // The memory plan is printed with --quiet too: how the run covers its frames is in it.
   core::ProgressBar progress({.enabled = !args.quiet, .print_plan = true});
-  core::Expected<core::TrackClipResult> result = core::track_clip(**tracker, **video, request, progress);
+  core::Expected<core::TrackClipResult> result = core::track_clip(**tracker, *video, request, progress);
   if (!result) return fail(result.status());
   // The tracker decoded every frame it tracked over: warn about those the decoder found damaged.
-  core::IntegrityReport integrity = (*video)->integrity();
+  core::IntegrityReport integrity = video->integrity();
   std::erase_if(integrity.damaged_frames, [&](const auto& frame) {
     return frame.index < args.first_frame || (args.end_frame >= 0 && frame.index >= args.end_frame);
   });
@@ -151,6 +175,18 @@ int run_track(const TrackArguments& args) {
   // Decode and resize run on the tracker's prefetch thread, overlapped with the compute (device time on a GPU).
   std::fprintf(stderr, "phases: %s (decode and resize overlapped with compute; tracking wall %.2f s)\n",
                result->phases.summary().c_str(), result->track_seconds);
+  // Where a one-shot job's time goes before the tracking starts (docs/performance-results.md, "The frame
+  // pipeline"): the process start (shared libraries), the video's open, the device and the model.
+  const std::optional<double> done_s = core::seconds_since_process_start();
+  std::fprintf(stderr,
+               "start-up: video open %.2f s, device and model %.2f s%s; read ahead meanwhile %lld frames (%.2f s of "
+               "decoding; %lld in all, %lld of them used)%s\n",
+               open_s, create_s,
+               ready_s ? fmt::format(", tracker ready {:.2f} s after the process started", *ready_s).c_str() : "",
+               static_cast<long long>(ahead_at_ready.decoded_frames), ahead_at_ready.decode_ms / 1000.0,
+               static_cast<long long>(read_ahead ? read_ahead->stats().decoded_frames : 0),
+               static_cast<long long>(read_ahead ? read_ahead->stats().served_frames : 0),
+               done_s ? fmt::format("; process start to file written {:.2f} s", *done_s).c_str() : "");
   return 0;
 }
 
@@ -214,6 +250,12 @@ void add_track_command(CLI::App& app, CliContext& context) {
       ->add_option("--cudnn-benchmark", args->cudnn_benchmark,
                    "CUDA: cuDNN autotuning of the backbone: auto (off: one clip rarely repays its 1-3 s), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  command
+      ->add_option("--read-ahead-mb", args->read_ahead_mb,
+                   "decode the clip's first frames into this much memory while the device and model start up (-1 = "
+                   "automatic: 512, 0 with --device cpu; 0 = off)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 20))
       ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bar");
   command

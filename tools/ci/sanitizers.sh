@@ -3,7 +3,7 @@
 #   tools/ci/sanitizers.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer over the unit, ui and CLI tests of
 #                                 core, ui and app (and the fuzz corpora replay), labels unit|ui, gpu/ tests left out
 #   tools/ci/sanitizers.sh tsan   ThreadSanitizer over the concurrency tests: the frame server, the tracking job,
-#                                 the telemetry samplers and the GUI's services (mailbox, video session, tracker
+#                                 the telemetry samplers, the frame prefetcher and read-ahead, and the GUI's services (mailbox, video session, tracker
 #                                 service: ui/services, which needs Qt Core only, not the widget library)
 # The project's own code outside gpu/ is instrumented; gpu/ (LibTorch) compiles with the normal build's flags
 # (TRACKSCOPE_SANITIZE_GPU=OFF) so that ccache serves it, and runs uninstrumented. For those cache hits across build
@@ -16,7 +16,7 @@
 #                            handling, and three CLI tests; only their executables are built
 #   ASAN_TESTS=all           every test labelled unit|ui outside gpu/ (builds everything; ~3x longer)
 #   ASAN_TESTS='<ctest regex>' with ASAN_TARGETS='<targets>'  any other selection
-#   TSAN_TESTS=ci (default) the four tests above; TSAN_TESTS=core only the three core ones (no Qt build);
+#   TSAN_TESTS=ci (default) the six tests above; TSAN_TESTS=core only the five core ones (no Qt build);
 #                           TSAN_TESTS=all also ui/tracking_service (the same services driven through the whole
 #                           window: builds the widget library too, ~10 more minutes on 2 cores)
 #   SANITIZER_SHARD=K/N      run every N-th selected test starting at K (1-based; ctest -I K,,N)
@@ -69,7 +69,7 @@ case "$MODE" in
   tsan)
     BUILD_DIR=${BUILD_DIR:-build-tsan}
     cmake -S . -B "$BUILD_DIR" "${common[@]}" -DTRACKSCOPE_SANITIZE_THREAD=ON > /dev/null
-    tests=(core/frame_server core/tracking_job core/perf_telemetry)
+    tests=(core/frame_server core/tracking_job core/perf_telemetry core/frame_prefetcher core/read_ahead_source)
     case "${TSAN_TESTS:-ci}" in
       core) ;;
       ci) tests+=(ui/services) ;;
