@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "gpu/cuda_runtime_probe.h"
 #include "gpu/engine/cuda_support.h"
+#include "gpu/ops/cpu/cpu_support.h"
 
 namespace trackscope::gpu {
 
@@ -21,6 +22,7 @@ std::vector<core::DeviceInfo> list_devices() {
   cpu.id = core::DeviceId::cpu().to_string();
   cpu.multiprocessors = at::get_num_threads();
   cpu.name = fmt::format("CPU ({} threads)", cpu.multiprocessors);
+  cpu.cpu_bf16 = ops::detail::cpu_has_bf16_arithmetic();
   devices.push_back(cpu);
 
   if (at::hasCUDA()) {

@@ -103,11 +103,16 @@ std::string capability_text(const DeviceInfo& device) {
 constexpr const char* kTf32Note =
     "TF32 rounds the inputs of convolutions and matrix products to a 10-bit mantissa: fast, but not bit-exact to the "
     "reference (fp32 is); measured 0.07 px mean from fp32 where points are visible (docs/performance-results.md)";
+// The opt-in bf16 CPU mode (docs/performance-results.md, "bf16 on the CPU"): bundled model, 2-core Zen 5 VM.
+constexpr const char* kCpuBf16Note =
+    "bf16 is not bit-exact to the reference: 1.6x faster than fp32 with AVX-512 BF16, measured 0.45-0.89 px mean "
+    "from fp32 where points are visible, but tracks jump by tens of px on a few frames (93-99% visibility "
+    "agreement): for a quick look, not for annotation (docs/performance-results.md)";
 constexpr const char* kFp16Note =
     "fp16 is not bit-exact to the reference: measured 0.13 px mean from fp32 where points are visible and 99.5% "
     "visibility agreement (docs/performance-results.md)";
 
-PrecisionSupport on_cpu(Precision precision, const RuntimeInfo& runtime) {
+PrecisionSupport on_cpu(Precision precision, const DeviceInfo& device, const RuntimeInfo& runtime) {
   switch (precision) {
     case Precision::fp32: return {precision, SupportLevel::supported, {}, {}};
     case Precision::tf32:
@@ -116,8 +121,12 @@ PrecisionSupport on_cpu(Precision precision, const RuntimeInfo& runtime) {
               "TF32 is a tensor-core mode of NVIDIA GPUs (compute capability 8.0 or newer): on the CPU use fp32",
               {}};
     case Precision::bf16:
-      return {
-          precision, SupportLevel::slow, "bf16 on the CPU is slower than fp32 on CPUs without AMX/AVX-512 BF16", {}};
+      if (device.cpu_bf16) return {precision, SupportLevel::supported, {}, kCpuBf16Note};
+      return {precision,
+              SupportLevel::slow,
+              "this CPU has no bf16 arithmetic (AVX-512 BF16 or AMX): bf16 runs through conversions, no faster than "
+              "fp32; use fp32",
+              {}};
     case Precision::fp16:
       if (runtime.libtorch_major() < 2) {
         const std::string version = runtime.libtorch.empty() ? "of unknown version" : runtime.libtorch;
@@ -176,7 +185,7 @@ PrecisionSupport on_cuda(Precision precision, const DeviceInfo& device) {
 }  // namespace
 
 PrecisionSupport precision_support(Precision precision, const DeviceInfo& device, const RuntimeInfo& runtime) {
-  return device.is_cuda() ? on_cuda(precision, device) : on_cpu(precision, runtime);
+  return device.is_cuda() ? on_cuda(precision, device) : on_cpu(precision, device, runtime);
 }
 
 std::vector<PrecisionSupport> precision_support(const DeviceInfo& device, const RuntimeInfo& runtime) {

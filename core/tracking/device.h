@@ -88,6 +88,9 @@ struct DeviceInfo {
   int64_t l2_cache_bytes = 0;
   std::string pci_bus_id{};
   std::string spec_key{};  // the GPU specification row used ("h200"); empty = look up by name
+  /// The CPU: it has bf16 arithmetic (AVX-512 BF16 or AMX-BF16), which makes bf16 faster than fp32 there.
+  /// Unused for CUDA devices (the compute capability says).
+  bool cpu_bf16 = false;
   MeasuredPeaks measured_peaks{};
   /// The parsed id; nullopt for a label that names no device ("what-if").
   std::optional<DeviceId> device_id() const;
@@ -131,10 +134,11 @@ struct PrecisionSupport {
   bool usable() const { return level != SupportLevel::unsupported; }
 };
 
-/// The support table. CPU: fp32; tf32 unsupported (a CUDA tensor-core mode); bf16 slow (no bf16 arithmetic on
-/// most CPUs); fp16 unsupported with LibTorch 1.x (no half-precision GEMM) or an unknown version, emulated from
-/// LibTorch 2. CUDA: fp32; tf32 from compute capability 8.0 (unsupported below: the flags would be ignored); bf16
-/// native from 8.0, emulated below; fp16 on tensor cores from 7.0, slow below.
+/// The support table. CPU: fp32; tf32 unsupported (a CUDA tensor-core mode); bf16 supported where the CPU has
+/// bf16 arithmetic (DeviceInfo::cpu_bf16; an opt-in with its measured fidelity as the note), slow elsewhere; fp16
+/// unsupported with LibTorch 1.x (no half-precision GEMM) or an unknown version, emulated from LibTorch 2. CUDA: fp32;
+/// tf32 from compute capability 8.0 (unsupported below: the flags would be ignored); bf16 native from 8.0, emulated
+/// below; fp16 on tensor cores from 7.0, slow below.
 PrecisionSupport precision_support(Precision precision, const DeviceInfo& device, const RuntimeInfo& runtime);
 /// Every precision (fp32, tf32, bf16, fp16) on `device`.
 std::vector<PrecisionSupport> precision_support(const DeviceInfo& device, const RuntimeInfo& runtime);

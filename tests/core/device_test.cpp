@@ -92,6 +92,16 @@ TEST(PrecisionSupport, OnTheCpuByLibtorchVersion) {
     EXPECT_EQ(level(Precision::tf32, cpu, r), SupportLevel::unsupported) << version;
     EXPECT_EQ(level(Precision::bf16, cpu, r), SupportLevel::slow) << version;
   }
+  // bf16 on a CPU with bf16 arithmetic: the opt-in reduced-precision mode, with its measured fidelity.
+  DeviceInfo bf16_cpu = cpu_device();
+  bf16_cpu.cpu_bf16 = true;
+  const PrecisionSupport fast = precision_support(Precision::bf16, bf16_cpu, libtorch("1.13.1"));
+  EXPECT_EQ(fast.level, SupportLevel::supported);
+  EXPECT_TRUE(fast.reason.empty());
+  EXPECT_NE(fast.note.find("px mean from fp32"), std::string::npos) << fast.note;
+  const PrecisionSupport plain = precision_support(Precision::bf16, cpu, libtorch("1.13.1"));
+  EXPECT_NE(plain.reason.find("no bf16 arithmetic"), std::string::npos) << plain.reason;
+  EXPECT_EQ(level(Precision::fp32, bf16_cpu, libtorch("1.13.1")), SupportLevel::supported);
   // fp16 on the CPU: no half-precision GEMM in LibTorch 1.x (the engine's rule); from 2.0 through conversions.
   EXPECT_EQ(level(Precision::fp16, cpu, libtorch("1.13.1")), SupportLevel::unsupported);
   EXPECT_EQ(level(Precision::fp16, cpu, libtorch("")), SupportLevel::unsupported);

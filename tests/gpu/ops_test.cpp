@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -17,7 +19,9 @@
 #include <vector>
 
 #include "gpu/cuda_runtime_probe.h"
+#include "gpu/devices.h"
 #include "gpu/model/locotrack.h"
+#include "gpu/ops/cpu/cpu_support.h"
 #include "gpu/ops/mixer_fast.h"
 #include "gpu/ops/op_costs.h"
 #include "gpu/ops/ops.h"
@@ -889,6 +893,28 @@ TEST(MixerCuda, MatchesTheModuleInEveryArithmetic) {
       }
     }
   }
+}
+
+// The CPU's bf16 arithmetic, found through CPUID, against the kernel's view of the processor (/proc/cpuinfo
+// flags): the device list offers bf16 on the CPU as a supported opt-in exactly when it is there.
+TEST(CpuSupport, Bf16ArithmeticAsTheKernelReportsIt) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  std::string flags;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      flags = " " + line.substr(line.find(':') + 1) + " ";
+      break;
+    }
+  }
+  if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo flags line on this system";
+  auto has = [&flags](const char* flag) { return flags.find(std::string(" ") + flag + " ") != std::string::npos; };
+  const bool avx512 = has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq") && has("fma");
+  const bool expected = (avx512 && has("avx512_bf16")) || has("amx_bf16");
+  EXPECT_EQ(gpu::ops::detail::cpu_has_bf16_arithmetic(), expected) << flags;
+  const std::vector<core::DeviceInfo> devices = gpu::list_devices();
+  ASSERT_FALSE(devices.empty());
+  EXPECT_EQ(devices.front().cpu_bf16, expected);
 }
 
 }  // namespace

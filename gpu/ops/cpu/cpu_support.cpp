@@ -25,6 +25,26 @@ bool cpu_has_avx512() {
 #endif
 }
 
+bool cpu_has_bf16_arithmetic() {
+#if TRACKSCOPE_CPU_X86
+  static const bool has = [] {
+    // GCC 12's __builtin_cpu_supports knows neither: CPUID leaf 7, subleaf 1 EAX bit 5 (AVX512_BF16) and
+    // subleaf 0 EDX bit 22 (AMX-BF16).
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0));
+    if (eax < 7) return false;
+    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+    const bool amx_bf16 = (edx & (1u << 22)) != 0;
+    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
+    const bool avx512_bf16 = cpu_has_avx512() && (eax & (1u << 5)) != 0;
+    return avx512_bf16 || amx_bf16;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;

@@ -36,6 +36,9 @@ namespace trackscope::gpu::ops::detail {
 
 /// Whether the processor runs AVX-512 F/BW/VL/DQ (the hand-vectorised loops' requirement).
 bool cpu_has_avx512();
+/// Whether it has bf16 arithmetic: AVX-512 BF16 (vdpbf16ps) or AMX-BF16, which oneDNN's bf16 convolutions and
+/// GEMMs use (bf16 products at twice the fp32 rate or more).
+bool cpu_has_bf16_arithmetic();
 
 /// C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C, row-major with leading dimensions lda, ldb, ldc;
 /// op(X) = X^T where trans_x. Runs on the calling thread when called inside a parallel region.
