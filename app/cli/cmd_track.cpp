@@ -50,7 +50,7 @@ struct TrackArguments {
   int window_frames = 0;
   int window_overlap = 0;
   int64_t host_memory_budget_mb = 0;
-  int64_t read_ahead_mb = -1;  // -1 = automatic: 512 unless --device cpu
+  int64_t read_ahead_mb = -1;  // -1 = automatic: 512 on a CUDA device, 0 on the CPU
 };
 
 int run_track(const TrackArguments& args) {
@@ -116,8 +116,13 @@ int run_track(const TrackArguments& args) {
   if (!queries) return fail(queries.status());
   std::unique_ptr<core::VideoSource> video = std::move(*opened);
   // Decoding the clip's start overlaps the device initialisation and model loading below, which a one-shot process
-  // cannot otherwise hide (~1 s on a GPU; on the CPU, where the model loads at once, it is off by default).
-  const int64_t read_ahead_mb = args.read_ahead_mb >= 0 ? args.read_ahead_mb : (args.device == "cpu" ? 0 : 512);
+  // cannot otherwise hide (~1 s on a GPU). Automatic: on for a CUDA device only; on the CPU the model loads at once,
+  // the prefetcher already overlaps decoding with compute, and the buffer would sit outside the memory plan.
+  int64_t read_ahead_mb = args.read_ahead_mb;
+  if (read_ahead_mb < 0) {
+    const core::Expected<core::DeviceInfo> device = gpu::resolve_device(args.device);
+    read_ahead_mb = device && device->is_cuda() ? 512 : 0;
+  }
   const core::ReadAheadVideoSource* read_ahead = nullptr;
   if (read_ahead_mb > 0) {
     auto wrapped = std::make_unique<core::ReadAheadVideoSource>(
@@ -178,15 +183,16 @@ int run_track(const TrackArguments& args) {
   // Where a one-shot job's time goes before the tracking starts (docs/performance-results.md, "The frame
   // pipeline"): the process start (shared libraries), the video's open, the device and the model.
   const std::optional<double> done_s = core::seconds_since_process_start();
-  std::fprintf(stderr,
-               "start-up: video open %.2f s, device and model %.2f s%s; read ahead meanwhile %lld frames (%.2f s of "
-               "decoding; %lld in all, %lld of them used)%s\n",
-               open_s, create_s,
+  std::string ahead = "; no read-ahead";
+  if (read_ahead != nullptr) {
+    const core::ReadAheadStats total = read_ahead->stats();
+    ahead = fmt::format("; read ahead meanwhile {} frames ({:.2f} s of decoding; {} in all, {} of them used)",
+                        ahead_at_ready.decoded_frames, ahead_at_ready.decode_ms / 1000.0, total.decoded_frames,
+                        total.served_frames);
+  }
+  std::fprintf(stderr, "start-up: video open %.2f s, device and model %.2f s%s%s%s\n", open_s, create_s,
                ready_s ? fmt::format(", tracker ready {:.2f} s after the process started", *ready_s).c_str() : "",
-               static_cast<long long>(ahead_at_ready.decoded_frames), ahead_at_ready.decode_ms / 1000.0,
-               static_cast<long long>(read_ahead ? read_ahead->stats().decoded_frames : 0),
-               static_cast<long long>(read_ahead ? read_ahead->stats().served_frames : 0),
-               done_s ? fmt::format("; process start to file written {:.2f} s", *done_s).c_str() : "");
+               ahead.c_str(), done_s ? fmt::format("; process start to file written {:.2f} s", *done_s).c_str() : "");
   return 0;
 }
 
@@ -254,7 +260,7 @@ void add_track_command(CLI::App& app, CliContext& context) {
   command
       ->add_option("--read-ahead-mb", args->read_ahead_mb,
                    "decode the clip's first frames into this much memory while the device and model start up (-1 = "
-                   "automatic: 512, 0 with --device cpu; 0 = off)")
+                   "automatic: 512 on a CUDA device, 0 on the CPU; 0 = off)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 20))
       ->capture_default_str();
   command->add_flag("-q,--quiet", args->quiet, "no progress bar");

@@ -5,7 +5,7 @@
 #   cli_limits_test.sh CLI TESTDATA OUTPUT_DIR [fast|slow]
 #
 # fast (default, ~10 s): everything that needs no tracking run; slow adds a 2-frame CPU tracking run (--threads
-# 1000 capped) and a cut-off bench --json.
+# 1000 capped), two 4-frame runs with and without the read-ahead (identical tracks), and a cut-off bench --json.
 set -u
 cli=$1
 testdata=$2
@@ -46,6 +46,8 @@ expect_error threads_negative "--threads -1 is negative" \
 expect_error memory_budget_huge "larger than any machine" \
   "$cli" track "$video" --queries "$out/one.csv" --out "$out/t.csv" --memory-budget-mb 99999999999999
 expect_error bench_threads_negative "--threads -1 is negative" "$cli" bench --threads -1 --device cpu
+expect_error read_ahead_negative "read-ahead-mb" \
+  "$cli" track "$video" --queries "$out/one.csv" --out "$out/t.csv" --read-ahead-mb -5
 # The engine choices are parsed once by their names (gpu/bench.h): an unknown one is refused by the parser, known
 # ones get through to the next check (the unwritable --json).
 expect_error bench_corr_kernel_unknown "corr-kernel" "$cli" bench --device cpu --corr-kernel tensor_cores
@@ -90,6 +92,19 @@ if [ "$mode" = slow ]; then
     echo "ok: threads_capped: $(grep -E 'threads 1000' "$out/threads.err")"
   else
     fail "threads: the capped run failed: $(cat "$out/threads.err")"
+  fi
+  # --- the read-ahead hands the tracker exactly the file's frames (and says what it did) ----------------------
+  "$cli" track "$video" --queries "$out/one.csv" --out "$out/plain.csv" --device cpu --end 4 --read-ahead-mb 0 -q \
+    2>"$out/plain.err" || fail "read-ahead: the run without it failed: $(cat "$out/plain.err")"
+  "$cli" track "$video" --queries "$out/one.csv" --out "$out/ahead.csv" --device cpu --end 4 --read-ahead-mb 16 -q \
+    2>"$out/ahead.err" || fail "read-ahead: the run with it failed: $(cat "$out/ahead.err")"
+  grep -q "no read-ahead" "$out/plain.err" || fail "read-ahead: --read-ahead-mb 0 not reported as off"
+  grep -q "read ahead meanwhile .* 4 in all, 4 of them used" "$out/ahead.err" ||
+    fail "read-ahead: not all 4 frames came from it: $(grep start-up "$out/ahead.err")"
+  if cmp -s "$out/plain.csv" "$out/ahead.csv"; then
+    echo "ok: read_ahead_same_tracks: $(grep -o 'read ahead meanwhile.*used)' "$out/ahead.err")"
+  else
+    fail "read-ahead: the tracks differ"
   fi
   # --- bench --json cut off: the previous profile survives ----------------------------------------------------
   bench="$cli bench --device cpu --points 8 --frames 4 --repeats 1 --warmup 0 --no-peaks"
