@@ -107,12 +107,22 @@ core::MeasuredPeaks measure_peaks(const at::Device& device, const std::function<
     return (now_ms() - start) / repeats;
   };
   const int64_t n = cuda ? 8192 : 1024;
-  auto gemm_tflops = [&](at::ScalarType dtype, bool tf32) {
+  // C = A B of n x n operands in `dtype`, multiplied by `multiply` (ATen's mm unless given).
+  using Multiply = std::function<void(const at::Tensor& a, const at::Tensor& b, at::Tensor& c)>;
+  auto gemm_tflops = [&](at::ScalarType dtype, bool tf32, const Multiply& multiply = {}) {
     compat::set_tf32_allowed(tf32);
     const at::Tensor a = at::randn({n, n}, at::TensorOptions().device(device).dtype(dtype));
     const at::Tensor b = at::randn({n, n}, at::TensorOptions().device(device).dtype(dtype));
     at::Tensor c = at::empty({n, n}, a.options());
-    const double ms = time_ms([&] { at::mm_out(c, a, b); }, cuda ? 20 : 3);
+    const double ms = time_ms(
+        [&] {
+          if (multiply) {
+            multiply(a, b, c);
+          } else {
+            at::mm_out(c, a, b);
+          }
+        },
+        cuda ? 20 : 3);
     return 2.0 * static_cast<double>(n) * n * n / (ms * 1e9);
   };
   peaks.fp32_tflops = gemm_tflops(at::kFloat, false);
@@ -120,16 +130,11 @@ core::MeasuredPeaks measure_peaks(const at::Device& device, const std::function<
   if (!cuda) {
     // The CPU kernels' GEMM (ops::detail::sgemm: oneDNN's AVX-512 sgemm where built with it) beats ATen's BLAS on
     // the development VM (Debian's OpenBLAS runs its AVX2 kernels on Zen 5): the machine's rate is the faster one.
-    const at::Tensor a = at::randn({n, n});
-    const at::Tensor b = at::randn({n, n});
-    at::Tensor c = at::empty({n, n});
-    const double ms = time_ms(
-        [&] {
+    const double kernels_tflops =
+        gemm_tflops(at::kFloat, false, [n](const at::Tensor& a, const at::Tensor& b, at::Tensor& c) {
           ops::detail::sgemm(false, false, n, n, n, 1.0f, a.data_ptr<float>(), n, b.data_ptr<float>(), n, 0.0f,
                              c.data_ptr<float>(), n);
-        },
-        3);
-    const double kernels_tflops = 2.0 * static_cast<double>(n) * n * n / (ms * 1e9);
+        });
     cpu_detail = fmt::format(" (the faster of ATen's {:.0f} and the kernels' sgemm {:.0f} GFLOP/s)",
                              *peaks.fp32_tflops * 1e3, kernels_tflops * 1e3);
     peaks.fp32_tflops = std::max(*peaks.fp32_tflops, kernels_tflops);

@@ -3,8 +3,9 @@
 #   tools/ci/sanitizers.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer over the unit, ui and CLI tests of
 #                                 core, ui and app (and the fuzz corpora replay), labels unit|ui, gpu/ tests left out
 #   tools/ci/sanitizers.sh tsan   ThreadSanitizer over the concurrency tests: the frame server, the tracking job,
-#                                 the telemetry samplers, the frame prefetcher and read-ahead, and the GUI's services (mailbox, video session, tracker
-#                                 service: ui/services, which needs Qt Core only, not the widget library)
+#                                 the telemetry samplers, the frame prefetcher and read-ahead, and the GUI's
+#                                 services (mailbox, video session, tracker service: ui/services, which needs Qt
+#                                 Core only, not the widget library)
 # The project's own code outside gpu/ is instrumented; gpu/ (LibTorch) compiles with the normal build's flags
 # (TRACKSCOPE_SANITIZE_GPU=OFF) so that ccache serves it, and runs uninstrumented. For those cache hits across build
 # folders, ccache must not hash the build folder: CCACHE_NOHASHDIR=1 and CCACHE_BASEDIR=<checkout> (set below, and

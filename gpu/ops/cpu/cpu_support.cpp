@@ -9,6 +9,9 @@
 #ifdef TRACKSCOPE_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 #endif
+#if TRACKSCOPE_CPU_X86
+#include <cpuid.h>
+#endif
 
 namespace trackscope::gpu::ops::detail {
 
@@ -28,15 +31,12 @@ bool cpu_has_avx512() {
 bool cpu_has_bf16_arithmetic() {
 #if TRACKSCOPE_CPU_X86
   static const bool has = [] {
-    // GCC 12's __builtin_cpu_supports knows neither: CPUID leaf 7, subleaf 1 EAX bit 5 (AVX512_BF16) and
-    // subleaf 0 EDX bit 22 (AMX-BF16).
+    // GCC 12's __builtin_cpu_supports knows neither: CPUID leaf 7, subleaf 1 EAX bit 5 (AVX512_BF16) and subleaf
+    // 0 EDX bit 22 (AMX-BF16). __get_cpuid_count returns 0 where the processor has no leaf 7.
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(0));
-    if (eax < 7) return false;
-    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
-    const bool amx_bf16 = (edx & (1u << 22)) != 0;
-    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
-    const bool avx512_bf16 = cpu_has_avx512() && (eax & (1u << 5)) != 0;
+    const bool amx_bf16 = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 22)) != 0;
+    const bool avx512_bf16 =
+        __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && cpu_has_avx512() && (eax & (1u << 5)) != 0;
     return avx512_bf16 || amx_bf16;
   }();
   return has;
