@@ -66,6 +66,15 @@ struct SyntheticOptions {
                                       // rail) drifting slowly across the scene
   double max_camera_shake = 0.0;      // half of the clips shake: every layer moves by the same random offset
                                       // per frame, each axis uniform in [-x, x] normalised units (<= 0.1)
+  // Photographs as textures (off by default): that share of the layers (background and objects alike) shows a
+  // crop of a photograph instead of a procedural texture: the background an upright crop of 50-100% of a
+  // square, an object a crop of 15-50% at any angle, either mirrored or not. The photographs are
+  // `photo_textures` (JPEG/PNG files or folders), cut into squares of photo_texture_side px
+  // (gpu/training/texture_bank.h), unless the generator is given a bank. Only the textures change: the scene,
+  // queries and ground truth of a seed stay those of the procedural clip.
+  double photo_texture_fraction = 0.0;
+  std::vector<std::filesystem::path> photo_textures;
+  int64_t photo_texture_side = 512;
   SyntheticVideoFormat format = SyntheticVideoFormat::float_signed;
   bool render_layer_ids = false;    // also output the top-most layer index of every pixel (tests, debugging)
   bool skip_temporal_blur = false;  // draw the clips' temporal blur but do not apply it (tests: the same
@@ -248,6 +257,16 @@ struct DataBenchmark {
 };
 core::Expected<DataBenchmark> benchmark_synthetic_data(const SyntheticOptions& options, const std::string& device,
                                                        int64_t batches, uint64_t seed);
+
+/// A look at the generator's clips: for each clip of the first batch a training run with `data_seed` sees
+/// (augmentation aside), clip_<b>.png in `folder` (created) shows six
+/// frames spread over the clip side by side, with the ground truth of the first 24 points drawn on them (a filled
+/// 3x3 dot where visible, a hollow 5x5 square where occluded, one colour per point). Returns the files written.
+/// Errors: those of the generator (options, device, photographs), io_error, unsupported (no PNG encoder).
+core::Expected<std::vector<std::filesystem::path>> write_synthetic_preview(const SyntheticOptions& options,
+                                                                           const std::string& device,
+                                                                           uint64_t data_seed,
+                                                                           const std::filesystem::path& folder);
 
 /// A fixed, seeded set of synthetic clips for evaluation (`trackscope-cli eval --synthetic SEED`): the trainer's
 /// generator, query-first (every query on frame 0, where it is visible), as plain data for

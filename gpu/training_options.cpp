@@ -69,6 +69,10 @@ core::Status SyntheticOptions::check() const {
                                      fmt::format("max_camera_shake {} not in [0, 0.1] (the camera window must stay on "
                                                  "the background texture)",
                                                  max_camera_shake)));
+  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(photo_texture_fraction, 0, 1), what,
+                                     fmt::format("photo_texture_fraction {} not in [0, 1]", photo_texture_fraction)));
+  TRACKSCOPE_RETURN_IF_ERROR(require(photo_texture_side >= 16 && photo_texture_side <= 4096, what,
+                                     fmt::format("photo_texture_side {} not in 16..4096", photo_texture_side)));
   const double pixels = static_cast<double>(batch_size) * static_cast<double>(frames) * static_cast<double>(height) *
                         static_cast<double>(width);
   TRACKSCOPE_RETURN_IF_ERROR(require(pixels <= 2147483648.0, what,

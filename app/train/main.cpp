@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <vector>
@@ -32,6 +33,7 @@ nlohmann::json metrics_json(const core::TapVidMetrics& m) {
 int main(int argc, char** argv) {
   gpu::TrainingOptions o;
   std::string precision = "bf16", schedule = "one-cycle", weights_dtype = "fp32", summary_path;
+  std::filesystem::path preview_folder;
   int64_t size_px = 256, data_bench_batches = 0;
   double max_shard_mib = 15.0;
   std::vector<int> jpeg_qualities = {o.augmentation.jpeg_min_quality, o.augmentation.jpeg_max_quality};
@@ -77,6 +79,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--camera-shake", o.data.max_camera_shake,
                  "largest per-frame shake of the whole image, image half-widths (half the clips; <= 0.1)")
+      ->capture_default_str();
+  app.add_option("--photo-textures", o.data.photo_texture_fraction,
+                 "share of layers textured with a crop of a photograph from --texture-images (0 = procedural only)")
+      ->capture_default_str();
+  app.add_option("--texture-images", o.data.photo_textures,
+                 "JPEG/PNG photographs (files or folders) for --photo-textures; mind their licences")
+      ->delimiter(',');
+  app.add_option("--texture-side", o.data.photo_texture_side, "photographs are cut into squares of this many px")
       ->capture_default_str();
   app.add_option("--aug-brightness", o.augmentation.max_brightness_levels,
                  "augmentation: brightness offset up to +-L grey levels per clip")
@@ -134,6 +144,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-self-check", no_self_check, "skip the generator/forward/backward self-check");
   app.add_option("--summary-json", summary_path, "also write the summary JSON here");
   app.add_option("--data-bench", data_bench_batches, "only measure the synthetic generator: N batches, JSON on stdout");
+  app.add_option("--data-preview", preview_folder,
+                 "only draw the first training batch: clip_<b>.png in this folder (six frames each, with the ground "
+                 "truth of 24 points)");
   app.add_flag("-v,--verbose", verbose, "debug logging");
   CLI11_PARSE(app, argc, argv);
 
@@ -167,6 +180,15 @@ int main(int argc, char** argv) {
   o.schedule.kind = *parsed_schedule;
   o.checkpoint_weights_dtype = *parsed_dtype;
 
+  if (!preview_folder.empty()) {
+    auto files = gpu::write_synthetic_preview(o.data, o.device, o.data_seed, preview_folder);
+    if (!files) {
+      std::fprintf(stderr, "trackscope-train: %s\n", files.status().message().c_str());
+      return 1;
+    }
+    for (const std::filesystem::path& file : *files) std::printf("%s\n", file.string().c_str());
+    return 0;
+  }
   if (data_bench_batches > 0) {
     auto bench = gpu::benchmark_synthetic_data(o.data, o.device, data_bench_batches, o.data_seed);
     if (!bench) {

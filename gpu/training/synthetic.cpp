@@ -1,5 +1,7 @@
 #include "gpu/training/synthetic.h"
 
+#include "core/log.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 
@@ -15,8 +17,9 @@ namespace {
 
 constexpr double kPi = std::numbers::pi;
 constexpr int64_t kMask32 = 0xFFFFFFFFLL;
-constexpr int64_t kCandidates = 8;        // candidate positions per query (to find foreground points)
-constexpr int64_t kFixedPointSteps = 24;  // inverse-warp iterations: error <= max_warp^24
+constexpr int64_t kCandidates = 8;               // candidate positions per query (to find foreground points)
+constexpr uint64_t kPhotoStream = 0x70686f746f;  // derive_seed index of the photo-texture draws ("photo")
+constexpr int64_t kFixedPointSteps = 24;         // inverse-warp iterations: error <= max_warp^24
 constexpr int64_t kBlurRadius = 3;
 constexpr int64_t kNoisePlateMargin = 64;  // crop offsets of the per-clip pixel-noise plate
 
@@ -658,6 +661,40 @@ at::Tensor pixel_noise(const Scene& scene, const at::Tensor& frames) {
   return noise.mul_(deviation);
 }
 
+// `textures` [M,3,S,S] with a share `fraction` of them replaced by crops of the bank's photographs: a crop covers
+// `zoom` of a square's side (objects 0.15-0.5 at any angle, backgrounds 0.5-1 upright), mirrored in half of the
+// cases, placed so that its rotated corners stay inside the square. Drawn from `u` in layer order.
+at::Tensor with_photos(const at::Tensor& textures, const TextureBank& bank, double fraction, bool objects,
+                       Uniforms& u) {
+  const int64_t m = textures.size(0), size = textures.size(2);
+  std::vector<int64_t> rows, picks;
+  std::vector<float> theta;
+  for (int64_t i = 0; i < m; ++i) {
+    if (!u.chance(fraction)) continue;
+    const int64_t pick = u.integer(0, bank.count() - 1);
+    const double zoom = objects ? u.uniform(0.15, 0.5) : u.uniform(0.5, 1.0);
+    const double angle = objects ? u.uniform(0.0, 2.0 * kPi) : 0.0;
+    const double mirror = u.chance(0.5) ? -1.0 : 1.0;
+    const double c = std::cos(angle), s = std::sin(angle);
+    const double reach = zoom * (std::abs(c) + std::abs(s));  // half-extent of the rotated crop, either axis
+    const double centre_x = u.uniform(reach - 1.0, 1.0 - reach), centre_y = u.uniform(reach - 1.0, 1.0 - reach);
+    // Output texel (x, y) reads the square at centre + zoom * R(angle) (mirror * x, y).
+    for (const double v : {zoom * c * mirror, -zoom * s, centre_x, zoom * s * mirror, zoom * c, centre_y})
+      theta.push_back(static_cast<float>(v));
+    rows.push_back(i);
+    picks.push_back(pick);
+  }
+  if (rows.empty()) return textures;
+  const auto count = static_cast<int64_t>(rows.size());
+  const at::Device device = textures.device();
+  const at::Tensor thetas = at::tensor(theta, at::kFloat).view({count, 2, 3}).to(device);
+  const at::Tensor grid = at::affine_grid_generator(thetas, {count, 3, size, size}, /*align_corners=*/false);
+  const at::Tensor photos = bank.images().index_select(0, at::tensor(picks, at::kLong).to(device));
+  const at::Tensor crops = at::grid_sampler(photos.to(at::kFloat).div_(255.0), grid, /*bilinear*/ 0, /*border*/ 1,
+                                            /*align_corners=*/false);
+  return textures.index_copy(0, at::tensor(rows, at::kLong).to(device), crops.to(textures.scalar_type()));
+}
+
 }  // namespace
 
 uint64_t derive_seed(uint64_t base, uint64_t index) {
@@ -671,16 +708,31 @@ uint64_t derive_seed(uint64_t base, uint64_t index) {
 }
 
 core::Expected<std::unique_ptr<SyntheticVideoGenerator>> SyntheticVideoGenerator::create(
-    const SyntheticOptions& options, const at::Device& device) {
+    const SyntheticOptions& options, const at::Device& device, std::shared_ptr<const TextureBank> bank) {
   TRACKSCOPE_RETURN_IF_ERROR(options.check());
   if (device.is_cuda() && !at::hasCUDA()) {
     return core::invalid_argument(fmt::format("device {} requested but this LibTorch has no CUDA", device.str()));
   }
-  return std::unique_ptr<SyntheticVideoGenerator>(new SyntheticVideoGenerator(options, device));
+  if (options.photo_texture_fraction <= 0.0) {
+    bank.reset();
+  } else if (!bank) {
+    if (options.photo_textures.empty()) {
+      return core::invalid_argument(
+          "photo textures are on but no photographs are given (trackscope-train "
+          "--photo-textures FRACTION --texture-images FOLDER)");
+    }
+    core::Expected<TextureBank> loaded = TextureBank::load(options.photo_textures, options.photo_texture_side, device);
+    if (!loaded) return loaded.status().with_context("photo textures");
+    bank = std::make_shared<const TextureBank>(std::move(*loaded));
+    core::log::info("photo textures: {} squares of {} px ({} ... {}) for {:.0f}% of the layers", bank->count(),
+                    bank->side(), bank->names().front(), bank->names().back(), 100.0 * options.photo_texture_fraction);
+  }
+  return std::unique_ptr<SyntheticVideoGenerator>(new SyntheticVideoGenerator(options, device, std::move(bank)));
 }
 
-SyntheticVideoGenerator::SyntheticVideoGenerator(const SyntheticOptions& options, const at::Device& device)
-    : options_(options), device_(device) {}
+SyntheticVideoGenerator::SyntheticVideoGenerator(const SyntheticOptions& options, const at::Device& device,
+                                                 std::shared_ptr<const TextureBank> bank)
+    : options_(options), device_(device), bank_(std::move(bank)) {}
 
 SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
   const SyntheticOptions& o = options_;
@@ -707,6 +759,12 @@ SyntheticBatch SyntheticVideoGenerator::generate(uint64_t seed) const {
   at::Tensor object_rgb =
       make_textures(scene.textures.narrow(1, 1, layers).reshape({b_count * layers, kTextureParams}).to(f32),
                     scene.texture_keys.narrow(1, 1, layers).reshape({-1}).to(device_), size);
+  if (bank_) {
+    // A stream of its own: the scene, queries and ground truth of this seed stay those of the procedural clip.
+    Uniforms photo_u(derive_seed(seed, kPhotoStream));
+    background = with_photos(background, *bank_, o.photo_texture_fraction, /*objects=*/false, photo_u);
+    object_rgb = with_photos(object_rgb, *bank_, o.photo_texture_fraction, /*objects=*/true, photo_u);
+  }
   at::Tensor object_alpha = make_alpha(scene.shapes.reshape({b_count * layers, kShapeParams}).to(f32),
                                        scene.shape_keys.reshape({-1}).to(device_), size);  // [B*L,1,S,S]
   at::Tensor objects = at::cat({object_rgb, object_alpha}, 1).view({b_count, layers, 4, size, size});

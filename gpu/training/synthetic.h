@@ -19,6 +19,7 @@
 
 #include "core/status.h"
 #include "gpu/training.h"
+#include "gpu/training/texture_bank.h"
 
 namespace trackscope::gpu::training {
 
@@ -38,9 +39,11 @@ struct SyntheticBatch {
 
 class SyntheticVideoGenerator {
  public:
-  /// invalid_argument when options.check() fails or the device is not usable by LibTorch.
-  static core::Expected<std::unique_ptr<SyntheticVideoGenerator>> create(const SyntheticOptions& options,
-                                                                         const at::Device& device);
+  /// invalid_argument when options.check() fails or the device is not usable by LibTorch. With
+  /// options.photo_texture_fraction > 0 the photographs come from `bank` or, without one, are loaded from
+  /// options.photo_textures (errors of TextureBank::load; invalid_argument when neither is given).
+  static core::Expected<std::unique_ptr<SyntheticVideoGenerator>> create(
+      const SyntheticOptions& options, const at::Device& device, std::shared_ptr<const TextureBank> bank = nullptr);
 
   /// The batch for `seed`: the same seed and options give the same batch.
   SyntheticBatch generate(uint64_t seed) const;
@@ -49,10 +52,12 @@ class SyntheticVideoGenerator {
   const at::Device& device() const { return device_; }
 
  private:
-  SyntheticVideoGenerator(const SyntheticOptions& options, const at::Device& device);
+  SyntheticVideoGenerator(const SyntheticOptions& options, const at::Device& device,
+                          std::shared_ptr<const TextureBank> bank);
 
   SyntheticOptions options_;
   at::Device device_;
+  std::shared_ptr<const TextureBank> bank_;  // null unless photo textures are on
 };
 
 /// A 64-bit seed for item `index` of a stream seeded with `base` (splitmix64 of both): the trainer's batch seeds.

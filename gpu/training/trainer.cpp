@@ -9,6 +9,8 @@
 #include <torch/serialize.h>
 #include <torch/version.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -16,6 +18,7 @@
 #include "core/io/atomic_file.h"
 #include "core/log.h"
 #include "core/tracking/metrics.h"
+#include "core/video/image_io.h"
 #include "gpu/devices.h"
 #include "gpu/torch_compat_autocast.h"
 #include "gpu/training/augmentation.h"
@@ -543,6 +546,69 @@ core::Expected<DataBenchmark> benchmark_synthetic_data(const SyntheticOptions& o
     result.seconds = training::seconds_since(start);
     result.clips_per_second = static_cast<double>(batches * options.batch_size) / result.seconds;
     return result;
+  });
+}
+
+core::Expected<std::vector<std::filesystem::path>> write_synthetic_preview(const SyntheticOptions& options,
+                                                                           const std::string& device_id,
+                                                                           uint64_t data_seed,
+                                                                           const std::filesystem::path& folder) {
+  auto description = resolve_device(device_id);
+  if (!description) return description.status();
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error) return core::io_error(fmt::format("cannot create '{}': {}", folder.string(), error.message()));
+  return training::guarded("preview", [&]() -> core::Expected<std::vector<std::filesystem::path>> {
+    SyntheticOptions o = options;
+    o.format = SyntheticVideoFormat::uint8;
+    auto generator = training::SyntheticVideoGenerator::create(o, at::Device(description->id));
+    if (!generator) return generator.status();
+    const training::SyntheticBatch batch = (*generator)->generate(training::derive_seed(data_seed, 0));
+    const at::Tensor video = batch.video.cpu().contiguous();  // [B,T,H,W,3] uint8
+    const at::Tensor targets = batch.target_points_xy.cpu().contiguous();
+    const at::Tensor occluded = batch.occluded.cpu().contiguous();
+    const int64_t t_count = o.frames, height = o.height, width = o.width;
+    const int64_t shown = std::min<int64_t>(6, t_count), points = std::min<int64_t>(24, o.points);
+    std::vector<std::filesystem::path> written;
+    for (int64_t b = 0; b < o.batch_size; ++b) {
+      core::Frame sheet;
+      sheet.width = static_cast<int>(width * shown);
+      sheet.height = static_cast<int>(height);
+      sheet.rgb.assign(static_cast<size_t>(sheet.width) * sheet.height * 3, 0);
+      auto put = [&](int64_t x, int64_t y, int64_t column, const std::array<uint8_t, 3>& colour) {
+        if (x < 0 || y < 0 || x >= width || y >= height) return;
+        const auto at = (static_cast<size_t>(y) * sheet.width + static_cast<size_t>(column * width + x)) * 3;
+        std::copy(colour.begin(), colour.end(), sheet.rgb.begin() + static_cast<std::ptrdiff_t>(at));
+      };
+      for (int64_t column = 0; column < shown; ++column) {
+        const int64_t t = shown == 1 ? 0 : column * (t_count - 1) / (shown - 1);
+        const uint8_t* frame = video[b][t].data_ptr<uint8_t>();
+        for (int64_t y = 0; y < height; ++y) {
+          for (int64_t x = 0; x < width; ++x) {
+            const uint8_t* p = frame + (y * width + x) * 3;
+            put(x, y, column, {p[0], p[1], p[2]});
+          }
+        }
+        for (int64_t n = 0; n < points; ++n) {
+          const std::array<uint8_t, 3> colour = {static_cast<uint8_t>(80 + (n * 97) % 176),
+                                                 static_cast<uint8_t>(80 + (n * 57) % 176),
+                                                 static_cast<uint8_t>(80 + (n * 151) % 176)};
+          const auto x = static_cast<int64_t>(std::floor(targets[b][n][t][0].item<float>()));
+          const auto y = static_cast<int64_t>(std::floor(targets[b][n][t][1].item<float>()));
+          const bool hidden = occluded[b][n][t].item<bool>();
+          const int64_t r = hidden ? 2 : 1;
+          for (int64_t dy = -r; dy <= r; ++dy) {
+            for (int64_t dx = -r; dx <= r; ++dx) {
+              if (!hidden || std::max(std::abs(dx), std::abs(dy)) == r) put(x + dx, y + dy, column, colour);
+            }
+          }
+        }
+      }
+      const std::filesystem::path file = folder / fmt::format("clip_{}.png", b);
+      TRACKSCOPE_RETURN_IF_ERROR(core::write_png(file, sheet));
+      written.push_back(file);
+    }
+    return written;
   });
 }
 

@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,6 +20,8 @@
 #include "core/tracking/evaluation_perturbation.h"
 #include "gpu/training/augmentation.h"
 #include "gpu/training/synthetic.h"
+#include "gpu/training/texture_bank.h"
+#include "core/video/still_image.h"
 
 namespace trackscope::gpu::training {
 namespace {
@@ -44,8 +49,9 @@ SyntheticOptions small_options() {
   return o;
 }
 
-SyntheticBatch generate(const SyntheticOptions& options, uint64_t seed) {
-  auto generator = SyntheticVideoGenerator::create(options, test_device());
+SyntheticBatch generate(const SyntheticOptions& options, uint64_t seed,
+                        std::shared_ptr<const TextureBank> bank = nullptr) {
+  auto generator = SyntheticVideoGenerator::create(options, test_device(), std::move(bank));
   EXPECT_TRUE(generator) << generator.status().message();
   SyntheticBatch batch = (*generator)->generate(seed);
   // Move everything to the CPU for inspection.
@@ -272,10 +278,11 @@ double median_colour_error(const SyntheticBatch& batch, double shift_px) {
 
 // Without blur and noise a point's colour along its visible track, lighting undone, stays within 0.003 (measured:
 // 0.0003 on the track, 0.03 three pixels off it, 0.008 with the ground truth shifted by 0.7 px).
-void expect_sharp_colour_along_tracks(SyntheticOptions o, uint64_t seed) {
+void expect_sharp_colour_along_tracks(SyntheticOptions o, uint64_t seed,
+                                      std::shared_ptr<const TextureBank> bank = nullptr) {
   o.max_blur_sigma_px = 0.0;
   o.max_noise_std = 0.0;
-  const SyntheticBatch batch = generate(o, seed);
+  const SyntheticBatch batch = generate(o, seed, std::move(bank));
   const double on_track = median_colour_error(batch, 0.0);
   const double off_track = median_colour_error(batch, 3.0);
   EXPECT_LT(on_track, 0.003);
@@ -374,6 +381,147 @@ TEST(Synthetic, Uint8MatchesFloatAndOptionsAreChecked) {
   bad.max_temporal_blur = 0.5;
   EXPECT_NE(SyntheticVideoGenerator::create(bad, at::kCPU).status().message().find("max_temporal_blur"),
             std::string::npos);
+}
+
+// ---- photo textures ----------------------------------------------------------------------------------------
+
+// A bank of `count` seeded uint8 noise images [count, 3, side, side]: detail at every scale, like a photograph's.
+std::shared_ptr<const TextureBank> noise_bank(int64_t count, int64_t side) {
+  at::Generator g = at::make_generator<at::CPUGeneratorImpl>(77);
+  const at::Tensor coarse = at::rand({count, 3, side / 8, side / 8}, g, at::TensorOptions(at::kFloat));
+  const at::Tensor fine = at::rand({count, 3, side, side}, g, at::TensorOptions(at::kFloat));
+  const at::Tensor image = at::upsample_bilinear2d(coarse, {side, side}, false) * 0.7 + fine * 0.3;
+  auto bank = TextureBank::from_images(image.mul(255.0).round().to(at::kByte), test_device());
+  EXPECT_TRUE(bank) << bank.status().message();
+  return std::make_shared<const TextureBank>(*bank);
+}
+
+SyntheticOptions photo_options(double fraction) {
+  SyntheticOptions o = small_options();
+  o.photo_texture_fraction = fraction;
+  return o;
+}
+
+// Photographs replace textures only: the scene, queries, ground truth and layer map of a seed are those of the
+// procedural clip, the pixels are not; with the fraction at 0 a bank changes nothing at all.
+TEST(Synthetic, PhotoTexturesChangeOnlyTheTextures) {
+  SKIP_WITHOUT_DEVICE();
+  const auto bank = noise_bank(3, 64);
+  const SyntheticBatch procedural = generate(small_options(), 31);
+  const SyntheticBatch unused = generate(photo_options(0.0), 31, bank);
+  EXPECT_TRUE(at::equal(unused.video, procedural.video));
+  const SyntheticBatch photos = generate(photo_options(1.0), 31, bank);
+  EXPECT_TRUE(at::equal(photos.query_points_tyx, procedural.query_points_tyx));
+  EXPECT_TRUE(at::equal(photos.target_points_xy, procedural.target_points_xy));
+  EXPECT_TRUE(at::equal(photos.occluded, procedural.occluded));
+  EXPECT_TRUE(at::equal(photos.layer_ids, procedural.layer_ids));
+  EXPECT_GT((photos.video - procedural.video).abs().mean().item<double>(), 0.05);
+  const SyntheticBatch again = generate(photo_options(1.0), 31, bank);
+  EXPECT_TRUE(at::equal(photos.video, again.video));
+  const SyntheticBatch half = generate(photo_options(0.5), 31, bank);
+  EXPECT_FALSE(at::equal(half.video, photos.video));
+  EXPECT_FALSE(at::equal(half.video, procedural.video));
+}
+
+// With every layer a photograph of one flat colour, every pixel is that colour under the clip's known lighting:
+// the frames show the bank's pixels, not a procedural texture.
+TEST(Synthetic, PhotoTexturesShowTheBanksPixels) {
+  SKIP_WITHOUT_DEVICE();
+  const std::array<uint8_t, 3> colour = {200, 30, 90};
+  at::Tensor flat = at::empty({1, 3, 32, 32}, at::kByte);
+  for (int64_t c = 0; c < 3; ++c) flat.select(1, c).fill_(colour[static_cast<size_t>(c)]);
+  auto bank = TextureBank::from_images(flat, test_device());
+  ASSERT_TRUE(bank) << bank.status().message();
+  SyntheticOptions o = photo_options(1.0);
+  o.max_blur_sigma_px = 0.0;
+  o.max_noise_std = 0.0;
+  const SyntheticBatch batch = generate(o, 32, std::make_shared<const TextureBank>(*bank));
+  const at::Tensor video01 = (batch.video + 1.0) * 0.5;  // [B,T,H,W,3]
+  const int64_t b_count = video01.size(0), t_count = video01.size(1);
+  const at::Tensor unlit = (video01 - batch.lighting_bias.view({b_count, t_count, 1, 1, 3})) /
+                           batch.lighting_gain.view({b_count, t_count, 1, 1, 3});
+  for (int64_t c = 0; c < 3; ++c) {
+    const double expected = colour[static_cast<size_t>(c)] / 255.0;
+    EXPECT_LT((unlit.select(4, c) - expected).abs().max().item<double>(), 2e-3) << "channel " << c;
+  }
+}
+
+TEST(Synthetic, PhotoTexturesKeepTheColourAlongTracks) {
+  SKIP_WITHOUT_DEVICE();
+  SyntheticOptions o = photo_options(1.0);
+  o.height = o.width = 96;
+  expect_sharp_colour_along_tracks(o, 33, noise_bank(4, 128));
+}
+
+TEST(Synthetic, PhotoTextureOptionsAreChecked) {
+  SKIP_WITHOUT_DEVICE();
+  SyntheticOptions o = photo_options(1.5);
+  EXPECT_NE(SyntheticVideoGenerator::create(o, at::kCPU).status().message().find("photo_texture_fraction"),
+            std::string::npos);
+  o = photo_options(0.5);  // on, but neither a bank nor photographs
+  EXPECT_EQ(SyntheticVideoGenerator::create(o, at::kCPU).status().code(), core::StatusCode::invalid_argument);
+  o.photo_textures = {"no/such/folder"};
+  const auto missing = SyntheticVideoGenerator::create(o, at::kCPU);
+  EXPECT_EQ(missing.status().code(), core::StatusCode::not_found);
+  EXPECT_NE(missing.status().message().find("no/such/folder"), std::string::npos) << missing.status().message();
+  o.photo_textures.clear();
+  o.photo_texture_fraction = 0.0;  // off: nothing is needed
+  EXPECT_TRUE(SyntheticVideoGenerator::create(o, at::kCPU));
+  EXPECT_FALSE(TextureBank::from_images(at::zeros({2, 3, 8, 8}, at::kByte), at::kCPU));     // too small
+  EXPECT_FALSE(TextureBank::from_images(at::zeros({2, 3, 32, 16}, at::kByte), at::kCPU));   // not square
+  EXPECT_FALSE(TextureBank::from_images(at::zeros({2, 3, 32, 32}, at::kFloat), at::kCPU));  // not uint8
+}
+
+// Real photographs (JPEG frames of ../shared/testdata): 854x480 images become two 64 px squares each, the left
+// and the right end of the image scaled to 64 px high, each with the mean colour of that part of the image.
+TEST(TextureBank, LoadsAndCutsPhotographs) {
+  const std::filesystem::path folder =
+      std::filesystem::path(TRACKSCOPE_SHARED_DIR) / "testdata/horsejump-high_480p/video";
+  if (!std::filesystem::exists(folder)) GTEST_SKIP() << "no test data at " << folder << " (GPU machine)";
+  const std::vector<std::filesystem::path> files = {folder / "00000.jpg", folder / "00030.jpg"};
+  auto bank = TextureBank::load(files, 64, at::kCPU);
+  ASSERT_TRUE(bank) << bank.status().message();
+  ASSERT_EQ(bank->count(), 4);  // round(854 / 480) = 2 squares per image
+  EXPECT_EQ(bank->side(), 64);
+  EXPECT_EQ(bank->names()[1], "00000.jpg [2/2]");
+  for (int64_t image = 0; image < 2; ++image) {
+    auto bytes = core::still_image::read_file_bytes(files[static_cast<size_t>(image)]);
+    ASSERT_TRUE(bytes);
+    auto decoded = core::still_image::decode_still(*bytes, "frame");
+    ASSERT_TRUE(decoded);
+    const at::Tensor original = at::from_blob(decoded->rgb.data(), {480, 854, 3}, at::kByte).to(at::kFloat);
+    // The squares span 480 of the 854 columns, from the left end and up to the right end: compare the column
+    // profiles (mean grey per column, 64 bins) with those of the two ends of the original.
+    auto profile = [](const at::Tensor& hwc) {  // float [H, W, 3] -> [64]
+      return at::adaptive_avg_pool1d(hwc.mean(at::IntArrayRef{0, 2}).view({1, 1, -1}), {64}).view({64});
+    };
+    const at::Tensor left = profile(original.narrow(1, 0, 480));
+    const at::Tensor right = profile(original.narrow(1, 854 - 480, 480));
+    const at::Tensor first = profile(bank->images()[image * 2].permute({1, 2, 0}).to(at::kFloat));
+    const at::Tensor second = profile(bank->images()[image * 2 + 1].permute({1, 2, 0}).to(at::kFloat));
+    const double first_error = (first - left).abs().mean().item<double>();
+    const double second_error = (second - right).abs().mean().item<double>();
+    EXPECT_LT(first_error, 2.0);
+    EXPECT_LT(second_error, 2.0);
+    // The control: each square is much further from the other end's profile.
+    EXPECT_GT((first - right).abs().mean().item<double>(), 3.0 * first_error + 2.0);
+    EXPECT_GT((second - left).abs().mean().item<double>(), 3.0 * second_error + 2.0);
+  }
+  EXPECT_EQ(TextureBank::load({folder / "missing.jpg"}, 64, at::kCPU).status().code(), core::StatusCode::not_found);
+  EXPECT_EQ(TextureBank::load(files, 8, at::kCPU).status().code(), core::StatusCode::invalid_argument);
+  // A damaged image is named.
+  const std::filesystem::path broken = std::filesystem::temp_directory_path() / "trackscope_texture_broken.jpg";
+  {
+    std::FILE* f = std::fopen(broken.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs("not a jpeg", f);
+    std::fclose(f);
+  }
+  const auto damaged = TextureBank::load({broken}, 64, at::kCPU);
+  EXPECT_FALSE(damaged);
+  EXPECT_NE(damaged.status().message().find("trackscope_texture_broken.jpg"), std::string::npos)
+      << damaged.status().message();
+  std::filesystem::remove(broken);
 }
 
 // ---- augmentation ------------------------------------------------------------------------------------------

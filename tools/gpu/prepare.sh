@@ -2,16 +2,20 @@
 # Builds the carry folder (.gpu-carry) that the GPU machine needs: a minimal FFmpeg, GoogleTest, the header
 # libraries, libjpeg-turbo and libpng (image sequences, core/video/still_image.cpp), and the shared fixtures/test clips the GPU tests and benchmarks read. Run here (Debian 12) from
 # anywhere; the first run takes ~3 minutes (FFmpeg build), later ones seconds.
-#   tools/gpu/prepare.sh [--fixtures small|base|all|none] [--with-qt] [--no-long-clip] [--batch-clips] [--out FOLDER]
+#   tools/gpu/prepare.sh [--fixtures small|base|all|none] [--with-qt] [--no-long-clip] [--batch-clips]
+#                        [--photo-textures DIR] [--out FOLDER]
 # --out .gpu-carry-lite --fixtures none makes a small carry (~8 MiB) for calls that also carry training weights.
 # --no-long-clip leaves out pips2_camel.mp4 (2 MiB; only the long-clip tracking run reads it): --fixtures base
 # with the project's own 23 MiB is otherwise close to the 64 MiB upload limit. --batch-clips adds the two other clips
 # of the test data (sampt_bees.mp4, cotracker_apple.mp4: 4.2 MiB) for tools/gpu/batch_throughput.sh.
+# --photo-textures DIR copies the photographs of tools/data/fetch-photo-textures.sh (2.2 MiB) into
+# FOLDER/photo-textures, for trackscope-train --texture-images (docs/training.md "Photo textures").
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 FIXTURES=small
 LONG_CLIP=yes
 BATCH_CLIPS=no
+PHOTOS=""
 CARRY=.gpu-carry
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -21,6 +25,7 @@ while [ $# -gt 0 ]; do
     --out) CARRY=$2; shift ;;
     --no-long-clip) LONG_CLIP=no ;;
     --batch-clips) BATCH_CLIPS=yes ;;
+    --photo-textures) PHOTOS=$2; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -44,3 +49,10 @@ cd "$ROOT"
   --deb nlohmann-json3-dev --deb libcli11-dev --deb libfmt-dev --deb libfmt9 --deb libzip-dev --deb libzip4 \
   --deb libjpeg62-turbo-dev --deb libjpeg62-turbo --deb libpng-dev --deb libpng16-16 \
   "${DATA[@]}" "$CARRY"
+if [ -n "$PHOTOS" ]; then
+  rm -rf "$CARRY/photo-textures"
+  mkdir -p "$CARRY/photo-textures"
+  find "$PHOTOS" -maxdepth 1 -type f \( -iname '*.png' -o -iname '*.jpg' -o -iname '*.jpeg' \) \
+    -exec cp {} "$CARRY/photo-textures/" \;
+  [ -n "$(ls -A "$CARRY/photo-textures")" ] || { echo "no JPEG/PNG photographs in $PHOTOS" >&2; exit 1; }
+fi
