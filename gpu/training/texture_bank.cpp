@@ -1,6 +1,7 @@
 // TextureBank: decoding, scaling and cutting photographs into square textures (contract in texture_bank.h).
 #include "gpu/training/texture_bank.h"
 
+#include <ATen/ATen.h>
 #include <fmt/format.h>
 
 #include <algorithm>
