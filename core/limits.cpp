@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -37,6 +39,19 @@ int available_cpu_threads() {
   if (cpus <= 0) cpus = static_cast<int>(std::thread::hardware_concurrency());
   if (const int quota = cgroup_cpu_quota(); quota > 0) cpus = std::min(cpus, quota);
   return std::max(1, cpus);
+}
+
+int automatic_cpu_threads() {
+  const int available = available_cpu_threads();
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): read-only; nothing in this process sets the environment
+  const char* requested = std::getenv("OMP_NUM_THREADS");
+  if (requested == nullptr) return available;
+  // OMP_NUM_THREADS may list one count per nesting level ("4,2"): the first is the outer level's.
+  char* end = nullptr;
+  errno = 0;
+  const long threads = std::strtol(requested, &end, 10);
+  if (errno != 0 || end == requested || (*end != '\0' && *end != ',') || threads < 1) return available;
+  return static_cast<int>(std::min<long>(threads, available));
 }
 
 Expected<ThreadCount> cap_thread_count(int64_t requested, std::string_view what, int limit) {

@@ -30,6 +30,11 @@ inline constexpr int64_t kMaxTrackedPoints = 10'000;
 /// is set (containers), at least 1.
 int available_cpu_threads();
 
+/// The intra-op CPU threads a job uses when none are asked for (--threads 0): OMP_NUM_THREADS when it holds a
+/// positive count (the standard knob; its first entry, capped to available_cpu_threads()), else every CPU this
+/// process may use. (Debian's LibTorch would start with one thread.)
+int automatic_cpu_threads();
+
 struct ThreadCount {
   int threads = 0;     // 0: the library's automatic choice; else 1..available_cpu_threads()
   std::string notice;  // non-empty when the request was capped: one line to show the user

@@ -167,7 +167,9 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
   command->add_option("--warmup", args->warmup, "warm-up runs per case")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
-  command->add_option("--threads", args->threads, "CPU threads (0 = LibTorch's default; at most the machine's)")
+  command
+      ->add_option("--threads", args->threads,
+                   "CPU threads (0 = automatic: OMP_NUM_THREADS if set, else every CPU this process may use)")
       ->capture_default_str();
   command->add_flag("--no-peaks", args->no_peaks, "skip measuring the device's GEMM and copy rates");
   command->add_option("--json", args->json, "write the profile JSON here");

@@ -345,8 +345,9 @@ void add_eval_command(CLI::App& app, CliContext& context) {
                       "random weights of the same model: a second, baseline run");
   command->add_option("--json", args->json, "write the results here");
   command
-      ->add_option("--threads", args->threads,
-                   "CPU threads for LibTorch (0 = leave the default; at most the machine's)")
+      ->add_option(
+          "--threads", args->threads,
+          "CPU threads for LibTorch (0 = automatic: OMP_NUM_THREADS if set, else every CPU this process may use)")
       ->capture_default_str();
   command->add_flag("--stability", args->stability,
                     "also track the clip's queries again under small input and precision changes and report the "

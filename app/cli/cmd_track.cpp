@@ -245,8 +245,9 @@ void add_track_command(CLI::App& app, CliContext& context) {
   command->add_option("--first", args->first_frame, "first frame to track")->capture_default_str();
   command->add_option("--end", args->end_frame, "one past the last frame (-1 = to the end)")->capture_default_str();
   command
-      ->add_option("--threads", args->threads,
-                   "CPU threads for LibTorch (0 = leave the default; at most the machine's)")
+      ->add_option(
+          "--threads", args->threads,
+          "CPU threads for LibTorch (0 = automatic: OMP_NUM_THREADS if set, else every CPU this process may use)")
       ->capture_default_str();
   command
       ->add_option("--decode-threads", args->decode_threads,

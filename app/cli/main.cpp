@@ -5,7 +5,9 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "core/limits.h"
 #include "core/log.h"
+#include "gpu/cpu_runtime.h"
 
 int main(int argc, char** argv) {
   using namespace trackscope;
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "[%s] %.*s\n", core::log::to_string(level), static_cast<int>(text.size()), text.data());
         },
         verbose ? core::log::Level::debug : core::log::Level::warning);
+    // Every core unless OMP_NUM_THREADS says otherwise; a command's --threads overrides it.
+    gpu::set_cpu_threads(core::automatic_cpu_threads());
   });
   try {
     app.parse(argc, argv);

@@ -14,9 +14,9 @@ namespace trackscope::app {
 // otherwise be page-faulted in again on every chunk).
 std::unique_ptr<core::TrackerFactory> make_gui_tracker_factory() {
   if (!gpu::keep_freed_host_memory()) core::log::warn("could not tune the host allocator for CPU tracking");
-  // Debian's LibTorch starts with one intra-op thread; a desktop user tracking on the CPU wants every core.
-  // core::available_cpu_threads(): the CPUs this process may run on (affinity, container quota), as the CLI caps.
-  const int cores = core::available_cpu_threads();
+  // Debian's LibTorch starts with one intra-op thread; a desktop user tracking on the CPU wants every core
+  // (core::automatic_cpu_threads(): the CPUs this process may run on, or OMP_NUM_THREADS, as the CLI does).
+  const int cores = core::automatic_cpu_threads();
   if (cores > 1) core::log::info("CPU tracking uses {} threads", gpu::set_cpu_threads(cores));
   return gpu::make_tracker_factory({});
 }

@@ -24,6 +24,7 @@
 #include "core/tracking/point_tracker.h"
 #include "core/tracking/progress_bar.h"
 #include "core/tracking/track_clip.h"
+#include "core/limits.h"
 #include "gpu/cpu_runtime.h"
 #include "gpu/devices.h"
 #include "gpu/tracker_factory.h"
@@ -97,7 +98,7 @@ int run(const Arguments& args) {
   options.window_overlap = args.overlap;
   if (core::Status s = options.check(); !s) return fail(s.message());
   gpu::keep_freed_host_memory();
-  if (args.threads > 0) gpu::set_cpu_threads(args.threads);
+  gpu::set_cpu_threads(args.threads > 0 ? args.threads : core::automatic_cpu_threads());
   std::unique_ptr<core::TrackerFactory> factory = gpu::make_tracker_factory({});
   core::Expected<std::unique_ptr<core::PointTracker>> tracker = factory->create(options);
   if (!tracker) return fail(tracker.status().message());
@@ -164,7 +165,7 @@ int main(int argc, char** argv) {
   app.add_option("--host-memory-budget-mb", args.host_memory_budget_mb, "CUDA: host budget (0 = automatic)");
   app.add_option("--window", args.window, "windowed: frames per window");
   app.add_option("--overlap", args.overlap, "windowed: shared frames");
-  app.add_option("--threads", args.threads, "CPU threads for LibTorch");
+  app.add_option("--threads", args.threads, "CPU threads for LibTorch (0 = OMP_NUM_THREADS if set, else every CPU)");
   app.add_option("--end", args.end, "one past the last frame (-1 = all)");
   app.add_option("--out", args.out, "tracks as CSV");
   app.add_option("--json", args.json, "the report as a JSON file too");

@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <vector>
+#include <utility>
+#include <string>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -20,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path fresh_folder(const std::string& name) {
-  const fs::path folder = fs::path(TRACKSCOPE_TEST_OUTPUT_DIR) / "limits" / name;
+  fs::path folder = fs::path(TRACKSCOPE_TEST_OUTPUT_DIR) / "limits" / name;
   fs::remove_all(folder);
   fs::create_directories(folder);
   return folder;
@@ -39,6 +43,26 @@ TEST(Limits, AvailableCpuThreadsIsWithinTheMachine) {
   const unsigned hardware = std::thread::hardware_concurrency();
   if (hardware > 0) {
     EXPECT_LE(cpus, static_cast<int>(hardware));
+  }
+}
+
+// --threads 0: OMP_NUM_THREADS when it is a positive count (its first entry, capped to the machine), else every CPU.
+TEST(Limits, AutomaticCpuThreadsHonoursOmpNumThreads) {
+  const char* saved = std::getenv("OMP_NUM_THREADS");
+  const std::string previous = saved != nullptr ? saved : "";
+  const int cpus = available_cpu_threads();
+  ASSERT_EQ(unsetenv("OMP_NUM_THREADS"), 0);
+  EXPECT_EQ(automatic_cpu_threads(), cpus);
+  const std::vector<std::pair<std::string, int>> cases = {{"1", 1},     {"100000", cpus}, {"1,4", 1}, {"0", cpus},
+                                                          {"-3", cpus}, {"two", cpus},    {"", cpus}, {"2x", cpus}};
+  for (const auto& [value, expected] : cases) {
+    ASSERT_EQ(setenv("OMP_NUM_THREADS", value.c_str(), 1), 0);
+    EXPECT_EQ(automatic_cpu_threads(), expected) << "OMP_NUM_THREADS='" << value << "'";
+  }
+  if (saved != nullptr) {
+    setenv("OMP_NUM_THREADS", previous.c_str(), 1);
+  } else {
+    unsetenv("OMP_NUM_THREADS");
   }
 }
 
