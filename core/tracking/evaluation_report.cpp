@@ -41,7 +41,19 @@ Json pck_json(const PckResult& pck, const BadjaAnnotations& annotations) {
          {"evaluated", f.evaluated},
          {"pck", number(f.evaluated > 0 ? static_cast<double>(f.correct) / static_cast<double>(f.evaluated) : NAN)}});
   }
-  return {{"pck", number(pck.pck)}, {"correct", pck.correct}, {"evaluated", pck.evaluated}, {"per_frame", frames}};
+  Json joints = Json::array();
+  for (const PckJoint& j : pck.per_joint) {
+    joints.push_back({{"joint_id", j.joint_id},
+                      {"correct", j.correct},
+                      {"evaluated", j.evaluated},
+                      {"mean_error_px", number(j.mean_error_px)},
+                      {"first_miss_frame", j.first_miss_frame}});
+  }
+  return {{"pck", number(pck.pck)},
+          {"correct", pck.correct},
+          {"evaluated", pck.evaluated},
+          {"per_frame", frames},
+          {"per_joint", joints}};
 }
 
 Json tapvid_json(const TapVidMetrics& m) {
@@ -177,6 +189,17 @@ std::string format_badja(const EvaluationReport::Badja& section) {
       out += fmt::format("  {:6.3f}", static_cast<double>(section.random_weights->per_frame[f].correct) / n);
     }
     out += "\n";
+  }
+  // Which joints the model loses, and from which annotated frame on (the stationary baseline for scale).
+  out += fmt::format("  {:>5} {:>4} {:>7} {:>13} {:>10} {:>13}\n", "joint", "n", "model", "mean err px", "lost at",
+                     "stationary px");
+  for (size_t q = 0; q < b.pck.per_joint.size(); ++q) {
+    const PckJoint& j = b.pck.per_joint[q];
+    if (j.evaluated == 0) continue;
+    const std::string lost = j.first_miss_frame < 0 ? "-" : fmt::format("frame {}", j.first_miss_frame);
+    out += fmt::format("  {:5} {:4} {:7.3f} {:13.1f} {:>10} {:13.1f}\n", j.joint_id, j.evaluated,
+                       static_cast<double>(j.correct) / static_cast<double>(j.evaluated), j.mean_error_px, lost,
+                       q < b.stationary.per_joint.size() ? b.stationary.per_joint[q].mean_error_px : NAN);
   }
   out += format_calibration(b.calibration);
   return out;

@@ -425,6 +425,9 @@ Expected<PckResult> compute_badja_pck(const BadjaAnnotations& annotations, const
                     tracks.tracks.size(), queries.size()));
   }
   PckResult result;
+  result.per_joint.resize(queries.size());
+  std::vector<double> error_sum_px(queries.size(), 0.0);
+  for (size_t q = 0; q < queries.size(); ++q) result.per_joint[q].joint_id = queries[q].joint_id;
   for (size_t f = 1; f < annotations.frames.size(); ++f) {
     const BadjaFrame& frame = annotations.frames[f];
     if (!std::isfinite(frame.pck_threshold_px)) {
@@ -443,12 +446,26 @@ Expected<PckResult> compute_badja_pck(const BadjaAnnotations& annotations, const
       }
       const TrackPoint& predicted = track.at(frame.frame);
       const double distance = std::hypot(predicted.x_px - joint->x_px, predicted.y_px - joint->y_px);
+      const bool correct = distance < frame.pck_threshold_px;
       ++tally.evaluated;
-      if (distance < frame.pck_threshold_px) ++tally.correct;
+      if (correct) ++tally.correct;
+      PckJoint& per_joint = result.per_joint[q];
+      ++per_joint.evaluated;
+      error_sum_px[q] += distance;
+      if (correct) {
+        ++per_joint.correct;
+      } else if (per_joint.first_miss_frame < 0) {
+        per_joint.first_miss_frame = frame.frame;
+      }
     }
     result.correct += tally.correct;
     result.evaluated += tally.evaluated;
     result.per_frame.push_back(tally);
+  }
+  for (size_t q = 0; q < queries.size(); ++q) {
+    PckJoint& joint = result.per_joint[q];
+    joint.mean_error_px = joint.evaluated > 0 ? error_sum_px[q] / static_cast<double>(joint.evaluated)
+                                              : std::numeric_limits<double>::quiet_NaN();
   }
   result.pck = ratio(result.correct, result.evaluated);
   return result;

@@ -137,11 +137,21 @@ struct PckFrame {
   int64_t evaluated = 0;
 };
 
+/// One started joint over the later annotated frames where it is visible: which joints a tracker loses, and when.
+struct PckJoint {
+  int joint_id = 0;
+  int64_t correct = 0;
+  int64_t evaluated = 0;
+  double mean_error_px = 0.0;     // mean distance to the annotation over the evaluated frames (NaN if none)
+  int64_t first_miss_frame = -1;  // the first evaluated frame where it was not correct (-1: never missed)
+};
+
 struct PckResult {
   double pck = 0.0;  // correct / evaluated (NaN if nothing to evaluate)
   int64_t correct = 0;
   int64_t evaluated = 0;  // (later annotated frame, started joint visible there) pairs
   std::vector<PckFrame> per_frame;
+  std::vector<PckJoint> per_joint;  // in track (query) order
 };
 
 /// BADJA PCK: tracks[i] follows badja_queries(annotations)[i] (same order, same pixel coordinates). On every

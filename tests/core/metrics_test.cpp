@@ -143,6 +143,32 @@ TEST(BadjaPck, HandComputedCase) {
   ASSERT_EQ(still->per_frame.size(), 2u);
   EXPECT_EQ(still->per_frame[0].frame, 4);
   EXPECT_EQ(still->per_frame[1].evaluated, 2);
+  // Per joint: joint 1 is correct on frame 4 (4 px), missed on frame 9 (4.47 px); joint 2 only scores on frame
+  // 9 (5 px, missed).
+  ASSERT_EQ(still->per_joint.size(), 2u);
+  const PckJoint& first = still->per_joint[0];
+  EXPECT_EQ(first.joint_id, 1);
+  EXPECT_EQ(first.evaluated, 2);
+  EXPECT_EQ(first.correct, 1);
+  EXPECT_NEAR(first.mean_error_px, (4.0 + std::hypot(4.0, 2.0)) / 2.0, 1e-9);
+  EXPECT_EQ(first.first_miss_frame, 9);
+  const PckJoint& second = still->per_joint[1];
+  EXPECT_EQ(second.joint_id, 2);
+  EXPECT_EQ(second.evaluated, 1);
+  EXPECT_EQ(second.correct, 0);
+  EXPECT_NEAR(second.mean_error_px, 5.0, 1e-9);
+  EXPECT_EQ(second.first_miss_frame, 9);
+  // A tracker that follows joint 1 exactly never misses it.
+  TrackSet following = make_stationary_tracks(starts, 0, 10);
+  for (int64_t f = 4; f < 10; ++f) {
+    TrackPoint& p = following.tracks[0].points[static_cast<size_t>(f)];
+    p.x_px = 14.0;
+    p.y_px = f < 9 ? 10.0 : 12.0;
+  }
+  Expected<PckResult> followed = compute_badja_pck(gt, following);
+  ASSERT_TRUE(followed);
+  EXPECT_EQ(followed->per_joint[0].first_miss_frame, -1);
+  EXPECT_DOUBLE_EQ(followed->per_joint[0].mean_error_px, 0.0);
 
   TrackSet short_tracks = make_stationary_tracks(starts, 0, 5);  // ends before frame 9
   EXPECT_EQ(compute_badja_pck(gt, short_tracks).status().code(), StatusCode::invalid_argument);
