@@ -60,6 +60,8 @@ struct SyntheticOptions {
                                       // [0, x] each (exposure over the frame interval: motion blur of
                                       // moving layers, ghosting of fast ones); the ground truth stays at
                                       // the frame's centre time
+  double min_limb_half_width = 0.12;  // a limb's half-width is uniform in [x, 0.3] of its texture (the length
+                                      // is 0.92); lower = thinner legs (0.03: ~3 px at 256 px, a horse's leg)
   double articulated_fraction = 0.0;  // share of limbs that carry a second segment (a lower leg: its own swing
                                       // about the first segment's far end, drawn in front of it)
   double occluder_fraction = 0.0;     // share of clips whose top-most object is a thin bar (a pole, a fence

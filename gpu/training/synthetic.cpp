@@ -364,6 +364,7 @@ Drift draw_drift(Uniforms& u, const SyntheticOptions& o, double start_range) {
 // about the texture point (-kLimbPivot, 0), one end of it, with a pendulum swing of its angle, while the pivot
 // itself moves like an object (velocity, acceleration). Points far from the pivot move fastest, as on a leg.
 constexpr double kLimbPivot = 0.8;
+constexpr double kMaxLimbHalfWidth = 0.3;  // texture units; the least is SyntheticOptions::min_limb_half_width
 void draw_limb(Uniforms& u, const SyntheticOptions& o, double* frames_out) {
   const int64_t t_count = o.frames;
   const Drift pivot = draw_drift(u, o, 0.7);
@@ -487,7 +488,7 @@ void draw_texture(Uniforms& u, double frequency_scale, double* q) {
   q[kGradientGain] = u.uniform(0.5, 1.5);
 }
 
-void draw_shape(Uniforms& u, bool active, bool limb, double* q, bool bar = false) {
+void draw_shape(Uniforms& u, const SyntheticOptions& o, bool active, bool limb, double* q, bool bar = false) {
   const double pick = u.next();
   const int64_t kind = limb ? 0 : pick < 0.3 ? 0 : pick < 0.7 ? 1 : 2;
   for (int64_t i = 0; i < 3; ++i) q[kEllipseWeight + i] = i == kind ? 1.0 : 0.0;
@@ -496,7 +497,7 @@ void draw_shape(Uniforms& u, bool active, bool limb, double* q, bool bar = false
   q[kEllipseRotation] = u.uniform(0.0, kPi);
   if (limb) {  // long and thin along texture x, reaching the pivot at x = -kLimbPivot
     q[kSemiAxisA] = 0.92;
-    q[kSemiAxisB] = bar ? u.uniform(0.03, 0.09) : u.uniform(0.12, 0.3);
+    q[kSemiAxisB] = bar ? u.uniform(0.03, 0.09) : u.uniform(o.min_limb_half_width, kMaxLimbHalfWidth);
     q[kEllipseRotation] = 0.0;
   }
   q[kBlobBase] = u.uniform(0.5, 0.7);
@@ -554,7 +555,7 @@ Scene draw_scene(Uniforms& u, const SyntheticOptions& o) {
       parent_limb = limb ? object_geometry : nullptr;
       draw_texture(u, 1.0, textures + (b * (layers + 1) + k) * kTextureParams);
       texture_keys[b * (layers + 1) + k] = u.key();
-      draw_shape(u, k <= objects, limb || child || bar, shapes + (b * layers + k - 1) * kShapeParams, bar);
+      draw_shape(u, o, k <= objects, limb || child || bar, shapes + (b * layers + k - 1) * kShapeParams, bar);
       shape_keys[b * layers + k - 1] = u.key();
     }
     if (o.max_aspect_squeeze > 1.0 && u.chance(0.5)) {

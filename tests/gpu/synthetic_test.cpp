@@ -212,11 +212,30 @@ TEST(Synthetic, NewOptionsAreDeterministicAndChecked) {
   for (auto [field, value, name] : std::vector<std::tuple<double SyntheticOptions::*, double, const char*>>{
            {&SyntheticOptions::articulated_fraction, 1.5, "articulated_fraction"},
            {&SyntheticOptions::occluder_fraction, -0.1, "occluder_fraction"},
-           {&SyntheticOptions::max_camera_shake, 0.2, "max_camera_shake"}}) {
+           {&SyntheticOptions::max_camera_shake, 0.2, "max_camera_shake"},
+           {&SyntheticOptions::min_limb_half_width, 0.01, "min_limb_half_width"}}) {
     SyntheticOptions bad = small_options();
     bad.*field = value;
     EXPECT_NE(SyntheticVideoGenerator::create(bad, at::kCPU).status().message().find(name), std::string::npos) << name;
   }
+}
+
+// Thinner limbs: the same clips (the half-width takes the same draw, only its range starts lower), each limb at
+// most as wide, so the limbs cover fewer pixels; the ground truth stays exact.
+TEST(Synthetic, ThinLimbsCoverLessAndKeepExactOcclusion) {
+  SKIP_WITHOUT_DEVICE();
+  SyntheticOptions o = realistic_options();
+  o.limb_fraction = 1.0;
+  const SyntheticBatch wide = generate(o, 18);
+  o.min_limb_half_width = 0.03;
+  const SyntheticBatch thin = generate(o, 18);
+  const double wide_pixels = wide.layer_ids.gt(0).sum().item<double>();
+  const double thin_pixels = thin.layer_ids.gt(0).sum().item<double>();
+  EXPECT_LT(thin_pixels, 0.8 * wide_pixels) << thin_pixels << " vs " << wide_pixels;
+  EXPECT_GT(thin_pixels, 0.0);
+  SyntheticOptions mixed = realistic_options();  // limbs among other objects: enough points hidden to check
+  mixed.min_limb_half_width = 0.03;
+  expect_occlusion_flags_agree_with_layer_ids(mixed, 19);
 }
 
 // Bilinear colour [3] (in [0,1]) of frame t of clip b at raster (x, y).
