@@ -2,6 +2,7 @@
 // order of floating-point operations is observable (coordinate scaling "multiply first", +0.5 before the
 // normalisation, softmax of 20x, ...); comments say where this port deliberately differs and why.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <cmath>
 #include <numbers>
@@ -108,7 +109,20 @@ QueryFeatures QueryFeatures::slice(std::int64_t begin, std::int64_t end) const {
 
 at::Tensor normalize_video_u8(const at::Tensor& video_u8) {
   TORCH_CHECK(video_u8.scalar_type() == at::kByte, "normalize_video_u8: expected uint8, got ", video_u8.scalar_type());
-  return video_u8.to(at::kFloat).div(255.0).mul(2).sub(1);
+  const auto normalise = [](const at::Tensor& bytes) { return bytes.to(at::kFloat).div(255.0).mul(2).sub(1); };
+  if (!video_u8.device().is_cpu()) return normalise(video_u8);
+  // On the CPU a lookup in the table of all 256 results (made by the very same operations, so the values are
+  // identical) is one pass instead of four full-size passes and three temporaries: a 720p frame took ~8 ms.
+  const at::Tensor table = normalise(at::arange(256, at::kFloat));
+  const at::Tensor source = video_u8.contiguous();
+  at::Tensor out = at::empty(source.sizes(), source.options().dtype(at::kFloat));
+  const uint8_t* in = source.data_ptr<uint8_t>();
+  float* values = out.data_ptr<float>();
+  const float* lookup = table.data_ptr<float>();
+  at::parallel_for(0, source.numel(), int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) values[i] = lookup[in[i]];
+  });
+  return out;
 }
 
 at::Tensor resize_video_bilinear(const at::Tensor& video, std::int64_t height, std::int64_t width) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/csrc/jit/serialization/pickle.h>
@@ -113,6 +114,23 @@ weights::StateDict state_of(const LocoTrack& model) {
   for (const auto& item : model.named_parameters())
     state.tensors.emplace_back(item.key(), item.value().detach().clone());
   return state;
+}
+
+// The CPU's table lookup gives exactly the floats of the official u/255*2-1 chain: every byte value, any layout.
+TEST(LocoTrackStages, NormalisedFramesEqualTheOfficialArithmetic) {
+  at::Generator g = at::make_generator<at::CPUGeneratorImpl>(5);
+  const at::Tensor all_values =
+      at::arange(256, at::kFloat).to(at::kByte).view({1, 1, 16, 16, 1}).expand({1, 1, 16, 16, 3});
+  const at::Tensor frames = at::randint(0, 256, {1, 3, 37, 53, 3}, g, at::TensorOptions(at::kByte));
+  for (const at::Tensor& video : {all_values, frames, frames.transpose(2, 3)}) {
+    const at::Tensor official = video.to(at::kFloat).div(255.0).mul(2).sub(1);
+    const at::Tensor ours = model::normalize_video_u8(video);
+    EXPECT_EQ(ours.sizes(), official.sizes());
+    EXPECT_EQ(ours.scalar_type(), at::kFloat);
+    EXPECT_TRUE(at::equal(ours, official));
+  }
+  EXPECT_FLOAT_EQ(model::normalize_video_u8(at::full({1}, 255, at::kByte)).item<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(model::normalize_video_u8(at::zeros({1}, at::kByte)).item<float>(), -1.0f);
 }
 
 TEST(LocoTrackWeights, StrictLoadListsEveryProblemAtOnce) {
