@@ -716,6 +716,9 @@ core::Expected<std::unique_ptr<SyntheticVideoGenerator>> SyntheticVideoGenerator
   }
   if (options.photo_texture_fraction <= 0.0) {
     bank.reset();
+  } else if (bank && bank->images().device() != device) {
+    return core::invalid_argument(
+        fmt::format("the texture bank is on {}, the generator on {}", bank->images().device().str(), device.str()));
   } else if (!bank) {
     if (options.photo_textures.empty()) {
       return core::invalid_argument(

@@ -41,7 +41,8 @@ class SyntheticVideoGenerator {
  public:
   /// invalid_argument when options.check() fails or the device is not usable by LibTorch. With
   /// options.photo_texture_fraction > 0 the photographs come from `bank` or, without one, are loaded from
-  /// options.photo_textures (errors of TextureBank::load; invalid_argument when neither is given).
+  /// options.photo_textures (errors of TextureBank::load; invalid_argument when neither is given, or the bank is
+  /// on another device).
   static core::Expected<std::unique_ptr<SyntheticVideoGenerator>> create(
       const SyntheticOptions& options, const at::Device& device, std::shared_ptr<const TextureBank> bank = nullptr);
 

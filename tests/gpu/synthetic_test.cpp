@@ -486,6 +486,16 @@ TEST(Synthetic, PhotoTextureOptionsAreChecked) {
   o.photo_textures.clear();
   o.photo_texture_fraction = 0.0;  // off: nothing is needed
   EXPECT_TRUE(SyntheticVideoGenerator::create(o, at::kCPU));
+  if (at::hasCUDA()) {  // a bank on another device than the generator is refused, not copied on every batch
+    auto cpu_bank = TextureBank::from_images(at::zeros({1, 3, 16, 16}, at::kByte), at::kCPU);
+    ASSERT_TRUE(cpu_bank);
+    o.photo_texture_fraction = 0.5;
+    EXPECT_EQ(
+        SyntheticVideoGenerator::create(o, at::Device(at::kCUDA, 0), std::make_shared<const TextureBank>(*cpu_bank))
+            .status()
+            .code(),
+        core::StatusCode::invalid_argument);
+  }
   EXPECT_FALSE(TextureBank::from_images(at::zeros({2, 3, 8, 8}, at::kByte), at::kCPU));     // too small
   EXPECT_FALSE(TextureBank::from_images(at::zeros({2, 3, 32, 16}, at::kByte), at::kCPU));   // not square
   EXPECT_FALSE(TextureBank::from_images(at::zeros({2, 3, 32, 32}, at::kFloat), at::kCPU));  // not uint8
