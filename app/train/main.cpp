@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "core/io/atomic_file.h"
+#include "core/limits.h"
 #include "core/log.h"
+#include "gpu/cpu_runtime.h"
 #include "gpu/training.h"
 
 namespace {
@@ -152,6 +154,7 @@ int main(int argc, char** argv) {
                  "truth of 24 points)");
   app.add_flag("-v,--verbose", verbose, "debug logging");
   CLI11_PARSE(app, argc, argv);
+  gpu::set_cpu_threads(core::automatic_cpu_threads());  // CPU runs: every core, or OMP_NUM_THREADS (as the CLI)
 
   core::log::SinkHandle sink = core::log::add_sink(
       [](core::log::Level level, std::string_view text) {
