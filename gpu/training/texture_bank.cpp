@@ -17,6 +17,8 @@
 namespace trackscope::gpu::training {
 namespace {
 
+constexpr int kMaxScaledSide = 16384;  // core::ImageResizer's largest side
+
 bool is_image_file(const std::filesystem::path& path) {
   std::string extension = path.extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(),
@@ -83,7 +85,14 @@ core::Expected<TextureBank> TextureBank::load(const std::vector<std::filesystem:
     const bool wide = image->width >= image->height;
     const int short_side = wide ? image->height : image->width;
     const int long_side = wide ? image->width : image->height;
-    const int scaled_long = std::max(s, static_cast<int>(std::lround(static_cast<double>(long_side) * s / short_side)));
+    const double scaled_long_px = static_cast<double>(long_side) * s / short_side;
+    if (scaled_long_px > kMaxScaledSide) {
+      return core::invalid_argument(
+          fmt::format("'{}' ({}x{}) is too elongated for {} px squares: its long side would "
+                      "be {:.0f} px (at most {})",
+                      file.string(), image->width, image->height, side, scaled_long_px, kMaxScaledSide));
+    }
+    const int scaled_long = std::max(s, static_cast<int>(std::lround(scaled_long_px)));
     const int width = wide ? scaled_long : s, height = wide ? s : scaled_long;
     const core::ImageResizer resizer(image->width, image->height, width, height, core::ResizeFilter::lanczos);
     scaled.resize(static_cast<size_t>(width) * height * 3);

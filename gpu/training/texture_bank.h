@@ -10,7 +10,8 @@
 //
 // The generator crops, rotates, flips and scales them per layer (docs/training.md "Photo textures").
 // Errors: not_found (a missing file or folder, a folder without images), corrupt_data / unsupported from
-// decoding (the file is named), invalid_argument (side out of range, more than kMaxBankBytes of squares).
+// decoding (the file is named), invalid_argument (side out of range, more than kMaxBankBytes of squares, an
+// image so elongated that its long side would exceed 16384 px once scaled).
 // Threads: load() and from_images() are independent; a bank is immutable once made.
 
 #include <ATen/ATen.h>

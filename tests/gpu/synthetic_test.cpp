@@ -538,6 +538,22 @@ TEST(TextureBank, LoadsAndCutsPhotographs) {
   }
   EXPECT_EQ(TextureBank::load({folder / "missing.jpg"}, 64, at::kCPU).status().code(), core::StatusCode::not_found);
   EXPECT_EQ(TextureBank::load(files, 8, at::kCPU).status().code(), core::StatusCode::invalid_argument);
+  // An image too elongated to scale (2000x10 -> 102400x512) is refused, not passed on to the resizer.
+  const std::filesystem::path strip = std::filesystem::temp_directory_path() / "trackscope_texture_strip.jpg";
+  {
+    const std::vector<uint8_t> pixels(2000 * 10 * 3, 128);
+    auto bytes = core::encode_jpeg(pixels.data(), 2000, 10, 90);
+    ASSERT_TRUE(bytes) << bytes.status().message();
+    std::FILE* f = std::fopen(strip.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(bytes->data(), 1, bytes->size(), f);
+    std::fclose(f);
+  }
+  const auto elongated = TextureBank::load({strip}, 512, at::kCPU);
+  EXPECT_EQ(elongated.status().code(), core::StatusCode::invalid_argument);
+  EXPECT_NE(elongated.status().message().find("too elongated"), std::string::npos) << elongated.status().message();
+  EXPECT_TRUE(TextureBank::load({strip}, 16, at::kCPU));  // 3200x16: fine at 16 px
+  std::filesystem::remove(strip);
   // A damaged image is named.
   const std::filesystem::path broken = std::filesystem::temp_directory_path() / "trackscope_texture_broken.jpg";
   {
