@@ -52,22 +52,24 @@ struct SyntheticOptions {
   double max_noise_std = 0.02;             // additive pixel noise, colour units in [0, 1], per clip in [0, max]
   double max_lighting_change = 0.15;       // per-frame gain in [1 - x, 1 + x], bias in +-x/10
   // Closer to real footage (all off by default, so seeded streams of earlier runs stay the same):
-  double limb_fraction = 0.0;         // share of foreground objects that are swinging limbs: elongated
-                                      // ellipses pivoting about one end (pendulum swing) around a moving pivot
-  double max_aspect_squeeze = 1.0;    // half of the clips are stretched along one axis by a factor in
-                                      // [1, x] (a 16:9 video resized to 256x256 is stretched 1.78x in y)
-  double max_temporal_blur = 0.0;     // half of the clips blend each frame with its neighbours, weight in
-                                      // [0, x] each (exposure over the frame interval: motion blur of
-                                      // moving layers, ghosting of fast ones); the ground truth stays at
-                                      // the frame's centre time
-  double min_limb_half_width = 0.12;  // a limb's half-width is uniform in [x, 0.3] of its texture (the length
-                                      // is 0.92); lower = thinner legs (0.03: ~3 px at 256 px, a horse's leg)
-  double articulated_fraction = 0.0;  // share of limbs that carry a second segment (a lower leg: its own swing
-                                      // about the first segment's far end, drawn in front of it)
-  double occluder_fraction = 0.0;     // share of clips whose top-most object is a thin bar (a pole, a fence
-                                      // rail) drifting slowly across the scene
-  double max_camera_shake = 0.0;      // half of the clips shake: every layer moves by the same random offset
-                                      // per frame, each axis uniform in [-x, x] normalised units (<= 0.1)
+  double limb_fraction = 0.0;           // share of foreground objects that are swinging limbs: elongated
+                                        // ellipses pivoting about one end (pendulum swing) around a moving pivot
+  double max_aspect_squeeze = 1.0;      // half of the clips are stretched along one axis by a factor in
+                                        // [1, x] (a 16:9 video resized to 256x256 is stretched 1.78x in y)
+  double max_temporal_blur = 0.0;       // half of the clips blend each frame with its neighbours, weight in
+                                        // [0, x] each (exposure over the frame interval: motion blur of
+                                        // moving layers, ghosting of fast ones); the ground truth stays at
+                                        // the frame's centre time
+  double min_limb_half_width = 0.12;    // a limb's half-width is uniform in [x, 0.3] of its texture (the length
+                                        // is 0.92); lower = thinner legs (0.03: ~3 px at 256 px, a horse's leg)
+  double attached_limb_fraction = 0.0;  // share of limbs whose pivot hangs from a point of the plain object drawn
+                                        // before them (a leg on a moving body) instead of drifting on its own
+  double articulated_fraction = 0.0;    // share of limbs that carry a second segment (a lower leg: its own swing
+                                        // about the first segment's far end, drawn in front of it)
+  double occluder_fraction = 0.0;       // share of clips whose top-most object is a thin bar (a pole, a fence
+                                        // rail) drifting slowly across the scene
+  double max_camera_shake = 0.0;        // half of the clips shake: every layer moves by the same random offset
+                                        // per frame, each axis uniform in [-x, x] normalised units (<= 0.1)
   // Photographs as textures (off by default): that share of the layers (background and objects alike) shows a
   // crop of a photograph instead of a procedural texture: the background an upright crop of 50-100% of a
   // square, an object a crop of 15-50% at any angle, either mirrored or not. The photographs are

@@ -69,6 +69,8 @@ core::Status SyntheticOptions::check() const {
                                      fmt::format("max_camera_shake {} not in [0, 0.1] (the camera window must stay on "
                                                  "the background texture)",
                                                  max_camera_shake)));
+  TRACKSCOPE_RETURN_IF_ERROR(require(in_range(attached_limb_fraction, 0, 1), what,
+                                     fmt::format("attached_limb_fraction {} not in [0, 1]", attached_limb_fraction)));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(min_limb_half_width, 0.02, 0.3), what,
                                      fmt::format("min_limb_half_width {} not in [0.02, 0.3]", min_limb_half_width)));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(photo_texture_fraction, 0, 1), what,

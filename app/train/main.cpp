@@ -76,6 +76,9 @@ int main(int argc, char** argv) {
   app.add_option("--limb-width", o.data.min_limb_half_width,
                  "thinnest limb: its half-width is uniform in [x, 0.3] of its texture (lower = thinner legs)")
       ->capture_default_str();
+  app.add_option("--attached-limbs", o.data.attached_limb_fraction,
+                 "share of limbs hanging from a point of the object drawn before them (legs on a moving body)")
+      ->capture_default_str();
   app.add_option("--articulated", o.data.articulated_fraction,
                  "share of limbs with a second segment hanging from their far end (a lower leg)")
       ->capture_default_str();

@@ -365,7 +365,10 @@ Drift draw_drift(Uniforms& u, const SyntheticOptions& o, double start_range) {
 // itself moves like an object (velocity, acceleration). Points far from the pivot move fastest, as on a leg.
 constexpr double kLimbPivot = 0.8;
 constexpr double kMaxLimbHalfWidth = 0.3;  // texture units; the least is SyntheticOptions::min_limb_half_width
-void draw_limb(Uniforms& u, const SyntheticOptions& o, double* frames_out) {
+// With `body` (a layer's geometry), the pivot hangs from the body's texture point `attach` instead: a leg on a
+// moving body.
+void draw_limb(Uniforms& u, const SyntheticOptions& o, double* frames_out, const double* body = nullptr,
+               std::array<double, 2> attach = {}) {
   const int64_t t_count = o.frames;
   const Drift pivot = draw_drift(u, o, 0.7);
   const double angle0 = u.uniform(0.0, 2.0 * kPi), swing = u.uniform(0.3, 1.1);
@@ -377,9 +380,15 @@ void draw_limb(Uniforms& u, const SyntheticOptions& o, double* frames_out) {
     const double scale = scale0 * std::exp(growth * s);
     const double c = std::cos(angle), sn = std::sin(angle);
     const double m00 = c * scale, m01 = -sn * scale, m10 = sn * scale, m11 = c * scale;
+    double pivot_x = pivot.x(s), pivot_y = pivot.y(s);
+    if (body != nullptr) {  // the body's forward map n = M r + P at the attachment point
+      const double* q = body + t * kGeometryParams;
+      pivot_x = q[kM00] * attach[0] + q[kM01] * attach[1] + q[kPx];
+      pivot_y = q[kM10] * attach[0] + q[kM11] * attach[1] + q[kPy];
+    }
     // n = M r + P with the pivot texture point r = (-kLimbPivot, 0) at pivot(t).
-    write_affine(frames_out + t * kGeometryParams, m00, m01, m10, m11, pivot.x(s) + m00 * kLimbPivot,
-                 pivot.y(s) + m10 * kLimbPivot);
+    write_affine(frames_out + t * kGeometryParams, m00, m01, m10, m11, pivot_x + m00 * kLimbPivot,
+                 pivot_y + m10 * kLimbPivot);
   }
 }
 
@@ -535,6 +544,7 @@ Scene draw_scene(Uniforms& u, const SyntheticOptions& o) {
     texture_keys[b * (layers + 1)] = u.key();
     const bool occluder = o.occluder_fraction > 0.0 && u.chance(o.occluder_fraction);
     const double* parent_limb = nullptr;  // the previous layer's geometry when it is a limb without a child
+    const double* body = nullptr;         // the latest plain object's geometry (limbs may hang from it)
     for (int64_t k = 1; k <= layers; ++k) {
       // Extra draws only where a feature is on: streams with the features off stay those of earlier runs.
       double* object_geometry = geometry + (b * (layers + 1) + k) * t_count * kGeometryParams;
@@ -547,10 +557,14 @@ Scene draw_scene(Uniforms& u, const SyntheticOptions& o) {
       } else if (child) {
         draw_child_limb(u, o, parent_limb, object_geometry);
       } else if (limb) {
-        draw_limb(u, o, object_geometry);
+        const bool attached = o.attached_limb_fraction > 0.0 && body != nullptr && u.chance(o.attached_limb_fraction);
+        std::array<double, 2> attach{};
+        if (attached) attach = {u.uniform(-0.5, 0.5), u.uniform(-0.5, 0.5)};
+        draw_limb(u, o, object_geometry, attached ? body : nullptr, attach);
       } else {
         const bool warped = draw_object(u, o, object_geometry);
         scene.layer_warped[static_cast<size_t>(k)] = scene.layer_warped[static_cast<size_t>(k)] || warped;
+        body = object_geometry;
       }
       parent_limb = limb ? object_geometry : nullptr;
       draw_texture(u, 1.0, textures + (b * (layers + 1) + k) * kTextureParams);

@@ -213,7 +213,8 @@ TEST(Synthetic, NewOptionsAreDeterministicAndChecked) {
            {&SyntheticOptions::articulated_fraction, 1.5, "articulated_fraction"},
            {&SyntheticOptions::occluder_fraction, -0.1, "occluder_fraction"},
            {&SyntheticOptions::max_camera_shake, 0.2, "max_camera_shake"},
-           {&SyntheticOptions::min_limb_half_width, 0.01, "min_limb_half_width"}}) {
+           {&SyntheticOptions::min_limb_half_width, 0.01, "min_limb_half_width"},
+           {&SyntheticOptions::attached_limb_fraction, 1.1, "attached_limb_fraction"}}) {
     SyntheticOptions bad = small_options();
     bad.*field = value;
     EXPECT_NE(SyntheticVideoGenerator::create(bad, at::kCPU).status().message().find(name), std::string::npos) << name;
@@ -236,6 +237,16 @@ TEST(Synthetic, ThinLimbsCoverLessAndKeepExactOcclusion) {
   SyntheticOptions mixed = realistic_options();  // limbs among other objects: enough points hidden to check
   mixed.min_limb_half_width = 0.03;
   expect_occlusion_flags_agree_with_layer_ids(mixed, 19);
+}
+
+// Limbs hanging from a body: other clips than with free limbs (the pivots follow the bodies), the ground truth as
+// exact as every layer's (the colour along tracks: LimbsAndStretchedClipsKeepTheColourAlongTracks).
+TEST(Synthetic, AttachedLimbsKeepExactGroundTruth) {
+  SKIP_WITHOUT_DEVICE();
+  SyntheticOptions o = realistic_options();
+  o.attached_limb_fraction = 1.0;
+  EXPECT_FALSE(at::equal(generate(o, 24).target_points_xy, generate(realistic_options(), 24).target_points_xy));
+  expect_occlusion_flags_agree_with_layer_ids(o, 25);
 }
 
 // Bilinear colour [3] (in [0,1]) of frame t of clip b at raster (x, y).
@@ -331,6 +342,9 @@ TEST(Synthetic, LimbsAndStretchedClipsKeepTheColourAlongTracks) {
   SKIP_WITHOUT_DEVICE();
   expect_sharp_colour_along_tracks(realistic_options(), 22);
   expect_sharp_colour_along_tracks(articulated_options(), 23);
+  SyntheticOptions attached = realistic_options();
+  attached.attached_limb_fraction = 1.0;
+  expect_sharp_colour_along_tracks(attached, 26);
 }
 
 // Temporal blur: each frame of a blurred clip is (1 - 2w) f_t + w (f_{t-1} + f_{t+1}) of the same clip rendered
