@@ -1,6 +1,8 @@
 // VideoSource::open: decides between a container file and an image sequence (folder or image2 pattern).
 #include "core/video/video_source.h"
 
+#include "core/io/file_names.h"
+
 extern "C" {
 #include <libavformat/avformat.h>
 }
@@ -111,28 +113,14 @@ Expected<IntegrityReport> VideoSource::scan_integrity() { return integrity(); }
 
 namespace {
 
-bool is_image_file(const fs::path& path) {
-  static constexpr std::array<const char*, 10> kExtensions = {".jpg",  ".jpeg", ".png", ".bmp", ".tif",
-                                                              ".tiff", ".webp", ".ppm", ".pgm", ".pnm"};
-  std::string extension = path.extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return std::find(kExtensions.begin(), kExtensions.end(), extension) != kExtensions.end();
-}
-
 Expected<std::vector<fs::path>> list_image_folder(const fs::path& folder) {
-  std::vector<fs::path> files;
-  std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
-    if (entry.is_regular_file(error) && is_image_file(entry.path())) files.push_back(entry.path());
-  }
-  if (error) return io_error(fmt::format("cannot list folder {}: {}", folder.string(), error.message()));
-  if (files.empty()) {
+  static constexpr std::array<std::string_view, 10> kEndings = {".jpg",  ".jpeg", ".png", ".bmp", ".tif",
+                                                                ".tiff", ".webp", ".ppm", ".pgm", ".pnm"};
+  Expected<std::vector<fs::path>> files = io::list_files_ending_with(folder, kEndings);
+  if (files && files->empty()) {
     return not_found(
         fmt::format("folder {} contains no image files (.jpg, .png, .bmp, .tif, .webp, .ppm)", folder.string()));
   }
-  std::sort(files.begin(), files.end(),
-            [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
   return files;
 }
 

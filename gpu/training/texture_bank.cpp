@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
+#include <array>
+#include <string_view>
 #include <cmath>
 #include <cstring>
 #include <system_error>
 #include <utility>
 
+#include "core/io/file_names.h"
 #include "core/video/image_resize.h"
 #include "core/video/still_image.h"
 
@@ -19,27 +21,17 @@ namespace {
 
 constexpr int kMaxScaledSide = 16384;  // core::ImageResizer's largest side
 
-bool is_image_file(const std::filesystem::path& path) {
-  std::string extension = path.extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return extension == ".jpg" || extension == ".jpeg" || extension == ".png";
-}
-
 // The image files of `sources`: files as given, folders as their image files in name order.
 core::Expected<std::vector<std::filesystem::path>> list_files(const std::vector<std::filesystem::path>& sources) {
   std::vector<std::filesystem::path> files;
   for (const std::filesystem::path& source : sources) {
     std::error_code error;
     if (std::filesystem::is_directory(source, error)) {
-      std::vector<std::filesystem::path> found;
-      for (const auto& entry : std::filesystem::directory_iterator(source, error)) {
-        if (entry.is_regular_file(error) && is_image_file(entry.path())) found.push_back(entry.path());
-      }
-      if (error) return core::io_error(fmt::format("cannot list '{}': {}", source.string(), error.message()));
-      if (found.empty()) return core::not_found(fmt::format("no JPEG or PNG images in '{}'", source.string()));
-      std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
+      static constexpr std::array<std::string_view, 3> kEndings = {".jpg", ".jpeg", ".png"};  // decode_still's
+      core::Expected<std::vector<std::filesystem::path>> found = core::io::list_files_ending_with(source, kEndings);
+      if (!found) return found.status();
+      if (found->empty()) return core::not_found(fmt::format("no JPEG or PNG images in '{}'", source.string()));
+      files.insert(files.end(), found->begin(), found->end());
     } else if (std::filesystem::is_regular_file(source, error)) {
       files.push_back(source);
     } else {

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
+#include <array>
 #include <fstream>
 #include <string>
 
@@ -177,6 +179,25 @@ TEST(FileNames, OneRuleForEveryFormat) {
   Expected<ClipOutput> unknown = ClipOutput::from_path("run/bees.txt");
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.status().message().find(".trackscope (project)"), std::string::npos);
+}
+
+// Folders by the same rule: only regular files with one of the endings, any case, in file-name order.
+TEST(FileNames, FolderListingByEnding) {
+  const fs::path dir = fs::path(TRACKSCOPE_TEST_OUTPUT_DIR) / "app_library" / "listing";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "d.jpg");  // a folder, not a file
+  for (const char* name : {"b.png", "a.JPG", "c.txt", ".jpg", "e.jpeg"}) std::ofstream(dir / name) << "x";
+  static constexpr std::array<std::string_view, 2> kEndings = {".jpg", ".png"};
+  Expected<std::vector<fs::path>> files = io::list_files_ending_with(dir, kEndings);
+  ASSERT_TRUE(files) << files.status().message();
+  ASSERT_EQ(files->size(), 2u);
+  EXPECT_EQ((*files)[0].filename(), "a.JPG");
+  EXPECT_EQ((*files)[1].filename(), "b.png");
+  static constexpr std::array<std::string_view, 1> kNone = {".webp"};
+  Expected<std::vector<fs::path>> none = io::list_files_ending_with(dir, kNone);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+  EXPECT_EQ(io::list_files_ending_with(dir / "missing", kEndings).status().code(), StatusCode::io_error);
 }
 
 TEST(FileNames, BadjaAnnotationsByTheirName) {
