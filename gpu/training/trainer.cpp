@@ -564,38 +564,43 @@ core::Expected<std::vector<std::filesystem::path>> write_synthetic_preview(const
     auto generator = training::SyntheticVideoGenerator::create(o, at::Device(description->id));
     if (!generator) return generator.status();
     const training::SyntheticBatch batch = (*generator)->generate(training::derive_seed(data_seed, 0));
-    const at::Tensor video = batch.video.cpu().contiguous();  // [B,T,H,W,3] uint8
-    const at::Tensor targets = batch.target_points_xy.cpu().contiguous();
-    const at::Tensor occluded = batch.occluded.cpu().contiguous();
     const int64_t t_count = o.frames, height = o.height, width = o.width;
     const int64_t shown = std::min<int64_t>(6, t_count), points = std::min<int64_t>(24, o.points);
+    // The frames shown, spread over the clip, side by side: [B, H, shown * W, 3].
+    std::vector<int64_t> shown_frames;
+    for (int64_t column = 0; column < shown; ++column)
+      shown_frames.push_back(shown == 1 ? 0 : column * (t_count - 1) / (shown - 1));
+    const at::Tensor frames = at::tensor(shown_frames, at::kLong);
+    const at::Tensor sheets = batch.video.cpu()
+                                  .index_select(1, frames)
+                                  .permute({0, 2, 1, 3, 4})
+                                  .reshape({o.batch_size, height, shown * width, 3})
+                                  .contiguous();
+    const at::Tensor targets = batch.target_points_xy.cpu().contiguous();
+    const at::Tensor occluded = batch.occluded.cpu().contiguous();
+    const auto target = targets.accessor<float, 4>();
+    const auto hidden_at = occluded.accessor<bool, 3>();
     std::vector<std::filesystem::path> written;
     for (int64_t b = 0; b < o.batch_size; ++b) {
       core::Frame sheet;
       sheet.width = static_cast<int>(width * shown);
       sheet.height = static_cast<int>(height);
-      sheet.rgb.assign(static_cast<size_t>(sheet.width) * sheet.height * 3, 0);
+      const uint8_t* pixels = sheets[b].data_ptr<uint8_t>();
+      sheet.rgb.assign(pixels, pixels + static_cast<size_t>(sheet.width) * sheet.height * 3);
       auto put = [&](int64_t x, int64_t y, int64_t column, const std::array<uint8_t, 3>& colour) {
         if (x < 0 || y < 0 || x >= width || y >= height) return;
         const auto at = (static_cast<size_t>(y) * sheet.width + static_cast<size_t>(column * width + x)) * 3;
         std::copy(colour.begin(), colour.end(), sheet.rgb.begin() + static_cast<std::ptrdiff_t>(at));
       };
       for (int64_t column = 0; column < shown; ++column) {
-        const int64_t t = shown == 1 ? 0 : column * (t_count - 1) / (shown - 1);
-        const uint8_t* frame = video[b][t].data_ptr<uint8_t>();
-        for (int64_t y = 0; y < height; ++y) {
-          for (int64_t x = 0; x < width; ++x) {
-            const uint8_t* p = frame + (y * width + x) * 3;
-            put(x, y, column, {p[0], p[1], p[2]});
-          }
-        }
+        const int64_t t = shown_frames[static_cast<size_t>(column)];
         for (int64_t n = 0; n < points; ++n) {
           const std::array<uint8_t, 3> colour = {static_cast<uint8_t>(80 + (n * 97) % 176),
                                                  static_cast<uint8_t>(80 + (n * 57) % 176),
                                                  static_cast<uint8_t>(80 + (n * 151) % 176)};
-          const auto x = static_cast<int64_t>(std::floor(targets[b][n][t][0].item<float>()));
-          const auto y = static_cast<int64_t>(std::floor(targets[b][n][t][1].item<float>()));
-          const bool hidden = occluded[b][n][t].item<bool>();
+          const auto x = static_cast<int64_t>(std::floor(target[b][n][t][0]));
+          const auto y = static_cast<int64_t>(std::floor(target[b][n][t][1]));
+          const bool hidden = hidden_at[b][n][t];
           const int64_t r = hidden ? 2 : 1;
           for (int64_t dy = -r; dy <= r; ++dy) {
             for (int64_t dx = -r; dx <= r; ++dx) {
