@@ -130,6 +130,9 @@ class EngineTest : public ::testing::Test {
     if (wants_cuda() && !torch::cuda::is_available()) {
       GTEST_SKIP() << "TRACKSCOPE_TEST_DEVICE=cuda but LibTorch sees no CUDA device: the CUDA engine run is skipped";
     }
+    // Every test runs the small model or the clip of the parity fixtures; the base model's tests skip on their own.
+    TRACKSCOPE_REQUIRE_FIXTURE(weights_path(ModelSize::small).filename().string());
+    TRACKSCOPE_REQUIRE_FIXTURE("parity_inputs.safetensors");
   }
   static std::string label(const char* what) { return fmt::format("[engine {}] {}", device_name(), what); }
 
