@@ -122,6 +122,9 @@ int run_track(const TrackArguments& args) {
   if (read_ahead_mb < 0) {
     const core::Expected<core::DeviceInfo> device = gpu::resolve_device(args.device);
     read_ahead_mb = device && device->is_cuda() ? 512 : 0;
+    // The tracker runs where the read-ahead was decided for ("auto" resolved once); an unresolvable name is left
+    // for the factory to report.
+    if (device) options.device = device->id;
   }
   const core::ReadAheadVideoSource* read_ahead = nullptr;
   if (read_ahead_mb > 0) {
