@@ -473,6 +473,22 @@ class TrackingServiceTest : public QObject {
     QVERIFY(fallback.snapshot().latest()->cpu_threads.value_or(0) >= 1);
   }
 
+  void switching_devices_back_keeps_the_telemetry_history() {
+    ui::TelemetryMonitor monitor({}, core::TelemetrySamplerOptions{.interval_ms = 10.0, .capacity = 600});
+    monitor.set_device("cpu");
+    QTRY_VERIFY(monitor.snapshot().samples.size() >= 5);
+    monitor.set_device("cuda:0");  // no GPU source in the fallback factory
+    QVERIFY(!monitor.snapshot().available);
+    const core::TelemetrySnapshot away = monitor.snapshot();
+    monitor.set_device("cpu");
+    const core::TelemetrySnapshot back = monitor.snapshot();
+    // The CPU's samples from before the switch are still there (a new sampler would start from none or one).
+    QVERIFY2(back.samples.size() >= 5, qPrintable(QString("%1 samples after switching back").arg(back.samples.size())));
+    QVERIFY(back.available);
+    QCOMPARE(away.samples.size(), size_t{0});
+    QTRY_VERIFY(monitor.snapshot().total_samples > back.total_samples);  // and it samples again
+  }
+
   void closing_the_window_during_a_job_joins_it() {
     FakeTrackerConfig config;
     config.query_chunk = 1;

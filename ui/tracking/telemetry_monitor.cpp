@@ -21,8 +21,14 @@ TelemetryMonitor::~TelemetryMonitor() { stop(); }
 void TelemetryMonitor::set_device(const std::string& device_id) {
   if (device_id == device_ && (sampler_ || !failure_.empty())) return;
   stop();
-  sampler_.reset();
   device_ = device_id;
+  sampler_ = nullptr;
+  if (auto known = samplers_.find(device_id); known != samplers_.end()) {
+    failure_.clear();
+    sampler_ = known->second.get();
+    sampler_->start();
+    return;
+  }
   core::Expected<std::unique_ptr<core::TelemetrySource>> source = core::internal_error("no telemetry source");
   // A broken source (a driver refusing NVML) costs the telemetry view, not the application.
   try {
@@ -30,7 +36,8 @@ void TelemetryMonitor::set_device(const std::string& device_id) {
   } catch (const std::exception& failure) {
     source = core::internal_error(std::string("opening telemetry failed: ") + failure.what());
   }
-  if (!source) core::log::info("no telemetry for {}: {}", device_id, source.status().message());
+  const bool source_failed = !source;
+  if (source_failed) core::log::info("no telemetry for {}: {}", device_id, source.status().message());
   core::Expected<std::unique_ptr<core::TelemetrySampler>> sampler =
       core::TelemetrySampler::create(options_, std::move(source));
   if (!sampler) {
@@ -38,7 +45,13 @@ void TelemetryMonitor::set_device(const std::string& device_id) {
     return;
   }
   failure_.clear();
-  sampler_ = std::move(*sampler);
+  sampler_ = sampler->get();
+  // A sampler without a source only holds the reason: not kept, so the device is asked again next time.
+  if (source_failed) {
+    unavailable_ = std::move(*sampler);
+    return;
+  }
+  samplers_.emplace(device_id, std::move(*sampler));
   sampler_->start();
 }
 

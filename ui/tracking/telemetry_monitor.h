@@ -1,8 +1,9 @@
 #pragma once
-// TelemetryMonitor: live telemetry of the active tracker device. It keeps one core::TelemetrySampler (its own
-// ~10 Hz sampling thread and ring buffer) for the selected device, opened through an injected source factory
-// (app/ gives NVML for CUDA devices and /proc/stat for the CPU); readers pull snapshots (the performance dock's
-// 10 Hz timer), nothing is pushed per sample.
+// TelemetryMonitor: live telemetry of the active tracker device. It keeps a core::TelemetrySampler (its own
+// ~10 Hz sampling thread and ring buffer) per device selected so far, opened through an injected source factory
+// (app/ gives NVML for CUDA devices and /proc/stat for the CPU); only the selected device's sampler runs, and
+// switching back to a device resumes its history (with a gap while it was not selected). Readers pull snapshots
+// (the performance dock's 10 Hz timer), nothing is pushed per sample.
 //
 //   TelemetryMonitor monitor(factory);                 // empty factory: CPU from /proc/stat, no GPU telemetry
 //   monitor.set_device("cuda:0");                       // reopens the source; a failure = "no telemetry: why"
@@ -13,6 +14,7 @@
 // The destructor stops and joins the sampling thread.
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,7 +38,8 @@ class TelemetryMonitor {
   TelemetryMonitor(const TelemetryMonitor&) = delete;
   TelemetryMonitor& operator=(const TelemetryMonitor&) = delete;
 
-  /// Samples `device_id` from now on (no-op when it is already the one).
+  /// Samples `device_id` from now on (no-op when it is already the one); the previous device's sampler stops and
+  /// keeps its samples for when it is selected again. A device without telemetry is asked again each time.
   void set_device(const std::string& device_id);
   const std::string& device() const { return device_; }
 
@@ -53,8 +56,10 @@ class TelemetryMonitor {
   TelemetrySourceFactory factory_;
   core::TelemetrySamplerOptions options_;
   std::string device_;
-  std::unique_ptr<core::TelemetrySampler> sampler_;
-  std::string failure_;  // why there is no sampler at all
+  std::map<std::string, std::unique_ptr<core::TelemetrySampler>> samplers_;  // by device id, each opened once
+  std::unique_ptr<core::TelemetrySampler> unavailable_;  // the selected device's when it has no telemetry source
+  core::TelemetrySampler* sampler_ = nullptr;            // the selected device's, if any
+  std::string failure_;                                  // why the selected device has no sampler
 };
 
 }  // namespace trackscope::ui
