@@ -15,6 +15,7 @@
 #include <QFileInfo>
 
 #include <csignal>
+#include <optional>
 #include <cstdio>
 #include <string>
 
@@ -76,6 +77,169 @@ trackscope::core::Expected<std::vector<trackscope::core::DeviceId>> parse_device
   return devices;
 }
 
+struct GuiOptions {
+  QCommandLineOption model{QStringLiteral("model"),
+                           QStringLiteral("Tracker model: default (bundled), small, base, or a weights file."),
+                           QStringLiteral("model"), QStringLiteral("default")};
+  QCommandLineOption device{QStringLiteral("device"), QStringLiteral("Tracker device: auto, cpu, cuda or cuda:N."),
+                            QStringLiteral("device"), QStringLiteral("auto")};
+  QCommandLineOption precision{QStringLiteral("precision"),
+                               QStringLiteral("Tracker precision: fp32, tf32, bf16 or fp16."),
+                               QStringLiteral("precision"), QStringLiteral("fp32")};
+  QCommandLineOption compare{
+      QStringLiteral("compare"),
+      QStringLiteral("Open two bench profiles (trackscope-cli bench --json) in the performance dock and compare "
+                     "them: A.json,B.json; FILE:N picks case N (default 0)."),
+      QStringLiteral("profiles")};
+  QCommandLineOption tab{QStringLiteral("dock-tab"),
+                         QStringLiteral("Show this tab of the performance dock: stages, roofline, "
+                                        "compare or telemetry. With --screenshot-after-track a list "
+                                        "(stages,telemetry): one screenshot per tab."),
+                         QStringLiteral("tab")};
+  QCommandLineOption screenshot{
+      QStringLiteral("screenshot"),
+      QStringLiteral("Save a screenshot of the window to this PNG once the video is shown, then quit."),
+      QStringLiteral("png")};
+  QCommandLineOption queries{QStringLiteral("queries"),
+                             QStringLiteral("Add these query points once the video is open: a CSV with a frame,x,y "
+                                            "header, or grid:COLSxROWS@frameN."),
+                             QStringLiteral("queries")};
+  QCommandLineOption track{QStringLiteral("track"),
+                           QStringLiteral("Track every point once the video is open (a scripted run).")};
+  QCommandLineOption track_devices{
+      QStringLiteral("track-devices"),
+      QStringLiteral("With --track: one job per device, in this order, in the same process (e.g. cuda:0,cpu,cuda:0)."),
+      QStringLiteral("devices")};
+  QCommandLineOption after_track{
+      QStringLiteral("screenshot-after-track"),
+      QStringLiteral("With --track: save a screenshot after each job (PNG; the second job's as NAME-2.png, ...), "
+                     "then quit; exit status 1 if a job failed."),
+      QStringLiteral("png")};
+
+  void add_to(QCommandLineParser& parser) const {
+    parser.addOptions({model, device, precision, compare, tab, screenshot, queries, track, track_devices, after_track});
+  }
+};
+
+// What the command line asks for, checked.
+struct LaunchRequest {
+  trackscope::core::TrackerOptions tracker;
+  trackscope::ui::ScriptedRunOptions script;  // script.track: --track
+  bool add_queries = false;                   // --queries (with or without --track)
+  QString screenshot_png;                     // --screenshot
+  std::optional<QString> compare;             // --compare A.json,B.json
+  std::optional<QString> dock_tab;            // the first --dock-tab name, lower case
+  QStringList videos;
+};
+
+// invalid_argument naming the bad option (exit status 2).
+trackscope::core::Expected<LaunchRequest> read_request(const QCommandLineParser& parser, const GuiOptions& o) {
+  namespace core = trackscope::core;
+  LaunchRequest request;
+  request.tracker.model = parser.value(o.model).toStdString();
+  request.tracker.device = parser.value(o.device).toStdString();
+  const core::Expected<core::Precision> precision = core::parse_precision(parser.value(o.precision).toStdString());
+  if (!precision) return precision.status();
+  request.tracker.precision = *precision;
+  if (core::Status valid = request.tracker.check(); !valid) return valid;
+  request.add_queries = parser.isSet(o.queries);
+  if (request.add_queries) {
+    const core::Expected<core::QuerySpec> spec = core::parse_query_spec(parser.value(o.queries).toStdString());
+    if (!spec) return spec.status();
+    request.script.queries = *spec;
+  }
+  if (parser.isSet(o.track_devices)) {
+    core::Expected<std::vector<core::DeviceId>> devices = parse_device_list(parser.value(o.track_devices));
+    if (!devices) return devices.status();
+    request.script.devices = std::move(*devices);
+  }
+  request.script.screenshot_png = parser.value(o.after_track);
+  if (parser.isSet(o.after_track) && parser.isSet(o.tab)) {
+    request.script.dock_tabs = parser.value(o.tab).split(QLatin1Char(','), Qt::SkipEmptyParts);
+  }
+  request.script.track = parser.isSet(o.track);
+  if (!request.script.track && (parser.isSet(o.track_devices) || parser.isSet(o.after_track))) {
+    return core::invalid_argument("--track-devices and --screenshot-after-track need --track");
+  }
+  if (request.script.track && parser.isSet(o.screenshot)) {
+    return core::invalid_argument(
+        "--screenshot is taken when the video is shown; with --track use --screenshot-after-track");
+  }
+  request.screenshot_png = parser.value(o.screenshot);
+  if (parser.isSet(o.compare)) request.compare = parser.value(o.compare);
+  if (parser.isSet(o.tab)) request.dock_tab = parser.value(o.tab).toLower().section(QLatin1Char(','), 0, 0);
+  request.videos = parser.positionalArguments();
+  return request;
+}
+
+// --compare A.json[:N],B.json[:N]: both profiles into the dock, compared, A its current run. Returns the exit status
+// to stop with (2: a bad argument, 1: a profile that cannot be used), nullopt to go on.
+std::optional<int> open_comparison(trackscope::ui::PerformanceDock& dock, const QString& text) {
+  namespace core = trackscope::core;
+  const QStringList profiles = text.split(QLatin1Char(','));
+  if (profiles.size() != 2) {
+    std::fprintf(stderr, "trackscope: --compare takes two profiles, A.json,B.json\n");
+    return 2;
+  }
+  std::vector<int> picked;
+  for (const QString& spec : profiles) {
+    const core::Expected<core::ProfileChoice> choice = core::parse_profile_choice(spec.toStdString());
+    if (!choice) {
+      std::fprintf(stderr, "trackscope: --compare: %s\n", choice.status().message().c_str());
+      return 2;
+    }
+    const QString path = QString::fromStdString(choice->path);
+    const int first = static_cast<int>(dock.entries().size());
+    if (core::Status opened = dock.open_profile_file(path); !opened) {
+      std::fprintf(stderr, "trackscope: %s\n", opened.message().c_str());
+      return 1;
+    }
+    if (choice->case_index >= static_cast<int>(dock.entries().size()) - first) {
+      std::fprintf(stderr, "trackscope: %s has no case %d\n", qPrintable(path), choice->case_index);
+      return 1;
+    }
+    picked.push_back(first + choice->case_index);
+  }
+  dock.compare(picked[0], picked[1]);
+  // A also becomes the dock's current run, so that its Stages and Roofline tabs show it.
+  const trackscope::ui::ProfileEntry a = dock.entries().at(static_cast<size_t>(picked[0]));
+  dock.add_run(*a.profile, a.case_index, a.label);
+  dock.show();
+  return std::nullopt;
+}
+
+void show_dock_tab(trackscope::ui::PerformanceDock& dock, const QString& wanted) {
+  for (int i = 0; i < dock.tabs()->count(); ++i) {
+    if (dock.tabs()->tabText(i).toLower() == wanted) dock.tabs()->setCurrentIndex(i);
+  }
+  dock.show();
+}
+
+// --screenshot: the window once the video is shown, then quit.
+void schedule_screenshot(QWidget& window, const QString& png) {
+  window.resize(1600, 1000);
+  // The delay lets the decode thread and the charts draw. exit(), not quit(): quit() first asks every window
+  // to close, which a window may refuse.
+  QTimer::singleShot(2500, &window, [&window, png] {
+    const trackscope::core::Status saved = trackscope::ui::save_image_atomically(window.grab().toImage(), png);
+    if (!saved) log::error("could not write the screenshot: {}", saved.message());
+    QCoreApplication::exit(saved ? 0 : 1);
+  });
+}
+
+// --queries / --track: a scripted run on the main window (ui/scripted_run.h); with --screenshot-after-track the
+// application quits with the run's exit status.
+void start_scripted_run(trackscope::ui::MainWindow& window, const trackscope::ui::ScriptedRunOptions& script) {
+  window.resize(1600, 1000);
+  auto* run =
+      new trackscope::ui::ScriptedRun({window.editor(), window.session(), window.tracking(), &window}, script, &window);
+  const bool quit_after = !script.screenshot_png.isEmpty();
+  QObject::connect(run, &trackscope::ui::ScriptedRun::finished, &window,
+                   [quit_after](int exit_code, const QString& /*summary: logged by the run*/) {
+                     if (quit_after) QCoreApplication::exit(exit_code);
+                   });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,88 +262,16 @@ int main(int argc, char** argv) {
   parser.addPositionalArgument(QStringLiteral("video"),
                                QStringLiteral("Video file or image-sequence folder to open (optional)."),
                                QStringLiteral("[VIDEO]"));
-  const QCommandLineOption model_option(
-      QStringLiteral("model"), QStringLiteral("Tracker model: default (bundled), small, base, or a weights file."),
-      QStringLiteral("model"), QStringLiteral("default"));
-  const QCommandLineOption device_option(QStringLiteral("device"),
-                                         QStringLiteral("Tracker device: auto, cpu, cuda or cuda:N."),
-                                         QStringLiteral("device"), QStringLiteral("auto"));
-  const QCommandLineOption precision_option(QStringLiteral("precision"),
-                                            QStringLiteral("Tracker precision: fp32, tf32, bf16 or fp16."),
-                                            QStringLiteral("precision"), QStringLiteral("fp32"));
-  const QCommandLineOption compare_option(
-      QStringLiteral("compare"),
-      QStringLiteral("Open two bench profiles (trackscope-cli bench --json) in the performance dock and compare "
-                     "them: A.json,B.json; FILE:N picks case N (default 0)."),
-      QStringLiteral("profiles"));
-  const QCommandLineOption tab_option(QStringLiteral("dock-tab"),
-                                      QStringLiteral("Show this tab of the performance dock: stages, roofline, "
-                                                     "compare or telemetry. With --screenshot-after-track a list "
-                                                     "(stages,telemetry): one screenshot per tab."),
-                                      QStringLiteral("tab"));
-  const QCommandLineOption screenshot_option(
-      QStringLiteral("screenshot"),
-      QStringLiteral("Save a screenshot of the window to this PNG once the video is shown, then quit."),
-      QStringLiteral("png"));
-  const QCommandLineOption queries_option(
-      QStringLiteral("queries"),
-      QStringLiteral("Add these query points once the video is open: a CSV with a frame,x,y header, or "
-                     "grid:COLSxROWS@frameN."),
-      QStringLiteral("queries"));
-  const QCommandLineOption track_option(QStringLiteral("track"),
-                                        QStringLiteral("Track every point once the video is open (a scripted run)."));
-  const QCommandLineOption track_devices_option(
-      QStringLiteral("track-devices"),
-      QStringLiteral("With --track: one job per device, in this order, in the same process (e.g. cuda:0,cpu,cuda:0)."),
-      QStringLiteral("devices"));
-  const QCommandLineOption after_track_option(
-      QStringLiteral("screenshot-after-track"),
-      QStringLiteral("With --track: save a screenshot after each job (PNG; the second job's as NAME-2.png, ...), "
-                     "then quit; exit status 1 if a job failed."),
-      QStringLiteral("png"));
-  parser.addOptions({model_option, device_option, precision_option, compare_option, tab_option, screenshot_option,
-                     queries_option, track_option, track_devices_option, after_track_option});
+  const GuiOptions gui_options;
+  gui_options.add_to(parser);
   parser.process(application);
-
-  namespace core = trackscope::core;
-  core::TrackerOptions tracker;
-  tracker.model = parser.value(model_option).toStdString();
-  tracker.device = parser.value(device_option).toStdString();
-  core::Expected<core::Precision> precision = core::parse_precision(parser.value(precision_option).toStdString());
-  core::Status valid = precision ? core::Status() : precision.status();
-  if (precision) {
-    tracker.precision = *precision;
-    valid = tracker.check();
-  }
-  trackscope::ui::ScriptedRunOptions script;
-  if (valid && parser.isSet(queries_option)) {
-    const core::Expected<core::QuerySpec> spec = core::parse_query_spec(parser.value(queries_option).toStdString());
-    if (spec) script.queries = *spec;
-    valid = spec ? core::Status() : spec.status();
-  }
-  if (valid && parser.isSet(track_devices_option)) {
-    core::Expected<std::vector<core::DeviceId>> devices = parse_device_list(parser.value(track_devices_option));
-    if (devices) script.devices = std::move(*devices);
-    valid = devices ? core::Status() : devices.status();
-  }
-  script.screenshot_png = parser.value(after_track_option);
-  if (parser.isSet(after_track_option) && parser.isSet(tab_option)) {
-    script.dock_tabs = parser.value(tab_option).split(QLatin1Char(','), Qt::SkipEmptyParts);
-  }
-  const bool scripted = parser.isSet(track_option);
-  if (valid && !scripted && (parser.isSet(track_devices_option) || parser.isSet(after_track_option))) {
-    valid = core::invalid_argument("--track-devices and --screenshot-after-track need --track");
-  }
-  if (valid && scripted && parser.isSet(screenshot_option)) {
-    valid = core::invalid_argument(
-        "--screenshot is taken when the video is shown; with --track use "
-        "--screenshot-after-track");
-  }
-  if (!valid) {
-    std::fprintf(stderr, "trackscope: %s\n", valid.message().c_str());
+  trackscope::core::Expected<LaunchRequest> request = read_request(parser, gui_options);
+  if (!request) {
+    std::fprintf(stderr, "trackscope: %s\n", request.status().message().c_str());
     return 2;
   }
 
+  namespace core = trackscope::core;
   trackscope::ui::MainWindowOptions options;
   options.frame_server_factory = [](const std::filesystem::path& path, const core::FrameServerOptions& server_options) {
     return core::FrameServer::open(path, server_options);
@@ -187,77 +279,22 @@ int main(int argc, char** argv) {
   options.tracker_factory = trackscope::app::make_gui_tracker_factory();
   options.telemetry_factory = trackscope::app::make_gui_telemetry_factory();
   options.video_opener = [](const std::filesystem::path& path) { return core::open_video_file(path); };
-  options.tracker_options = tracker;
-  // --screenshot runs unattended: no dialog may wait for an answer (a missing or replaced video, a recovery
-  // file); each prompt takes its logged default or cancel answer (ui::headless_project_prompts()).
-  options.headless = parser.isSet(screenshot_option) || parser.isSet(after_track_option);
+  options.tracker_options = request->tracker;
+  // An unattended run: no dialog may wait for an answer (a missing or replaced video, a recovery file); each prompt
+  // takes its logged default or cancel answer (ui::headless_project_prompts()).
+  options.headless = !request->screenshot_png.isEmpty() || !request->script.screenshot_png.isEmpty();
   trackscope::ui::MainWindow window(std::move(options));
   window.show();
-  QStringList videos = parser.positionalArguments();
-  if (videos.size() > 1) log::warn("opening only the first of {} videos given", videos.size());
-  if (parser.isSet(screenshot_option)) {
-    const QString png = parser.value(screenshot_option);
-    window.resize(1600, 1000);
-    // The delay lets the decode thread and the charts draw. exit(), not quit(): quit() first asks every window
-    // to close, which a window may refuse.
-    QTimer::singleShot(2500, &window, [&window, png] {
-      const core::Status saved = trackscope::ui::save_image_atomically(window.grab().toImage(), png);
-      if (!saved) log::error("could not write the screenshot: {}", saved.message());
-      QCoreApplication::exit(saved ? 0 : 1);
-    });
-  }
-  script.track = scripted;
-  if (scripted || parser.isSet(queries_option)) {
-    window.resize(1600, 1000);
-    auto* run = new trackscope::ui::ScriptedRun({window.editor(), window.session(), window.tracking(), &window}, script,
-                                                &window);
-    const bool quit_after = !script.screenshot_png.isEmpty();
-    QObject::connect(run, &trackscope::ui::ScriptedRun::finished, &window,
-                     [quit_after](int exit_code, const QString& /*summary: logged by the run*/) {
-                       if (quit_after) QCoreApplication::exit(exit_code);
-                     });
-  }
-  const QString video = videos.isEmpty() ? bundled_sample_clip() : videos.front();
+  if (request->videos.size() > 1) log::warn("opening only the first of {} videos given", request->videos.size());
+  if (!request->screenshot_png.isEmpty()) schedule_screenshot(window, request->screenshot_png);
+  if (request->script.track || request->add_queries) start_scripted_run(window, request->script);
+  const QString video = request->videos.isEmpty() ? bundled_sample_clip() : request->videos.front();
   if (!video.isEmpty()) window.open_video(video);
   trackscope::ui::PerformanceDock* dock = window.tracking()->performance_dock();
-  if (parser.isSet(compare_option)) {
-    const QStringList profiles = parser.value(compare_option).split(QLatin1Char(','));
-    if (profiles.size() != 2) {
-      std::fprintf(stderr, "trackscope: --compare takes two profiles, A.json,B.json\n");
-      return 2;
-    }
-    std::vector<int> picked;
-    for (const QString& spec : profiles) {
-      const core::Expected<core::ProfileChoice> choice = core::parse_profile_choice(spec.toStdString());
-      if (!choice) {
-        std::fprintf(stderr, "trackscope: --compare: %s\n", choice.status().message().c_str());
-        return 2;
-      }
-      const QString path = QString::fromStdString(choice->path);
-      const int first = static_cast<int>(dock->entries().size());
-      if (core::Status opened = dock->open_profile_file(path); !opened) {
-        std::fprintf(stderr, "trackscope: %s\n", opened.message().c_str());
-        return 1;
-      }
-      if (choice->case_index >= static_cast<int>(dock->entries().size()) - first) {
-        std::fprintf(stderr, "trackscope: %s has no case %d\n", qPrintable(path), choice->case_index);
-        return 1;
-      }
-      picked.push_back(first + choice->case_index);
-    }
-    dock->compare(picked[0], picked[1]);
-    // A also becomes the dock's current run, so that its Stages and Roofline tabs show it.
-    const trackscope::ui::ProfileEntry a = dock->entries().at(static_cast<size_t>(picked[0]));
-    dock->add_run(*a.profile, a.case_index, a.label);
-    dock->show();
+  if (request->compare) {
+    if (const std::optional<int> stop = open_comparison(*dock, *request->compare)) return *stop;
   }
-  if (parser.isSet(tab_option)) {
-    const QString wanted = parser.value(tab_option).toLower().section(QLatin1Char(','), 0, 0);
-    for (int i = 0; i < dock->tabs()->count(); ++i) {
-      if (dock->tabs()->tabText(i).toLower() == wanted) dock->tabs()->setCurrentIndex(i);
-    }
-    dock->show();
-  }
+  if (request->dock_tab) show_dock_tab(*dock, *request->dock_tab);
   const int result = QApplication::exec();
   qInstallMessageHandler(nullptr);
   return result;

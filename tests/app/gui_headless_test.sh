@@ -26,4 +26,18 @@ grep "headless" "$out/stderr"
 grep -q "headless: the project's video is missing" "$out/stderr" || { echo "FAIL: the missing video was not logged"; exit 1; }
 grep -q "answered Later" "$out/stderr" || { echo "FAIL: the recovery offer was not logged"; exit 1; }
 [ -e "$out/config/Trackscope/recovery/session-1-1.trackscope-recovery" ] || { echo "FAIL: the recovery file is gone"; exit 1; }
+# Contradictory or malformed options: exit status 2 and one line naming the problem, before any window.
+bad_option() {
+  expected=$1
+  shift
+  XDG_CONFIG_HOME="$out/config" QT_QPA_PLATFORM=offscreen timeout 30 "$gui" "$@" >/dev/null 2>"$out/bad.stderr"
+  rc=$?
+  [ "$rc" = 2 ] || { echo "FAIL: $* exited with $rc, expected 2"; cat "$out/bad.stderr"; exit 1; }
+  grep -q -- "$expected" "$out/bad.stderr" || { echo "FAIL: $* did not say '$expected'"; cat "$out/bad.stderr"; exit 1; }
+}
+bad_option "need --track" --track-devices cpu
+bad_option "with --track use --screenshot-after-track" --track --screenshot "$out/x.png"
+bad_option "unknown precision 'fp8'" --precision fp8
+bad_option "queries 'grid:0x1@frame0'" --queries grid:0x1@frame0
+bad_option "takes two profiles" --compare only-one.json
 echo "all passed"
