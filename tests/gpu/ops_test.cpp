@@ -655,6 +655,50 @@ TEST(InitFromCostVolumeCuda, MatchesCpuReference) {
   EXPECT_LE(ds.max_abs_diff, 2e-2);
 }
 
+// The plane kernel loads aligned planes 16 bytes at a time and anything else one element at a time: planes whose
+// storage starts one element off the 16-byte grid, and a 6x10 grid (60 cells, not a whole number of 8-value
+// vectors in 16-bit), must give what the CPU kernel gives too.
+TEST(InitFromCostVolumeCuda, UnalignedPlanesAndOddGridsMatchCpu) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  for (const InitCase& c : {InitCase{9, 32, 32, 64, 32, 5}, InitCase{9, 3, 5, 64, 32, 5}}) {
+    const InitInputs in = random_init_inputs(c);
+    const at::Tensor cost_low = at::einsum("nc,thwc->nthw", {in.query_lowres, in.features_lowres});
+    const at::Tensor cost_high = at::einsum("nc,thwc->nthw", {in.query_hires, in.features_hires});
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+      for (const bool offset : {false, true}) {
+        // A contiguous copy whose first element sits one element past a 16-byte boundary when `offset`.
+        const auto on_device = [&](const at::Tensor& cpu) {
+          const int64_t shift = offset ? 1 : 0;
+          at::Tensor storage = at::empty({cpu.numel() + shift}, cpu.options().dtype(dtype).device(at::kCUDA));
+          at::Tensor view = storage.narrow(0, shift, cpu.numel()).view(cpu.sizes());
+          view.copy_(cpu.to(dtype));
+          return view;
+        };
+        const at::Tensor low = on_device(cost_low);
+        const at::Tensor high = on_device(cost_high);
+        at::Tensor cpu_points = at::empty({c.queries, c.frames, 2});
+        at::Tensor cpu_stats = at::empty({c.queries, c.frames, 6});
+        ops::init_from_cost_volume_planes_out(low.cpu(), high.cpu(), in.weight, in.bias, in.query_frames, in.query_xy,
+                                              cpu_points, cpu_stats);
+        const auto options = at::device(at::kCUDA).dtype(at::kFloat);
+        at::Tensor gpu_points = at::full({c.queries, c.frames, 2}, kPoison, options);
+        at::Tensor gpu_stats = at::full({c.queries, c.frames, 6}, kPoison, options);
+        ops::init_from_cost_volume_planes_out(low, high, in.weight.cuda(), in.bias.cuda(), in.query_frames.cuda(),
+                                              in.query_xy.cuda(), gpu_points, gpu_stats);
+        const std::string name = std::string("init planes ") + std::to_string(2 * c.low_size_y) + "x" +
+                                 std::to_string(2 * c.low_size_x) + " " + c10::toString(dtype) +
+                                 (offset ? " offset by one element" : " aligned");
+        const Difference dp = difference(gpu_points, cpu_points);
+        const Difference ds = difference(gpu_stats, cpu_stats);
+        report(name + " points", dp, "1e-3 px");
+        report(name + " stats", ds, "1e-5");
+        EXPECT_LE(dp.max_abs_diff, 1e-3) << name;
+        EXPECT_LE(ds.max_abs_diff, 1e-5) << name;
+      }
+    }
+  }
+}
+
 TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
   TRACKSCOPE_REQUIRE_CUDA();
   for (const bool base : {false, true}) {

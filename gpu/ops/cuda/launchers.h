@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/tracking/locotrack_shape.h"
+#include "gpu/ops/cuda/init_layout.h"
 #include "gpu/ops/cuda/mixer_layout.h"
 
 namespace trackscope::gpu::ops::cuda {
@@ -70,18 +71,7 @@ cudaError_t launch_local_corr4d_pipelined(const LocalCorr4dShape& shape, const f
 // cost_low [queries, frames, low_height, low_width] and cost_high [queries, frames, high_height, high_width],
 // both contiguous and of element_type; conv_weight [18] = [1,2,3,3] fp32; conv_bias [1] fp32;
 // query_frames [queries] fp32; query_xy [queries, 2] fp32 (256-space); points [queries, frames, 2] and
-// stats [queries, frames, 6] fp32 contiguous. high_height * high_width <= kInitMaxHighCells.
-inline constexpr int kInitMaxHighCells = 4096;
-struct InitShape {
-  int64_t queries = 0;
-  int64_t frames = 0;
-  int low_height = 0;
-  int low_width = 0;
-  int high_height = 0;
-  int high_width = 0;
-  float output_scale_x = 4.0f;  // 256 / high_width
-  float output_scale_y = 4.0f;  // 256 / high_height
-};
+// stats [queries, frames, 6] fp32 contiguous. InitShape and kInitMaxHighCells: init_layout.h.
 /// Dynamic shared memory the init kernel needs for this shape (the wrapper checks it against the device).
 int64_t init_shared_bytes(const InitShape& shape);
 cudaError_t launch_init_from_cost_volume(const InitShape& shape, ElementType cost_type, const void* cost_low,

@@ -1,0 +1,372 @@
+#pragma once
+// Fused initialisation from the global cost volumes (docs/locotrack-spec.md §2.4), per (query, frame) plane:
+// 2x bilinear upsample of the low-resolution cost (align_corners=False), stack with the high-resolution
+// cost, 3x3 SAME conv with bias, softmax of 20x over the cells, argmax (first index on ties), soft-argmax in
+// the window of squared radius < 25 cells around the argmax cell centre (denominator clamped at 1e-12),
+// scaled to 256-space, the query-frame pin, and the mean/max/min of the raw stacked planes.
+//
+// One block of 256 threads per plane. The low plane, the upsampled plane and the high plane live in shared
+// memory (36 KB at 32x32 + 2x64x64); each thread keeps the logits of its <= 16 cells in registers. The
+// cost volumes themselves come from two GEMMs run by cuBLAS before this kernel. Both planes are read with
+// 16-byte loads, all issued before the first is used, where the plane is aligned for them. The nine totals only
+// thread 0 needs (the window's weights, the plane statistics) are reduced per warp and combined after one barrier.
+//
+// Cost per plane (Hh x Wh high cells, Hl x Wl low cells, element size e):
+//   FLOPs ~ Hh*Wh*(7 upsample + 37 conv + 4 softmax + 1 argmax + 8 window + 6 statistics) = 63*Hh*Wh
+//   bytes: (Hl*Wl + Hh*Wh)*e read + 8*4 written; nothing else touches global memory.
+//   The eager path writes and re-reads the upsampled plane, the stacked plane, the conv output, the heatmap
+//   and five or six [Hh,Wh,2] soft-argmax temporaries: ~18 MB per query at T=47 (docs/locotrack-spec.md §6.6).
+//
+// The source is shared with the CPU emulation test (tests/gpu/init_plane_emulation_test.cpp through
+// tests/gpu/cuda_emulation.h): the hardware is reached only through mma_primitives.cuh.
+
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "gpu/ops/cuda/cmdtop_mma_layout.h"  // Words4, Fp16Tag, Bf16Tag
+#include "gpu/ops/cuda/init_layout.h"
+#ifndef TRACKSCOPE_CUDA_EMULATION
+#include "gpu/ops/cuda/mma_primitives.cuh"
+#endif
+
+namespace trackscope::gpu::ops::cuda::init_plane {
+
+using namespace primitives;
+
+inline constexpr int kThreads = 256;
+inline constexpr int kWarps = kThreads / 32;
+inline constexpr int kCellsPerThread = kInitMaxHighCells / kThreads;  // 16
+inline constexpr float kSoftmaxMultiplier = 20.0f;
+inline constexpr float kWindowRadiusSquared = 25.0f;
+inline constexpr float kDenominatorFloor = 1e-12f;
+
+// The totals only thread 0 needs: 0-2 the window's weight and weighted x, y; 3-4 the sums, 5-6 the maxima and 7-8
+// the minima of the upsampled and high-resolution planes.
+inline constexpr int kTailValues = 9;
+
+// Shared memory after the three planes, in floats: 19 conv weights + bias (padded to 20), 32 reduction values,
+// 32 reduction indices, the per-warp tails.
+inline constexpr int kWeightFloats = 20;
+inline constexpr int kFixedSharedFloats = kWeightFloats + 32 + 32 + kTailValues * kWarps;
+
+/// Dynamic shared memory of one block, bytes.
+inline constexpr int64_t shared_bytes(int64_t low_cells, int64_t high_cells) {
+  return static_cast<int64_t>(sizeof(float)) * (low_cells + 2 * high_cells + kFixedSharedFloats);
+}
+
+/// Element: float, Bf16Tag or Fp16Tag (the cost volumes' dtype).
+template <class Element>
+inline constexpr int kElementBytes = std::is_same_v<Element, float> ? 4 : 2;
+
+template <class Element>
+TRACKSCOPE_DEVICE_FN float load_cost(const void* plane, int index) {
+  if constexpr (std::is_same_v<Element, float>) {
+    return global_load_f32(static_cast<const float*>(plane) + index);
+  } else {
+    return half_to_float<Element>(global_load_u16(static_cast<const uint16_t*>(plane) + index));
+  }
+}
+
+// Element j of a 16-byte vector (little-endian: the lower half of a word comes first).
+template <class Element>
+TRACKSCOPE_DEVICE_FN float vector_element(const Words4& v, int j) {
+  constexpr int kPerWord = 4 / kElementBytes<Element>;
+  const int word_index = j / kPerWord;
+  const uint32_t word = word_index == 0 ? v.x : (word_index == 1 ? v.y : (word_index == 2 ? v.z : v.w));
+  if constexpr (std::is_same_v<Element, float>) {
+    return bits_to_float(word);
+  } else {
+    return half_to_float<Element>(static_cast<uint16_t>(j % 2 == 0 ? (word & 0xffffu) : (word >> 16)));
+  }
+}
+
+// Copies one plane of <= kInitMaxHighCells cost values into shared memory as floats. One element per thread per
+// loop turn left each block waiting out ~16 dependent global-load latencies; so where the plane is aligned for
+// them, 16-byte loads (at most 2 per thread in 16-bit, 4 in fp32), all issued before the first store.
+template <class Element>
+TRACKSCOPE_DEVICE_FN void load_plane(const void* source, float* destination, int cells) {
+  constexpr int kVector = 16 / kElementBytes<Element>;
+  constexpr int kMaxVectorsPerThread = kInitMaxHighCells / kVector / kThreads;
+  const int tid = thread_index();
+  if (cells % kVector != 0 || reinterpret_cast<uintptr_t>(source) % 16 != 0) {
+    for (int c = tid; c < cells; c += kThreads) shared_store(destination + c, load_cost<Element>(source, c));
+    return;
+  }
+  const int vectors = cells / kVector;
+  Words4 raw[kMaxVectorsPerThread];
+  TRACKSCOPE_UNROLL
+  for (int k = 0; k < kMaxVectorsPerThread; ++k) {
+    const int v = tid + k * kThreads;
+    if (v < vectors) raw[k] = global_load16(static_cast<const unsigned char*>(source) + 16 * static_cast<int64_t>(v));
+  }
+  TRACKSCOPE_UNROLL
+  for (int k = 0; k < kMaxVectorsPerThread; ++k) {
+    const int v = tid + k * kThreads;
+    if (v < vectors) {
+      TRACKSCOPE_UNROLL
+      for (int j = 0; j < kVector; ++j) shared_store(destination + v * kVector + j, vector_element<Element>(raw[k], j));
+    }
+  }
+}
+
+struct Sum {
+  TRACKSCOPE_DEVICE_FN float operator()(float a, float b) const { return a + b; }
+};
+struct Max {
+  TRACKSCOPE_DEVICE_FN float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct Min {
+  TRACKSCOPE_DEVICE_FN float operator()(float a, float b) const { return fminf(a, b); }
+};
+
+template <class Op>
+TRACKSCOPE_DEVICE_FN float warp_reduce(float v, Op op) {
+  TRACKSCOPE_UNROLL
+  for (int offset = 16; offset > 0; offset >>= 1) v = op(v, warp_xor(v, offset));
+  return v;
+}
+
+// The block-wide result in every thread; every thread calls it. `scratch`: kWarps floats of shared memory.
+template <class Op>
+TRACKSCOPE_DEVICE_FN float block_all_reduce(float v, Op op, float* scratch) {
+  const int lane = thread_index() & 31;
+  const int warp = thread_index() >> 5;
+  v = warp_reduce(v, op);
+  block_sync();  // scratch may still be read by a previous reduction
+  if (lane == 0) shared_store(scratch + warp, v);
+  block_sync();
+  float r = shared_load(scratch);
+  for (int w = 1; w < kWarps; ++w) r = op(r, shared_load(scratch + w));
+  return r;
+}
+
+// The largest value and the smallest index among equal values, in every thread. No NaN values.
+TRACKSCOPE_DEVICE_FN void block_argmax(float& value, int& index, float* scratch_values, int* scratch_indices) {
+  const int lane = thread_index() & 31;
+  const int warp = thread_index() >> 5;
+  TRACKSCOPE_UNROLL
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float other_value = warp_xor(value, offset);
+    // The index travels as the bits of a float: a shuffle moves bits, it does no arithmetic.
+    const int other_index =
+        static_cast<int>(float_to_bits(warp_xor(bits_to_float(static_cast<uint32_t>(index)), offset)));
+    if (other_value > value || (other_value == value && other_index < index)) {
+      value = other_value;
+      index = other_index;
+    }
+  }
+  block_sync();
+  if (lane == 0) {
+    shared_store(scratch_values + warp, value);
+    shared_store(scratch_indices + warp, index);
+  }
+  block_sync();
+  value = shared_load(scratch_values);
+  index = shared_load(scratch_indices);
+  for (int w = 1; w < kWarps; ++w) {
+    const float v = shared_load(scratch_values + w);
+    const int i = shared_load(scratch_indices + w);
+    if (v > value || (v == value && i < index)) {
+      value = v;
+      index = i;
+    }
+  }
+}
+
+// Tail value i reduced over this warp, left in tail[i * kWarps + warp]. Same warp and combination order as
+// block_all_reduce, so the same bits.
+TRACKSCOPE_DEVICE_FN void tail_warp_total(int i, float v, float* tail) {
+  v = i < 5 ? warp_reduce(v, Sum{}) : (i < 7 ? warp_reduce(v, Max{}) : warp_reduce(v, Min{}));
+  if ((thread_index() & 31) == 0) shared_store(tail + i * kWarps + (thread_index() >> 5), v);
+}
+
+// After a barrier that follows every warp's tail_warp_total(i, ...).
+TRACKSCOPE_DEVICE_FN float tail_block_total(int i, const float* tail) {
+  float r = shared_load(tail + i * kWarps);
+  for (int w = 1; w < kWarps; ++w) {
+    const float v = shared_load(tail + i * kWarps + w);
+    r = i < 5 ? Sum{}(r, v) : (i < 7 ? Max{}(r, v) : Min{}(r, v));
+  }
+  return r;
+}
+
+// PyTorch's upsample_bilinear2d (align_corners=False): source = scale*(dst+0.5)-0.5 clamped at 0.
+TRACKSCOPE_DEVICE_FN void source_index(int dst, float scale, int input_size, int& i0, int& i1, float& lambda0,
+                                       float& lambda1) {
+  float src = scale * (static_cast<float>(dst) + 0.5f) - 0.5f;
+  if (src < 0.0f) src = 0.0f;
+  i0 = static_cast<int>(src);
+  if (i0 > input_size - 1) i0 = input_size - 1;
+  i1 = i0 + (i0 < input_size - 1 ? 1 : 0);
+  lambda1 = src - static_cast<float>(i0);
+  lambda0 = 1.0f - lambda1;
+}
+
+/// One block per plane (blockIdx = query * frames + frame), kThreads threads, shared_bytes() of dynamic shared
+/// memory. cost_low / cost_high: contiguous [queries, frames, cells] of Element; conv_weight [18], conv_bias [1],
+/// query_frames [queries], query_xy [queries, 2] fp32; writes points [queries, frames, 2] and stats
+/// [queries, frames, 6] fp32. Four blocks per SM: 63 registers (without the bound ptxas chose 64 and spilled);
+/// shared memory would allow six.
+template <class Element>
+TRACKSCOPE_KERNEL(kThreads, 4)
+init_plane_kernel(InitShape s, const void* cost_low, const void* cost_high, const float* conv_weight,
+                  const float* conv_bias, const float* query_frames, const float* query_xy, float* points,
+                  float* stats) {
+  const int low_cells = s.low_height * s.low_width;
+  const int high_cells = s.high_height * s.high_width;
+  float* low = static_cast<float*>(dynamic_shared());
+  float* up = low + low_cells;
+  float* high = up + high_cells;
+  float* weights = high + high_cells;
+  float* scratch = weights + kWeightFloats;
+  int* scratch_index = reinterpret_cast<int*>(scratch + 32);
+  float* tail = scratch + 64;
+
+  const int64_t plane = block_index();
+  const int64_t query = plane / s.frames;
+  const int64_t frame = plane % s.frames;
+  const int tid = thread_index();
+
+  load_plane<Element>(static_cast<const unsigned char*>(cost_low) + plane * low_cells * kElementBytes<Element>, low,
+                      low_cells);
+  load_plane<Element>(static_cast<const unsigned char*>(cost_high) + plane * high_cells * kElementBytes<Element>, high,
+                      high_cells);
+  if (tid < 18) shared_store(weights + tid, global_load_f32(conv_weight + tid));
+  if (tid == 18) shared_store(weights + 18, global_load_f32(conv_bias));
+  block_sync();
+
+  const float scale_y = static_cast<float>(s.low_height) / static_cast<float>(s.high_height);
+  const float scale_x = static_cast<float>(s.low_width) / static_cast<float>(s.high_width);
+  float sum_up = 0.0f, sum_high = 0.0f;
+  float max_up = -FLT_MAX, max_high = -FLT_MAX, min_up = FLT_MAX, min_high = FLT_MAX;
+  for (int c = tid; c < high_cells; c += kThreads) {
+    const int y = c / s.high_width;
+    const int x = c % s.high_width;
+    int y0, y1, x0, x1;
+    float ly0, ly1, lx0, lx1;
+    source_index(y, scale_y, s.low_height, y0, y1, ly0, ly1);
+    source_index(x, scale_x, s.low_width, x0, x1, lx0, lx1);
+    const float u =
+        ly0 * (lx0 * shared_load(low + y0 * s.low_width + x0) + lx1 * shared_load(low + y0 * s.low_width + x1)) +
+        ly1 * (lx0 * shared_load(low + y1 * s.low_width + x0) + lx1 * shared_load(low + y1 * s.low_width + x1));
+    const float h = shared_load(high + c);
+    shared_store(up + c, u);
+    sum_up += u;
+    sum_high += h;
+    max_up = fmaxf(max_up, u);
+    max_high = fmaxf(max_high, h);
+    min_up = fminf(min_up, u);
+    min_high = fminf(min_high, h);
+  }
+  // The statistics leave the registers now, before the logits need them.
+  tail_warp_total(3, sum_up, tail);
+  tail_warp_total(4, sum_high, tail);
+  tail_warp_total(5, max_up, tail);
+  tail_warp_total(6, max_high, tail);
+  tail_warp_total(7, min_up, tail);
+  tail_warp_total(8, min_high, tail);
+  block_sync();
+
+  // 3x3 conv (zero padding 1, bias) on the stacked [up, high] planes, times the softmax multiplier.
+  float logits[kCellsPerThread];
+  float local_max = -FLT_MAX;
+  TRACKSCOPE_UNROLL
+  for (int k = 0; k < kCellsPerThread; ++k) {
+    const int c = tid + k * kThreads;
+    logits[k] = -FLT_MAX;
+    if (c < high_cells) {
+      const int y = c / s.high_width;
+      const int x = c % s.high_width;
+      float v = 0.0f;
+      for (int ky = 0; ky < 3; ++ky) {
+        const int yy = y + ky - 1;
+        if (yy < 0 || yy >= s.high_height) continue;
+        for (int kx = 0; kx < 3; ++kx) {
+          const int xx = x + kx - 1;
+          if (xx < 0 || xx >= s.high_width) continue;
+          v = fmaf(shared_load(weights + ky * 3 + kx), shared_load(up + yy * s.high_width + xx), v);
+          v = fmaf(shared_load(weights + 9 + ky * 3 + kx), shared_load(high + yy * s.high_width + xx), v);
+        }
+      }
+      logits[k] = kSoftmaxMultiplier * (v + shared_load(weights + 18));
+      local_max = fmaxf(local_max, logits[k]);
+    }
+  }
+  const float plane_max = block_all_reduce(local_max, Max{}, scratch);
+
+  float local_sum = 0.0f;
+  TRACKSCOPE_UNROLL
+  for (int k = 0; k < kCellsPerThread; ++k) {
+    const int c = tid + k * kThreads;
+    const float e = c < high_cells ? exp_f32(logits[k] - plane_max) : 0.0f;
+    logits[k] = e;
+    local_sum += e;
+  }
+  const float plane_sum = block_all_reduce(local_sum, Sum{}, scratch);
+
+  // Heatmap values and their argmax (cells are visited in increasing index, so '>' keeps the first).
+  float best = -1.0f;
+  int best_index = INT_MAX;
+  TRACKSCOPE_UNROLL
+  for (int k = 0; k < kCellsPerThread; ++k) {
+    const int c = tid + k * kThreads;
+    if (c < high_cells) {
+      logits[k] = logits[k] / plane_sum;
+      if (logits[k] > best) {
+        best = logits[k];
+        best_index = c;
+      }
+    }
+  }
+  block_argmax(best, best_index, scratch, scratch_index);
+  if (best_index == INT_MAX) best_index = 0;  // every heat value was NaN
+  const float peak_x = static_cast<float>(best_index % s.high_width) + 0.5f;
+  const float peak_y = static_cast<float>(best_index / s.high_width) + 0.5f;
+
+  float weight_sum = 0.0f, weighted_x = 0.0f, weighted_y = 0.0f;
+  TRACKSCOPE_UNROLL
+  for (int k = 0; k < kCellsPerThread; ++k) {
+    const int c = tid + k * kThreads;
+    if (c < high_cells) {
+      const float cx = static_cast<float>(c % s.high_width) + 0.5f;
+      const float cy = static_cast<float>(c / s.high_width) + 0.5f;
+      const float dx = cx - peak_x;
+      const float dy = cy - peak_y;
+      if (dx * dx + dy * dy < kWindowRadiusSquared) {
+        weight_sum += logits[k];
+        weighted_x += logits[k] * cx;
+        weighted_y += logits[k] * cy;
+      }
+    }
+  }
+  tail_warp_total(0, weight_sum, tail);
+  tail_warp_total(1, weighted_x, tail);
+  tail_warp_total(2, weighted_y, tail);
+  block_sync();
+
+  if (tid == 0) {
+    const float denominator = fmaxf(tail_block_total(0, tail), kDenominatorFloor);
+    float x = tail_block_total(1, tail) / denominator * s.output_scale_x;
+    float y = tail_block_total(2, tail) / denominator * s.output_scale_y;
+    // Query-frame pin: round half to even, as torch.round.
+    if (rintf(global_load_f32(query_frames + query)) == static_cast<float>(frame)) {
+      x = global_load_f32(query_xy + query * 2 + 0);
+      y = global_load_f32(query_xy + query * 2 + 1);
+    }
+    global_store_f32(points + plane * 2 + 0, x);
+    global_store_f32(points + plane * 2 + 1, y);
+    const float cells = static_cast<float>(high_cells);
+    float* out = stats + plane * 6;
+    global_store_f32(out + 0, tail_block_total(3, tail) / cells);
+    global_store_f32(out + 1, tail_block_total(4, tail) / cells);
+    global_store_f32(out + 2, tail_block_total(5, tail));
+    global_store_f32(out + 3, tail_block_total(6, tail));
+    global_store_f32(out + 4, tail_block_total(7, tail));
+    global_store_f32(out + 5, tail_block_total(8, tail));
+  }
+}
+
+}  // namespace trackscope::gpu::ops::cuda::init_plane
