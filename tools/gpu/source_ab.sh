@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# A/B of a source change that has no runtime switch (a kernel rewritten in place): the CLI built from the working
+# tree ("new") against the same build with some files put back to an older revision ("old"), benched alternately in
+# one call so that the ratio is measured on one warm machine.
+#
+# Here:   bash tools/gpu/source_ab.sh --prepare REV FILE...
+#         (writes `git show REV:FILE` under .gpu-carry-old/; that folder is git-ignored: name it in the call's carry)
+# There:  after tools/gpu/check.sh has built trackscope-cli into BUILD_DIR (default build-gpu):
+#         bash tools/gpu/source_ab.sh --run OUT_DIR "BENCH ARGS" [ROUNDS]
+#         e.g. "--device cuda:0 --model small,base --points 256,1024 --precision fp16 --repeats 5 --warmup 2"
+# Writes OUT_DIR/ab-{new,old}-K.json (K = 1..ROUNDS, default 2, in the order new, old, new, old, ...) and the
+# headless comparison of the first pair (`trackscope-cli compare`) to OUT_DIR/ab-compare.txt. Rebuilding for "old"
+# recompiles only the swapped files and relinks; the tree is restored and rebuilt as "new" before returning.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+OLD_DIR=.gpu-carry-old
+case "${1:-}" in
+  --prepare)
+    rev=${2:?usage: source_ab.sh --prepare REV FILE...}
+    shift 2
+    rm -rf "$OLD_DIR"
+    for f in "$@"; do
+      mkdir -p "$OLD_DIR/$(dirname "$f")"
+      git show "$rev:$f" > "$OLD_DIR/$f" || exit 1
+    done
+    echo "source_ab: $# file(s) of $rev under $OLD_DIR/ (carry it)"
+    exit 0
+    ;;
+  --run) ;;
+  *) echo "usage: source_ab.sh --prepare REV FILE... | --run OUT_DIR \"BENCH ARGS\" [ROUNDS]" >&2; exit 2 ;;
+esac
+OUT=${2:?usage: source_ab.sh --run OUT_DIR "BENCH ARGS" [ROUNDS]}
+ARGS=${3:?bench arguments}
+ROUNDS=${4:-2}
+BUILD=${BUILD_DIR:-build-gpu}
+CLI=$BUILD/app/trackscope-cli
+if [ ! -d "$OLD_DIR" ] || [ ! -x "$CLI" ]; then
+  echo "source_ab: needs $OLD_DIR (carried) and $CLI (built)" >&2
+  exit 1
+fi
+mkdir -p "$OUT"
+BIN=$(mktemp -d)
+cp "$CLI" "$BIN/new"
+mapfile -t files < <(cd "$OLD_DIR" && find . -type f | sed 's#^\./##')
+for f in "${files[@]}"; do cp "$f" "$BIN/$(echo "$f" | tr / _).new" && cp "$OLD_DIR/$f" "$f"; done
+ninja -C "$BUILD" trackscope-cli > "$OUT/ab-build-old.log" 2>&1
+rc=$?
+cp "$CLI" "$BIN/old"
+for f in "${files[@]}"; do cp "$BIN/$(echo "$f" | tr / _).new" "$f" && touch "$f"; done
+ninja -C "$BUILD" trackscope-cli > "$OUT/ab-build-new.log" 2>&1
+echo "source_ab: old build rc=$rc (${files[*]}); new rebuilt rc=$?"
+[ $rc -eq 0 ] || exit 1
+for k in $(seq 1 "$ROUNDS"); do
+  for v in new old; do
+    # shellcheck disable=SC2086  # ARGS is a list of bench arguments
+    "$BIN/$v" bench $ARGS --json "$OUT/ab-$v-$k.json" > "$OUT/ab-$v-$k.txt" 2>&1
+    echo "source_ab: bench $v round $k rc=$?"
+  done
+done
+"$BIN/new" compare "$OUT/ab-old-1.json" "$OUT/ab-new-1.json" > "$OUT/ab-compare.txt" 2>&1
+tail -40 "$OUT/ab-compare.txt"
