@@ -56,3 +56,13 @@ if [ -n "$PHOTOS" ]; then
     -exec cp {} "$CARRY/photo-textures/" \;
   [ -n "$(ls -A "$CARRY/photo-textures")" ] || { echo "no JPEG/PNG photographs in $PHOTOS" >&2; exit 1; }
 fi
+# The device tool uploads the tracked and untracked-not-ignored files plus the carried folders, 64 MiB in all, and
+# refuses a call above that: say here whether this carry fits with the tree as it is now.
+tree_bytes=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 du -cb 2>/dev/null |
+  awk '$2 == "total" { s += $1 } END { print s + 0 }')
+carry_bytes=$(du -sb "$CARRY" | cut -f1)
+total_mib=$(( (tree_bytes + carry_bytes) / 1048576 ))
+echo "upload with this carry: tree $((tree_bytes / 1048576)) MiB + $CARRY $((carry_bytes / 1048576)) MiB = ${total_mib} MiB (limit 64)"
+if [ "$total_mib" -ge 64 ]; then
+  echo "prepare.sh: WARNING: over the device tool's 64 MiB; use --fixtures none/small, --no-long-clip or a second call" >&2
+fi
