@@ -107,18 +107,21 @@ Reference reference(const Case& c, const std::vector<float>& low, const std::vec
   for (int p = 0; p < planes; ++p) {
     const float* lp = &low[static_cast<size_t>(p) * hl * wl];
     const float* hp = &high[static_cast<size_t>(p) * hh * wh];
-    std::vector<double> up(static_cast<size_t>(hh * wh));
+    auto cell = [wh](int y, int x) {
+      return static_cast<size_t>(y) * static_cast<size_t>(wh) + static_cast<size_t>(x);
+    };
+    std::vector<double> up(static_cast<size_t>(hh) * static_cast<size_t>(wh));
     for (int y = 0; y < hh; ++y) {
       for (int x = 0; x < wh; ++x) {
         int y0, y1, x0, x1;
         double ly, lx;
         source(y, hl, y0, y1, ly);
         source(x, wl, x0, x1, lx);
-        up[static_cast<size_t>(y * wh + x)] = (1 - ly) * ((1 - lx) * lp[y0 * wl + x0] + lx * lp[y0 * wl + x1]) +
-                                              ly * ((1 - lx) * lp[y1 * wl + x0] + lx * lp[y1 * wl + x1]);
+        up[cell(y, x)] = (1 - ly) * ((1 - lx) * lp[y0 * wl + x0] + lx * lp[y0 * wl + x1]) +
+                         ly * ((1 - lx) * lp[y1 * wl + x0] + lx * lp[y1 * wl + x1]);
       }
     }
-    std::vector<double> logit(static_cast<size_t>(hh * wh));
+    std::vector<double> logit(up.size());
     double max_logit = -INFINITY;
     for (int y = 0; y < hh; ++y) {
       for (int x = 0; x < wh; ++x) {
@@ -127,11 +130,10 @@ Reference reference(const Case& c, const std::vector<float>& low, const std::vec
           for (int kx = 0; kx < 3; ++kx) {
             const int yy = y + ky - 1, xx = x + kx - 1;
             if (yy < 0 || yy >= hh || xx < 0 || xx >= wh) continue;
-            v += weight[ky * 3 + kx] * up[static_cast<size_t>(yy * wh + xx)] +
-                 weight[9 + ky * 3 + kx] * hp[yy * wh + xx];
+            v += weight[ky * 3 + kx] * up[cell(yy, xx)] + weight[9 + ky * 3 + kx] * hp[yy * wh + xx];
           }
         }
-        logit[static_cast<size_t>(y * wh + x)] = 20.0 * v;
+        logit[cell(y, x)] = 20.0 * v;
         max_logit = std::max(max_logit, 20.0 * v);
       }
     }
@@ -140,10 +142,12 @@ Reference reference(const Case& c, const std::vector<float>& low, const std::vec
     int best = 0;
     for (int i = 1; i < hh * wh; ++i)
       if (logit[static_cast<size_t>(i)] > logit[static_cast<size_t>(best)]) best = i;
-    const double px = best % wh + 0.5, py = best / wh + 0.5;
+    const int best_row = best / wh, best_column = best % wh;  // cell centres are at index + 0.5
+    const double px = best_column + 0.5, py = best_row + 0.5;
     double ws = 0, wx = 0, wy = 0;
     for (int i = 0; i < hh * wh; ++i) {
-      const double cx = i % wh + 0.5, cy = i / wh + 0.5;
+      const int row = i / wh, column = i % wh;
+      const double cx = column + 0.5, cy = row + 0.5;
       if ((cx - px) * (cx - px) + (cy - py) * (cy - py) < 25.0) {
         const double h = logit[static_cast<size_t>(i)] / sum;
         ws += h;
