@@ -2,10 +2,10 @@
 # One GPU-machine call that builds, tests and times this round's kernels against the previous paths (A/B in the same
 # process lifetime of the machine), and prints a short table last. Stays under 9 minutes (AB_BUDGET_S).
 #
-# Here, once:   tools/gpu/prepare.sh --fixtures base --no-long-clip            (.gpu-carry, ~59 MiB with the tree)
+# Here, once:   tools/gpu/prepare.sh --fixtures base --no-long-clip            (.gpu-carry, ~62 MiB with the tree)
 # The call (device tool, carry [".gpu-carry"], timeout_s 600):
 #   source .gpu-carry/gpu_env.sh || exit 1; bash tools/gpu/kernels_ab.sh "$OUT"
-# Small's parity fixtures do not fit in the same upload (64 MiB in all: the tree is 23.8 MB, small's fixtures
+# Small's parity fixtures do not fit in the same upload (64 MiB in all: the tree is 25.9 MB, small's fixtures
 # 26.6 MB, base's 33.4 MB), so small's parity tests skip in that call, naming the fixture. They run in a short
 # second call while the machine is warm (the build stays; the script points ../shared at the carried data):
 #   here:     tools/gpu/prepare.sh --fixtures small --no-long-clip --out .gpu-carry-small
