@@ -24,6 +24,7 @@
 #include "gpu/ops/cuda/device_utils.cuh"
 #include "core/tracking/locotrack_shape.h"
 #include "gpu/ops/cuda/launchers.h"
+#include "gpu/ops/cuda/warp_reduce.cuh"
 
 namespace trackscope::gpu::ops::cuda {
 namespace {
@@ -381,7 +382,7 @@ __device__ void conv_layer(const float* __restrict__ input, float* __restrict__ 
         sum += values[i];
       }
     }
-    const float mean = warp_all_reduce(sum, SumOp{}) / static_cast<float>(count);
+    const float mean = warp_reduce(sum, Sum{}) / static_cast<float>(count);
     float squares = 0.0f;
 #pragma unroll
     for (int i = 0; i < per_lane; ++i) {
@@ -391,7 +392,7 @@ __device__ void conv_layer(const float* __restrict__ input, float* __restrict__ 
         squares = fmaf(d, d, squares);
       }
     }
-    const float inverse_std = rsqrtf(warp_all_reduce(squares, SumOp{}) / static_cast<float>(count) + eps);
+    const float inverse_std = rsqrtf(warp_reduce(squares, Sum{}) / static_cast<float>(count) + eps);
 #pragma unroll
     for (int i = 0; i < per_lane; ++i) {
       const int e = lane + i * 32;

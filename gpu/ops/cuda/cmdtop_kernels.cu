@@ -11,6 +11,7 @@
 
 #include "gpu/ops/cuda/device_utils.cuh"
 #include "gpu/ops/cuda/launchers.h"
+#include "gpu/ops/cuda/warp_reduce.cuh"
 
 namespace trackscope::gpu::ops::cuda {
 namespace {
@@ -81,7 +82,7 @@ __global__ void __launch_bounds__(kNormThreads)
     const int channel = e % group_channels;
     sum += to_float(base[position * channels + channel]) + group_bias[channel];
   }
-  const float mean = warp_all_reduce(sum, SumOp{}) / static_cast<float>(count);
+  const float mean = warp_reduce(sum, Sum{}) / static_cast<float>(count);
   float squares = 0.0f;
   for (int e = lane; e < count; e += 32) {
     const int position = e / group_channels;
@@ -89,7 +90,7 @@ __global__ void __launch_bounds__(kNormThreads)
     const float d = to_float(base[position * channels + channel]) + group_bias[channel] - mean;
     squares = fmaf(d, d, squares);
   }
-  const float variance = warp_all_reduce(squares, SumOp{}) / static_cast<float>(count);
+  const float variance = warp_reduce(squares, Sum{}) / static_cast<float>(count);
   const float inverse_std = rsqrtf(variance + eps);
   for (int e = lane; e < count; e += 32) {
     const int position = e / group_channels;

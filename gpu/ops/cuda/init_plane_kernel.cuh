@@ -28,6 +28,7 @@
 
 #include "gpu/ops/cuda/cmdtop_mma_layout.h"  // Words4, Fp16Tag, Bf16Tag
 #include "gpu/ops/cuda/init_layout.h"
+#include "gpu/ops/cuda/warp_reduce.cuh"
 #ifndef TRACKSCOPE_CUDA_EMULATION
 #include "gpu/ops/cuda/mma_primitives.cuh"
 #endif
@@ -112,23 +113,6 @@ TRACKSCOPE_DEVICE_FN void load_plane(const void* source, float* destination, int
   }
 }
 
-struct Sum {
-  TRACKSCOPE_DEVICE_FN float operator()(float a, float b) const { return a + b; }
-};
-struct Max {
-  TRACKSCOPE_DEVICE_FN float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-struct Min {
-  TRACKSCOPE_DEVICE_FN float operator()(float a, float b) const { return fminf(a, b); }
-};
-
-template <class Op>
-TRACKSCOPE_DEVICE_FN float warp_reduce(float v, Op op) {
-  TRACKSCOPE_UNROLL
-  for (int offset = 16; offset > 0; offset >>= 1) v = op(v, warp_xor(v, offset));
-  return v;
-}
-
 // The block-wide result in every thread; every thread calls it. `scratch`: kWarps floats of shared memory.
 template <class Op>
 TRACKSCOPE_DEVICE_FN float block_all_reduce(float v, Op op, float* scratch) {
@@ -176,20 +160,22 @@ TRACKSCOPE_DEVICE_FN void block_argmax(float& value, int& index, float* scratch_
   }
 }
 
+// The combination of tail value i: sums, then maxima, then minima.
+TRACKSCOPE_DEVICE_FN float tail_combine(int i, float a, float b) {
+  return i < 5 ? Sum{}(a, b) : (i < 7 ? Max{}(a, b) : Min{}(a, b));
+}
+
 // Tail value i reduced over this warp, left in tail[i * kWarps + warp]. Same warp and combination order as
 // block_all_reduce, so the same bits.
 TRACKSCOPE_DEVICE_FN void tail_warp_total(int i, float v, float* tail) {
-  v = i < 5 ? warp_reduce(v, Sum{}) : (i < 7 ? warp_reduce(v, Max{}) : warp_reduce(v, Min{}));
+  v = warp_reduce(v, [i](float a, float b) { return tail_combine(i, a, b); });
   if ((thread_index() & 31) == 0) shared_store(tail + i * kWarps + (thread_index() >> 5), v);
 }
 
 // After a barrier that follows every warp's tail_warp_total(i, ...).
 TRACKSCOPE_DEVICE_FN float tail_block_total(int i, const float* tail) {
   float r = shared_load(tail + i * kWarps);
-  for (int w = 1; w < kWarps; ++w) {
-    const float v = shared_load(tail + i * kWarps + w);
-    r = i < 5 ? Sum{}(r, v) : (i < 7 ? Max{}(r, v) : Min{}(r, v));
-  }
+  for (int w = 1; w < kWarps; ++w) r = tail_combine(i, r, shared_load(tail + i * kWarps + w));
   return r;
 }
 

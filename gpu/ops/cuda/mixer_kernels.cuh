@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "gpu/ops/cuda/mixer_layout.h"
+#include "gpu/ops/cuda/warp_reduce.cuh"
 #ifndef TRACKSCOPE_CUDA_EMULATION
 #include "gpu/ops/cuda/mma_primitives.cuh"
 #endif
@@ -76,11 +77,7 @@ TRACKSCOPE_DEVICE_FN void emit_tail(typename Storage<Out>::Raw* y, int k, int kp
   }
 }
 
-TRACKSCOPE_DEVICE_FN float warp_sum(float v) {
-  TRACKSCOPE_UNROLL
-  for (int offset = 16; offset > 0; offset >>= 1) v += warp_xor(v, offset);
-  return v;  // the same bits in every lane (each step adds the same two values in both partners)
-}
+TRACKSCOPE_DEVICE_FN float warp_sum(float v) { return warp_reduce(v, Sum{}); }
 
 // A LayerNorm row of k <= kMixerMaxNormWidth channels, one warp per row: lane l holds channels l, l + 32, ... in v
 // (0 past k); mean and 1 / sqrt(variance + eps) in fp32, two passes (as the reference's statistics).
