@@ -601,6 +601,27 @@ TEST(LocalCorr4dCuda, FarAndNonFinitePointsGiveZeros) {
   }
 }
 
+// The fused plane kernel on the CUDA cost volumes low/high against the CPU kernel on the same stored values:
+// points within 1e-3 px, statistics within 1e-5.
+void expect_init_planes_match_cpu(const InitCase& c, const InitInputs& in, const at::Tensor& low,
+                                  const at::Tensor& high, const std::string& name) {
+  at::Tensor cpu_points = at::empty({c.queries, c.frames, 2});
+  at::Tensor cpu_stats = at::empty({c.queries, c.frames, 6});
+  ops::init_from_cost_volume_planes_out(low.cpu(), high.cpu(), in.weight, in.bias, in.query_frames, in.query_xy,
+                                        cpu_points, cpu_stats);
+  const auto options = at::device(at::kCUDA).dtype(at::kFloat);
+  at::Tensor gpu_points = at::full({c.queries, c.frames, 2}, kPoison, options);
+  at::Tensor gpu_stats = at::full({c.queries, c.frames, 6}, kPoison, options);
+  ops::init_from_cost_volume_planes_out(low, high, in.weight.cuda(), in.bias.cuda(), in.query_frames.cuda(),
+                                        in.query_xy.cuda(), gpu_points, gpu_stats);
+  const Difference dp = difference(gpu_points, cpu_points);
+  const Difference ds = difference(gpu_stats, cpu_stats);
+  report(name + " points", dp, "1e-3 px");
+  report(name + " stats", ds, "1e-5");
+  EXPECT_LE(dp.max_abs_diff, 1e-3) << name;
+  EXPECT_LE(ds.max_abs_diff, 1e-5) << name;
+}
+
 TEST(InitFromCostVolumeCuda, MatchesCpuReference) {
   TRACKSCOPE_REQUIRE_CUDA();
   const InitCase c{47, 32, 32, 256, 128, 37};
@@ -622,23 +643,8 @@ TEST(InitFromCostVolumeCuda, MatchesCpuReference) {
   const at::Tensor cost_low = at::einsum("nc,thwc->nthw", {in.query_lowres, in.features_lowres});
   const at::Tensor cost_high = at::einsum("nc,thwc->nthw", {in.query_hires, in.features_hires});
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
-    const at::Tensor low = cost_low.to(dtype);
-    const at::Tensor high = cost_high.to(dtype);
-    at::Tensor cpu_points = at::empty({c.queries, c.frames, 2});
-    at::Tensor cpu_stats = at::empty({c.queries, c.frames, 6});
-    ops::init_from_cost_volume_planes_out(low, high, in.weight, in.bias, in.query_frames, in.query_xy, cpu_points,
-                                          cpu_stats);
-    const auto options = at::device(at::kCUDA).dtype(at::kFloat);
-    at::Tensor gpu_points = at::full({c.queries, c.frames, 2}, kPoison, options);
-    at::Tensor gpu_stats = at::full({c.queries, c.frames, 6}, kPoison, options);
-    ops::init_from_cost_volume_planes_out(low.cuda(), high.cuda(), in.weight.cuda(), in.bias.cuda(),
-                                          in.query_frames.cuda(), in.query_xy.cuda(), gpu_points, gpu_stats);
-    dp = difference(gpu_points, cpu_points);
-    ds = difference(gpu_stats, cpu_stats);
-    report(std::string("init planes cuda vs cpu ") + c10::toString(dtype) + " points", dp, "1e-3 px");
-    report(std::string("init planes cuda vs cpu ") + c10::toString(dtype) + " stats", ds, "1e-5");
-    EXPECT_LE(dp.max_abs_diff, 1e-3) << c10::toString(dtype);
-    EXPECT_LE(ds.max_abs_diff, 1e-5) << c10::toString(dtype);
+    expect_init_planes_match_cpu(c, in, cost_low.to(dtype).cuda(), cost_high.to(dtype).cuda(),
+                                 std::string("init planes cuda vs cpu ") + c10::toString(dtype));
   }
 
   // The whole op in bf16 (GEMMs in bf16) against fp32: rounding the costs to 8 bits moves the soft-argmax;
@@ -674,26 +680,10 @@ TEST(InitFromCostVolumeCuda, UnalignedPlanesAndOddGridsMatchCpu) {
           view.copy_(cpu.to(dtype));
           return view;
         };
-        const at::Tensor low = on_device(cost_low);
-        const at::Tensor high = on_device(cost_high);
-        at::Tensor cpu_points = at::empty({c.queries, c.frames, 2});
-        at::Tensor cpu_stats = at::empty({c.queries, c.frames, 6});
-        ops::init_from_cost_volume_planes_out(low.cpu(), high.cpu(), in.weight, in.bias, in.query_frames, in.query_xy,
-                                              cpu_points, cpu_stats);
-        const auto options = at::device(at::kCUDA).dtype(at::kFloat);
-        at::Tensor gpu_points = at::full({c.queries, c.frames, 2}, kPoison, options);
-        at::Tensor gpu_stats = at::full({c.queries, c.frames, 6}, kPoison, options);
-        ops::init_from_cost_volume_planes_out(low, high, in.weight.cuda(), in.bias.cuda(), in.query_frames.cuda(),
-                                              in.query_xy.cuda(), gpu_points, gpu_stats);
-        const std::string name = std::string("init planes ") + std::to_string(2 * c.low_size_y) + "x" +
-                                 std::to_string(2 * c.low_size_x) + " " + c10::toString(dtype) +
-                                 (offset ? " offset by one element" : " aligned");
-        const Difference dp = difference(gpu_points, cpu_points);
-        const Difference ds = difference(gpu_stats, cpu_stats);
-        report(name + " points", dp, "1e-3 px");
-        report(name + " stats", ds, "1e-5");
-        EXPECT_LE(dp.max_abs_diff, 1e-3) << name;
-        EXPECT_LE(ds.max_abs_diff, 1e-5) << name;
+        expect_init_planes_match_cpu(c, in, on_device(cost_low), on_device(cost_high),
+                                     std::string("init planes ") + std::to_string(2 * c.low_size_y) + "x" +
+                                         std::to_string(2 * c.low_size_x) + " " + c10::toString(dtype) +
+                                         (offset ? " offset by one element" : " aligned"));
       }
     }
   }
