@@ -45,39 +45,6 @@ std::shared_ptr<const model::LocoTrack> converted_copy(const model::LocoTrack& s
   return copy;
 }
 
-// Bilinear samples with border padding (grid_sample, align_corners=false) of grid [1, T, H, W, C] around
-// queries [N, 3] (t, y, x) in 256 space at the 7x7 support offsets, evaluated in float32 whatever the grid's
-// dtype: [1, N, 7, 7, C] float32. The query frame t is an integer, so trilinear sampling at t + 0.5 (the
-// reference) is bilinear sampling of frame t.
-at::Tensor sample_supports_border(const at::Tensor& grid, const at::Tensor& queries_tyx) {
-  const int64_t frames = grid.size(1), height = grid.size(2), width = grid.size(3), channels = grid.size(4);
-  const int64_t count = queries_tyx.size(0);
-  const auto float_options = queries_tyx.options().dtype(at::kFloat);
-  const at::Tensor steps = at::arange(-model::kSupportRadius, model::kSupportRadius + 1, float_options);
-  const at::Tensor offset_y = steps.repeat_interleave(model::kSupportSize),
-                   offset_x = steps.repeat({model::kSupportSize});
-  const at::Tensor t = queries_tyx.select(1, 0).round().clamp(0, static_cast<double>(frames - 1)).to(at::kLong);
-  const double to_cells_y = static_cast<double>(height) / model::kModelResolution;
-  const double to_cells_x = static_cast<double>(width) / model::kModelResolution;
-  // Continuous coordinate v is array index v - 0.5; border padding clips the index into the grid first.
-  const at::Tensor iy = (queries_tyx.select(1, 1).mul(to_cells_y).unsqueeze(1) + offset_y - 0.5)
-                            .clamp(0, static_cast<double>(height - 1));
-  const at::Tensor ix =
-      (queries_tyx.select(1, 2).mul(to_cells_x).unsqueeze(1) + offset_x - 0.5).clamp(0, static_cast<double>(width - 1));
-  const at::Tensor y0 = iy.floor(), x0 = ix.floor();
-  const at::Tensor wy = (iy - y0).unsqueeze(-1), wx = (ix - x0).unsqueeze(-1);
-  const at::Tensor y0i = y0.to(at::kLong), x0i = x0.to(at::kLong);
-  const at::Tensor y1i = (y0i + 1).clamp_max(height - 1), x1i = (x0i + 1).clamp_max(width - 1);
-  const at::Tensor frame_base = (t * (height * width)).unsqueeze(1);
-  const at::Tensor flat = grid.reshape({frames * height * width, channels});
-  auto corner = [&](const at::Tensor& y, const at::Tensor& x) {
-    return flat.index_select(0, (frame_base + y * width + x).reshape({-1})).to(at::kFloat).view({count, -1, channels});
-  };
-  const at::Tensor out = corner(y0i, x0i) * ((1 - wy) * (1 - wx)) + corner(y0i, x1i) * ((1 - wy) * wx) +
-                         corner(y1i, x0i) * (wy * (1 - wx)) + corner(y1i, x1i) * (wy * wx);
-  return out.view({1, count, model::kSupportSize, model::kSupportSize, channels});
-}
-
 // The mixer's 854 input channels padded with zeros to a multiple of 32 elements: the input projection's GEMM then
 // reads 16-byte aligned rows (with 854-element rows cuBLAS leaves its fast reduced-precision kernels, as it did with
 // the 2401-element correlation rows: ops::kCorrPaddedRow). The zero columns add nothing to the products.
@@ -275,9 +242,8 @@ model::QueryFeatures Engine::query_features(const model::FeatureGrids& grids, co
   const auto scope = recorder.time(Stage::query_features, 0, 0, cost_of(Stage::query_features, 0));
   const at::Tensor queries = queries_tyx.to(device_, at::kFloat);
   if (!is_reduced(compute_dtype_)) return model::compute_query_features(grids, queries);
-  // Reduced-precision grids: sample in float32 (grid_sample would take bf16 coordinates), a block of queries at
-  // a time to bound the corner gathers, then store the supports in the compute dtype.
-  constexpr int64_t kBlock = 1024;
+  // Reduced-precision grids: sample in float32 (grid_sample would take bf16 coordinates), then store the supports
+  // in the compute dtype (ops::sample_query_supports).
   const int64_t count = queries.size(1);
   model::QueryFeatures out;
   const std::array<const at::Tensor*, 3> levels = {&grids.lowres, &grids.hires, &grids.highest};
@@ -286,10 +252,8 @@ model::QueryFeatures Engine::query_features(const model::FeatureGrids& grids, co
   for (size_t level = 0; level < levels.size(); ++level) {
     const at::Tensor& grid = *levels[level];
     at::Tensor support = at::empty({1, count, model::kSupportSize, model::kSupportSize, grid.size(4)}, grid.options());
-    for (int64_t begin = 0; begin < count; begin += kBlock) {
-      const int64_t length = std::min(kBlock, count - begin);
-      support.narrow(1, begin, length).copy_(sample_supports_border(grid, queries[0].narrow(0, begin, length)));
-    }
+    at::Tensor support_view = support.select(0, 0);
+    ops::sample_query_supports_out(grid.select(0, 0), queries[0], support_view, options_.supports_kernel);
     *supports[level] = support;
     *centres[level] = support.select(2, model::kSupportRadius).select(2, model::kSupportRadius);
   }

@@ -46,6 +46,8 @@ void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, con
 void init_planes_cuda(const at::Tensor& cost_lowres, const at::Tensor& cost_hires, const at::Tensor& conv_weight,
                       const at::Tensor& conv_bias, const at::Tensor& query_frames, const at::Tensor& query_xy,
                       at::Tensor& points, at::Tensor& stats);
+// grid [T,H,W,C] (channel stride 1), queries_tyx [n,3] fp32 contiguous, supports [n,7,7,C] contiguous (grid's dtype).
+void query_supports_cuda(const at::Tensor& grid, const at::Tensor& queries_tyx, at::Tensor& supports);
 void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::Tensor& output);
 void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma, const at::Tensor& beta,
                                int64_t groups, double eps);

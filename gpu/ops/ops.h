@@ -241,6 +241,29 @@ at::Tensor instance_norm_relu_reference(const at::Tensor& x, const at::Tensor& w
 /// (another summation order); elsewhere the reference ops (gpu/model's l2_normalise_channels).
 at::Tensor l2_normalise_channels(const at::Tensor& x);
 
+// ---------------------------------------------------------------------------------------------------------
+// 6. The query supports of one pyramid level (stage 3 in bf16/fp16: the query features).
+//
+/// grid [T, H, W, C]: one level's feature grid, channels last (channel stride 1, other strides free), float32,
+///   bfloat16 or float16. queries_tyx [n, 3] float32: (t, y, x) with y, x in 256-space, on the grid's device.
+/// supports [n, 7, 7, C] contiguous, the grid's dtype, on its device: supports[q, i, j, :] is the bilinear sample
+///   with border padding (grid_sample, align_corners=False) of frame round_half_even(t) (clamped into the clip) at
+///   cell offsets (i - 3, j - 3) around (y H/256, x W/256), computed in float32 and rounded once into the dtype.
+/// Non-finite coordinates: the composite raises (it cannot index with them), the CUDA kernel samples cell 0.
+/// The model's fp32 path (grid_sample in float32) differs from this by float rounding only (a few ulps).
+///
+/// Which implementation computes it:
+///   composite: the ATen op sequence (corner gathers, float32 weights: ~40 launches per call on CUDA), in blocks of
+///     1,024 queries; the CPU's implementation and the reference.
+///   automatic: on CUDA one kernel (ops/cuda/query_supports_kernel.cuh: a thread per 16-byte vector of one support
+///     point, the composite's operations in its order, each rounded on its own: bit-identical); on the CPU the
+///     composite.
+enum class SupportsKernel { automatic, composite };
+void sample_query_supports_out(const at::Tensor& grid, const at::Tensor& queries_tyx, at::Tensor& supports,
+                               SupportsKernel kernel = SupportsKernel::automatic);
+at::Tensor sample_query_supports(const at::Tensor& grid, const at::Tensor& queries_tyx,
+                                 SupportsKernel kernel = SupportsKernel::automatic);
+
 /// input x weight^T + bias: input [..., K] (float32/bfloat16/float16), weight [N, K], bias [N] or undefined (the
 /// input's dtype) -> [..., N] contiguous. CPU float32: one GEMM through the CPU kernels' sgemm (oneDNN: AVX-512 where
 /// Debian's OpenBLAS runs AVX2 kernels, gpu/ops/cpu/cpu_support.h) with the bias added in its output; elsewhere

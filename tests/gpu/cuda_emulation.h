@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -216,6 +217,7 @@ struct ThreadContext {
   int epoch = 0;
   int warp_operations = 0;              // warp-synchronous operations so far: selects the slot set
   std::vector<void*> copies_in_flight;  // this thread's cp.async destinations (16 bytes each) not yet waited for
+  bool serial = false;                  // run_blocks_serially: barriers, warp operations and shared memory refused
 };
 inline thread_local ThreadContext context;
 
@@ -242,6 +244,29 @@ inline std::vector<std::string> run_blocks(int64_t first_block, int64_t count, i
   return errors;
 }
 
+/// The same for a kernel without barriers, warp-synchronous operations or shared memory (an elementwise kernel):
+/// its threads run one after another on the calling thread, thousands of times faster than a thread each. A
+/// barrier, warp operation or shared-memory access in such a kernel is reported as an error.
+inline std::vector<std::string> run_blocks_serially(int64_t first_block, int64_t count, int threads,
+                                                    const std::function<void()>& kernel) {
+  std::vector<std::string> errors;
+  for (int64_t b = first_block; b < first_block + count; ++b) {
+    Block block(threads, 0);
+    for (int t = 0; t < threads; ++t) {
+      context = ThreadContext{&block, t, b, 0, 0, {}, true};
+      try {
+        kernel();
+      } catch (const std::logic_error& e) {
+        block.fail("thread " + std::to_string(t) + ": " + e.what());
+        break;
+      }
+    }
+    context = ThreadContext{};
+    for (const std::string& e : block.errors()) errors.push_back("block " + std::to_string(b) + ": " + e);
+  }
+  return errors;
+}
+
 }  // namespace trackscope::test::cuda_emulation
 
 // The primitives the kernel calls (same names and signatures as gpu/ops/cuda/mma_primitives.cuh).
@@ -251,11 +276,18 @@ namespace emu = ::trackscope::test::cuda_emulation;
 
 inline int thread_index() { return emu::context.thread; }
 inline int64_t block_index() { return emu::context.block_index; }
+inline void refuse_when_serial(const char* what) {
+  if (emu::context.serial) throw std::logic_error(std::string(what) + " in a kernel run serially");
+}
 inline void block_sync() {
+  refuse_when_serial("a barrier");
   emu::context.block->barrier.arrive_and_wait();
   ++emu::context.epoch;
 }
-inline emu::Warp& current_warp() { return *emu::context.block->warps[static_cast<size_t>(emu::context.thread / 32)]; }
+inline emu::Warp& current_warp() {
+  refuse_when_serial("a warp-synchronous operation");
+  return *emu::context.block->warps[static_cast<size_t>(emu::context.thread / 32)];
+}
 inline float warp_xor(float v, int offset) {
   emu::Warp& warp = current_warp();
   const int lane = emu::context.thread % 32;
@@ -265,7 +297,10 @@ inline float warp_xor(float v, int offset) {
   return warp.values[set][lane ^ offset];
 }
 inline float reciprocal_sqrt(float x) { return 1.0f / std::sqrt(x); }
-inline void* dynamic_shared() { return emu::context.block->shared(); }
+inline void* dynamic_shared() {
+  refuse_when_serial("shared memory");
+  return emu::context.block->shared();
+}
 
 template <class T>
 T shared_load(const T* p) {
@@ -301,6 +336,14 @@ inline void global_store_u32(uint32_t* p, uint32_t v) {
   *p = v;
 }
 inline void global_store_u16(uint16_t* p, uint16_t v) { *p = v; }
+inline void global_store16(void* p, const Words4& w) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) emu::context.block->fail("misaligned 16-byte global store");
+  std::memcpy(p, &w, 16);
+}
+// The build has no FP contraction (ISO C++ mode, no -ffp-contract=fast): each operation is rounded on its own.
+inline float mul_rn(float a, float b) { return a * b; }
+inline float add_rn(float a, float b) { return a + b; }
+inline float round_half_even(float x) { return std::nearbyint(x); }
 
 // cp.async: the copy happens at once (recorded as this thread's write in the issuing epoch), but the destination is
 // marked in flight until this thread's async_wait_all(): any access before that is reported, and the wait records

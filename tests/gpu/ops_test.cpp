@@ -502,6 +502,85 @@ TEST(InstanceNormReluCpu, RejectsInvalidArgumentsWithTheirValues) {
 }
 
 // ------------------------------------------------------------------------------------------------------
+// sample_query_supports (the bf16/fp16 query features)
+
+// Queries (t, y, x) in 256-space: inside, past every border, on every frame.
+at::Tensor support_queries(int64_t count, int64_t frames) {
+  const at::Tensor t = at::randint(0, frames, {count, 1}).to(at::kFloat);
+  const at::Tensor yx = at::rand({count, 2}) * 336.0 - 40.0;
+  return at::cat({t, yx}, 1);
+}
+
+// Grids of three levels, [1, T, H, W, C] (the model's stage functions take the batch axis).
+gpu::model::FeatureGrids random_feature_grids(int64_t frames) {
+  gpu::model::FeatureGrids grids;
+  grids.lowres = at::randn({1, frames, 8, 8, 16});
+  grids.hires = at::randn({1, frames, 16, 16, 8});
+  grids.highest = at::randn({1, frames, 32, 24, 12});
+  return grids;
+}
+
+TEST(QuerySupportsCpu, MatchesTheModelsTrilinearSamplingInFloat32) {
+  const gpu::model::FeatureGrids grids = random_feature_grids(5);
+  const at::Tensor queries = support_queries(37, 5);
+  const gpu::model::QueryFeatures expected = gpu::model::compute_query_features(grids, queries.unsqueeze(0));
+  const std::vector<std::pair<const at::Tensor*, const at::Tensor*>> levels = {
+      {&grids.lowres, &expected.lowres_support},
+      {&grids.hires, &expected.hires_support},
+      {&grids.highest, &expected.highest_support}};
+  for (const auto& [grid, support] : levels) {
+    const at::Tensor actual = ops::sample_query_supports(grid->select(0, 0), queries);
+    EXPECT_EQ(actual.sizes(), support->select(0, 0).sizes());
+    const Difference d = difference(actual.to(at::kDouble), support->select(0, 0).to(at::kDouble));
+    report("sample_query_supports cpu vs the model's grid_sample " + std::to_string(grid->size(2)) + "x" +
+               std::to_string(grid->size(3)),
+           d, "abs 1e-5");
+    EXPECT_LE(d.max_abs_diff, 1e-5);
+  }
+}
+
+TEST(QuerySupportsCpu, ReducedPrecisionIsTheFloat32SampleRoundedOnceAndStridesDoNotMatter) {
+  const at::Tensor grid = at::randn({4, 9, 11, 24});
+  const at::Tensor queries = support_queries(20, 4);
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kFloat}) {
+    const at::Tensor reduced = grid.to(dtype);
+    const at::Tensor expected = ops::sample_query_supports(reduced.to(at::kFloat), queries).to(dtype);
+    EXPECT_TRUE(at::equal(ops::sample_query_supports(reduced, queries), expected)) << c10::toString(dtype);
+    // The same channels as a view into wider cells (channel stride 1, cell stride 40).
+    at::Tensor wide = at::full({4, 9, 11, 40}, std::numeric_limits<float>::quiet_NaN(), reduced.options());
+    wide.narrow(3, 0, 24).copy_(reduced);
+    EXPECT_TRUE(at::equal(ops::sample_query_supports(wide.narrow(3, 0, 24), queries), expected))
+        << c10::toString(dtype) << " strided";
+  }
+  // The query frame rounds half to even and is clamped into the clip.
+  at::Tensor half_frames = support_queries(4, 4);
+  half_frames.select(1, 0).copy_(at::tensor({1.5f, 2.5f, -7.0f, 9.0f}));
+  at::Tensor whole_frames = half_frames.clone();
+  whole_frames.select(1, 0).copy_(at::tensor({2.0f, 2.0f, 0.0f, 3.0f}));
+  EXPECT_TRUE(at::equal(ops::sample_query_supports(grid, half_frames), ops::sample_query_supports(grid, whole_frames)));
+}
+
+TEST(QuerySupportsCpu, RejectsInvalidArgumentsWithTheirValues) {
+  const at::Tensor grid = at::randn({2, 4, 4, 8});
+  const at::Tensor queries = support_queries(3, 2);
+  EXPECT_NE(error_message([&] {
+              ops::sample_query_supports(grid.view({2, 16, 8}), queries);
+            }).find("[T,H,W,C]"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { ops::sample_query_supports(grid, queries.narrow(1, 0, 2)); }).find("[n,3]"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] {
+              ops::sample_query_supports(grid.to(at::kInt), queries);
+            }).find("float32, bfloat16 or float16"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { ops::sample_query_supports(grid.transpose(2, 3), queries); }).find("channel stride"),
+            std::string::npos);
+  at::Tensor wrong = at::empty({3, 7, 7, 8}, grid.options().dtype(at::kBFloat16));
+  EXPECT_NE(error_message([&] { ops::sample_query_supports_out(grid, queries, wrong); }).find("supports must be"),
+            std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------------------------
 // CUDA kernels against the CPU references (skipped without a device).
 #define TRACKSCOPE_REQUIRE_CUDA()                                                                            \
   do {                                                                                                       \
@@ -685,6 +764,40 @@ TEST(InitFromCostVolumeCuda, UnalignedPlanesAndOddGridsMatchCpu) {
                                          std::to_string(2 * c.low_size_x) + " " + c10::toString(dtype) +
                                          (offset ? " offset by one element" : " aligned"));
       }
+    }
+  }
+}
+
+// The query-support kernel reproduces the composite bit for bit (the composite on the CPU and on the GPU), in every
+// dtype, on its 16-byte path (aligned) and its element path (storage one element off, 6 channels, padded cells).
+TEST(QuerySupportsCuda, MatchesTheCompositeBitForBit) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  const at::Tensor queries = support_queries(300, 6);
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    for (const int64_t channels : {int64_t{64}, int64_t{6}}) {
+      const at::Tensor cpu_grid = at::randn({6, 16, 12, channels}).to(dtype);
+      const at::Tensor expected = ops::sample_query_supports(cpu_grid, queries);
+      for (const int64_t shift : {int64_t{0}, int64_t{1}}) {
+        at::Tensor storage = at::empty({cpu_grid.numel() + shift}, cpu_grid.options().device(at::kCUDA));
+        const at::Tensor grid = storage.narrow(0, shift, cpu_grid.numel()).view(cpu_grid.sizes());
+        grid.copy_(cpu_grid);
+        const at::Tensor cuda_queries = queries.cuda();
+        const at::Tensor kernel = ops::sample_query_supports(grid, cuda_queries).cpu();
+        const at::Tensor composite =
+            ops::sample_query_supports(grid, cuda_queries, ops::SupportsKernel::composite).cpu();
+        const std::string name = std::string("sample_query_supports cuda ") + c10::toString(dtype) +
+                                 " C=" + std::to_string(channels) +
+                                 (shift != 0 ? " offset by one element" : " aligned");
+        const Difference d = difference(kernel.to(at::kDouble), expected.to(at::kDouble));
+        report(name + " vs the cpu composite", d, "bit for bit");
+        EXPECT_TRUE(at::equal(kernel, expected)) << name << " vs the cpu composite";
+        EXPECT_TRUE(at::equal(kernel, composite)) << name << " vs the cuda composite";
+      }
+      // Cells padded past the channels (cell stride 2C).
+      at::Tensor wide = at::empty({6, 16, 12, 2 * channels}, cpu_grid.options().device(at::kCUDA));
+      wide.narrow(3, 0, channels).copy_(cpu_grid);
+      EXPECT_TRUE(at::equal(ops::sample_query_supports(wide.narrow(3, 0, channels), queries.cuda()).cpu(), expected))
+          << c10::toString(dtype) << " C=" << channels << " in padded cells";
     }
   }
 }

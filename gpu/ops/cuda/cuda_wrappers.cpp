@@ -135,6 +135,27 @@ void init_planes_cuda(const at::Tensor& cost_lowres, const at::Tensor& cost_hire
                "init_from_cost_volume");
 }
 
+void query_supports_cuda(const at::Tensor& grid, const at::Tensor& queries_tyx, at::Tensor& supports) {
+  const c10::cuda::CUDAGuard guard(grid.device());
+  TORCH_CHECK(grid.stride(3) == 1 && queries_tyx.is_contiguous() && supports.is_contiguous(),
+              "sample_query_supports: internal layout error");
+  cuda::SupportShape shape;
+  shape.queries = queries_tyx.size(0);
+  shape.frames = grid.size(0);
+  shape.height = grid.size(1);
+  shape.width = grid.size(2);
+  shape.channels = grid.size(3);
+  shape.stride_frame = grid.stride(0);
+  shape.stride_row = grid.stride(1);
+  shape.stride_column = grid.stride(2);
+  shape.vector_elements =
+      cuda::support_vector_elements(shape, static_cast<int>(grid.element_size()), grid.data_ptr(), supports.data_ptr());
+  check_launch(
+      cuda::launch_query_supports(shape, element_type(grid.scalar_type(), "sample_query_supports"), grid.data_ptr(),
+                                  queries_tyx.data_ptr<float>(), supports.data_ptr(), current_stream(grid)),
+      "sample_query_supports");
+}
+
 void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::Tensor& output) {
   const c10::cuda::CUDAGuard guard(input.device());
   TORCH_CHECK(input.dim() == 2 && input.stride(1) == 1 && output.is_contiguous() && index.scalar_type() == at::kInt &&

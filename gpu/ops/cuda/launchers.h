@@ -14,6 +14,7 @@
 #include "core/tracking/locotrack_shape.h"
 #include "gpu/ops/cuda/init_layout.h"
 #include "gpu/ops/cuda/mixer_layout.h"
+#include "gpu/ops/cuda/query_supports_layout.h"
 
 namespace trackscope::gpu::ops::cuda {
 
@@ -66,6 +67,13 @@ bool local_corr4d_pipelined_eligible(const LocalCorr4dShape& shape, ElementType 
                                      const void* supports, int compute_capability, int64_t shared_bytes_optin);
 cudaError_t launch_local_corr4d_pipelined(const LocalCorr4dShape& shape, const float* features, const float* points,
                                           const float* supports, void* corr, cudaStream_t stream);
+
+// -- query supports (query_supports_kernel.cu) --------------------------------------------------------------
+// The 7x7 bilinear border-padded supports of one pyramid level around each query (SupportShape in
+// query_supports_layout.h, with support_vector_elements for its vector width; grid and supports of element_type;
+// ops.h sample_query_supports has the semantics).
+cudaError_t launch_query_supports(const SupportShape& shape, ElementType element_type, const void* grid,
+                                  const float* queries, void* supports, cudaStream_t stream);
 
 // -- init_from_cost_volume (fused per-plane part) ----------------------------------------------------------
 // cost_low [queries, frames, low_height, low_width] and cost_high [queries, frames, high_height, high_width],

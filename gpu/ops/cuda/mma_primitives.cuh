@@ -58,6 +58,16 @@ TRACKSCOPE_DEVICE_FN float global_load_f32(const float* p) { return __ldg(p); }
 TRACKSCOPE_DEVICE_FN void global_store_u32(uint32_t* p, uint32_t v) { *p = v; }
 TRACKSCOPE_DEVICE_FN void global_store_u16(uint16_t* p, uint16_t v) { *p = v; }
 TRACKSCOPE_DEVICE_FN void global_store_f32(float* p, float v) { *p = v; }
+TRACKSCOPE_DEVICE_FN void global_store16(void* p, const Words4& w) {
+  *static_cast<uint4*>(p) = make_uint4(w.x, w.y, w.z, w.w);
+}
+
+/// One float product or sum rounded on its own: never contracted into a fused multiply-add, so that a kernel can
+/// reproduce an op-by-op (ATen) evaluation bit for bit.
+TRACKSCOPE_DEVICE_FN float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+TRACKSCOPE_DEVICE_FN float add_rn(float a, float b) { return __fadd_rn(a, b); }
+/// Nearest integer, halves to even (torch.round).
+TRACKSCOPE_DEVICE_FN float round_half_even(float x) { return rintf(x); }
 
 /// expf / erff (full-accuracy device versions; the emulation uses the host's).
 TRACKSCOPE_DEVICE_FN float exp_f32(float x) { return expf(x); }
