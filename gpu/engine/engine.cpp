@@ -50,11 +50,11 @@ std::shared_ptr<const model::LocoTrack> converted_copy(const model::LocoTrack& s
 // the 2401-element correlation rows: ops::kCorrPaddedRow). The zero columns add nothing to the products.
 constexpr int64_t kMixerPaddedInput = 864;
 
-// TemporalMixer::forward on input rows padded to kMixerPaddedInput, with the input projection's weight padded alike.
-at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const at::Tensor& input_weight,
-                                const at::Tensor& x) {
+// TemporalMixer::forward on input rows padded to kMixerPaddedInput, with the input projection's weight padded alike;
+// bias = model::alibi_bias(heads, T, x's options).
+at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const at::Tensor& input_weight, const at::Tensor& x,
+                                const at::Tensor& bias) {
   at::Tensor h = at::linear(x, input_weight, mixer.input_proj->bias);
-  const at::Tensor bias = model::alibi_bias(mixer.layers.front()->attn->heads, x.size(1), x.options());
   for (const auto& layer : mixer.layers) h = layer->forward(h, bias);
   h = at::layer_norm(h, {h.size(-1)}, mixer.ln_out->weight, mixer.ln_out->bias, 1e-5,
                      at::globalContext().userEnabledCuDNN());
@@ -363,9 +363,15 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
                encoded.to(compute_dtype_), motion,
                at::zeros({count, frames, kMixerPaddedInput - model::kMixerInputChannels}, motion.options())},
               -1);
-  const at::Tensor update = mixer_ ? mixer_->forward(input)
-                                   : padded_mixer_forward(*compute_model_->torch_pips_mixer, mixer_input_weight_, input)
-                                         .to(at::kFloat);  // [n, T, 4]
+  at::Tensor update;  // [n, T, 4]
+  if (mixer_) {
+    update = mixer_->forward(input);
+  } else {
+    const model::TemporalMixer& mixer = *compute_model_->torch_pips_mixer;
+    at::Tensor& bias = alibi_biases_[frames];
+    if (!bias.defined()) bias = model::alibi_bias(mixer.layers.front()->attn->heads, frames, input.options());
+    update = padded_mixer_forward(mixer, mixer_input_weight_, input, bias).to(at::kFloat);
+  }
   return apply_update(update, previous);
 }
 

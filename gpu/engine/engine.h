@@ -29,6 +29,7 @@
 #include <c10/core/Device.h>
 
 #include <array>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -213,6 +214,10 @@ class Engine {
   // only memoise work (track_chunk's results are the same with or without them).
   mutable std::vector<std::unique_ptr<ChunkGraph>> graphs_;
   mutable model::FeatureGrids graph_grids_;
+  // The module mixer's ALiBi bias [H, T, T] in the compute dtype per frame count T: a constant that the eager code
+  // rebuilt in ~12 small kernels per refinement iteration. Never evicted (a captured CUDA graph may read it; ~35 KB
+  // per T).
+  mutable std::map<int64_t, at::Tensor> alibi_biases_;
 };
 
 }  // namespace trackscope::gpu::engine
