@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The GPU call for what 2026-12-05 wrote without a GPU (no machine was lent): the init kernel rewritten in place
-# (9c05ccf), the shared warp reduction (bcfce69) and the query-support gather kernel (ops::sample_query_supports).
+# (9c05ccf), the shared warp reduction (bcfce69), the glue kernels (ops::sample_query_supports, ops::mixer_input_rows)
+# and the cached ALiBi bias.
 # One call, under 10 minutes:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda (every kernel
-#      against the CPU: InitFromCostVolumeCuda, QuerySupportsCuda bit for bit, CmdTopCuda and MixerCuda for the
+#      against the CPU: InitFromCostVolumeCuda, QuerySupportsCuda, MixerInputRowsCuda, CmdTopCuda and MixerCuda for the
 #      warp reduction) and gpu/engine_cuda (exact-mode parity with the official outputs when the fixtures are
 #      carried, bf16/fp16 fidelity);
 #   2. the init kernel A/B (tools/gpu/source_ab.sh: the CLI rebuilt with the previous init .cu and device_utils.cuh,
 #      both benched alternately, fp16, small+base, N=256,1024);
-#   3. the query-support A/B with the new CLI: --query-supports composite and auto, alternately, twice;
+#   3. the glue A/B with the new CLI: --glue-kernels composite and auto, alternately, twice (the ALiBi cache has no
+#      switch: it is in both);
 #   4. per-launch kernel times of three cases under ncu (tools/gpu/profile_kernels.sh), if time is left;
 #   5. the OpenMP runtime check (is torch/lib's libgomp the one the CLI loads?).
 #
@@ -47,15 +49,15 @@ for round in 1 2; do
   for variant in composite auto; do
     [ "$(left)" -gt 60 ] || break 2
     # shellcheck disable=SC2086  # AB_ARGS is a list of bench arguments
-    timeout 90 "$CLI" bench $AB_ARGS --query-supports "$variant" --json "$SUP/supports-$variant-$round.json" \
-      > "$SUP/supports-$variant-$round.txt" 2>&1
-    say "supports $variant round $round: rc=$?"
+    timeout 90 "$CLI" bench $AB_ARGS --glue-kernels "$variant" --json "$SUP/glue-$variant-$round.json" \
+      > "$SUP/glue-$variant-$round.txt" 2>&1
+    say "glue kernels $variant round $round: rc=$?"
   done
 done
-"$CLI" compare "$SUP/supports-composite-1.json" "$SUP/supports-auto-1.json" > "$SUP/compare.txt" 2>&1
+"$CLI" compare "$SUP/glue-composite-1.json" "$SUP/glue-auto-1.json" > "$SUP/compare.txt" 2>&1
 tail -30 "$SUP/compare.txt" | tee -a "$LOG"
-tar -C "$SUP" -czf "$OUT/supports-ab.tar.gz" .
-say "supports A/B: done at $((SECONDS - T0)) s"
+tar -C "$SUP" -czf "$OUT/glue-ab.tar.gz" .
+say "glue A/B: done at $((SECONDS - T0)) s"
 
 if [ "$(left)" -gt 150 ]; then
   timeout "$(( $(left) - 30 ))" bash tools/gpu/profile_kernels.sh /tmp/prof small:1024:fp16 base:256:fp16 small:256:fp16 \
