@@ -54,9 +54,9 @@ inline constexpr BenchName<BenchMixer> kBenchMixerNames[] = {{"auto", BenchMixer
                                                              {"fused", BenchMixer::fused},
                                                              {"plain", BenchMixer::plain},
                                                              {"reference", BenchMixer::reference}};
-enum class BenchSupports { automatic, composite };
-inline constexpr BenchName<BenchSupports> kBenchSupportsNames[] = {{"auto", BenchSupports::automatic},
-                                                                   {"composite", BenchSupports::composite}};
+enum class BenchGlue { automatic, composite };
+inline constexpr BenchName<BenchGlue> kBenchGlueNames[] = {{"auto", BenchGlue::automatic},
+                                                           {"composite", BenchGlue::composite}};
 enum class BenchSwitch { automatic, on, off };
 inline constexpr BenchName<BenchSwitch> kBenchSwitchNames[] = {
     {"auto", BenchSwitch::automatic}, {"on", BenchSwitch::on}, {"off", BenchSwitch::off}};
@@ -66,7 +66,7 @@ const char* to_string(BenchCorrKernel value);
 const char* to_string(BenchCmdTop value);
 const char* to_string(BenchNorm value);
 const char* to_string(BenchMixer value);
-const char* to_string(BenchSupports value);
+const char* to_string(BenchGlue value);
 const char* to_string(BenchSwitch value);
 
 struct BenchOptions {
@@ -85,7 +85,7 @@ struct BenchOptions {
   bool cuda_graphs = false;                  // track_chunk replayed as CUDA graphs (EngineOptions)
   BenchMixer mixer = BenchMixer::automatic;  // the temporal mixer (ops::MixerFast; plain = fused without 3xTF32;
                                              // reference = the module path)
-  BenchSupports supports = BenchSupports::automatic;  // the bf16/fp16 query supports (ops::SupportsKernel)
+  BenchGlue glue = BenchGlue::automatic;     // the glue ops (ops::GluePath)
   int repeats = 5;
   int warmup = 2;
   std::string video;                    // frames (looped back and forth if short); empty = the

@@ -35,7 +35,7 @@ struct BenchArguments {
   gpu::BenchNorm norm = gpu::BenchNorm::automatic;
   gpu::BenchSwitch cuda_graphs = gpu::BenchSwitch::off;
   gpu::BenchMixer mixer = gpu::BenchMixer::automatic;
-  gpu::BenchSupports supports = gpu::BenchSupports::automatic;
+  gpu::BenchGlue glue = gpu::BenchGlue::automatic;
   std::string video;
   std::string json;
   int repeats = 5;
@@ -85,7 +85,7 @@ int run_bench_command(const BenchArguments& args) {
   options.norm = args.norm;
   options.cuda_graphs = args.cuda_graphs == gpu::BenchSwitch::on;
   options.mixer = args.mixer;
-  options.supports = args.supports;
+  options.glue = args.glue;
   options.video = args.video;
   options.repeats = args.repeats;
   options.warmup = args.warmup;
@@ -163,11 +163,11 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
       ->transform(names_of(gpu::kBenchMixerNames))
       ->default_str(gpu::to_string(args->mixer));
   command
-      ->add_option("--query-supports", args->supports,
-                   "bf16/fp16 query supports: auto (on CUDA one kernel per level) or composite (the ATen op "
-                   "sequence, as on the CPU)")
-      ->transform(names_of(gpu::kBenchSupportsNames))
-      ->default_str(gpu::to_string(args->supports));
+      ->add_option("--glue-kernels", args->glue,
+                   "glue ops on CUDA (the bf16/fp16 query supports, the mixer's input rows): auto (one kernel each) "
+                   "or composite (their ATen op sequences, as on the CPU)")
+      ->transform(names_of(gpu::kBenchGlueNames))
+      ->default_str(gpu::to_string(args->glue));
   command->add_option("--video", args->video, "frames to run on (default: the procedural sample scene)");
   command->add_option("--repeats", args->repeats, "timed repeats per case")
       ->check(CLI::Range(1, 100000))

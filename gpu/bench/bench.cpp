@@ -256,7 +256,7 @@ const char* to_string(BenchCorrKernel value) { return name_in(kBenchCorrKernelNa
 const char* to_string(BenchCmdTop value) { return name_in(kBenchCmdTopNames, value); }
 const char* to_string(BenchNorm value) { return name_in(kBenchNormNames, value); }
 const char* to_string(BenchMixer value) { return name_in(kBenchMixerNames, value); }
-const char* to_string(BenchSupports value) { return name_in(kBenchSupportsNames, value); }
+const char* to_string(BenchGlue value) { return name_in(kBenchGlueNames, value); }
 const char* to_string(BenchSwitch value) { return name_in(kBenchSwitchNames, value); }
 
 core::Status BenchOptions::check() const {
@@ -363,8 +363,8 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
         if (options.mixer != BenchMixer::automatic) engine_options.fused_mixer = options.mixer != BenchMixer::reference;
         engine_options.mixer_arithmetic = options.mixer == BenchMixer::plain ? ops::MixerFast::Arithmetic::plain
                                                                              : ops::MixerFast::Arithmetic::automatic;
-        engine_options.supports_kernel = options.supports == BenchSupports::composite ? ops::SupportsKernel::composite
-                                                                                      : ops::SupportsKernel::automatic;
+        engine_options.glue_path =
+            options.glue == BenchGlue::composite ? ops::GluePath::composite : ops::GluePath::automatic;
         std::optional<engine::Engine> engine;
         {
           c10::InferenceMode no_inference(false);  // the engine converts weights outside inference mode
@@ -417,7 +417,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
               core::ProfileCase result =
                   builder.build(peak, core::summarize_telemetry((*sampler)->samples_since(case_start_s)));
               result.notes = fmt::format(
-                  "{} path, corr kernel {}, CMDTop {}, backbone norm {}, mixer {}, query supports {}, CUDA graphs {}, "
+                  "{} path, corr kernel {}, CMDTop {}, backbone norm {}, mixer {}, glue kernels {}, CUDA graphs {}, "
                   "cuDNN benchmark {}{}",
                   engine->fused() ? "fused" : "eager", to_string(options.corr_kernel),
                   engine->uses_fused_cmdtop() ? "fused" : to_string(options.cmdtop),
@@ -425,7 +425,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
                   engine->uses_tf32x3_mixer()  ? "fused 3xTF32"
                   : engine->uses_fused_mixer() ? "fused"
                                                : "reference",
-                  to_string(options.supports), engine->uses_cuda_graphs() ? "on" : "off",
+                  to_string(options.glue), engine->uses_cuda_graphs() ? "on" : "off",
                   at::globalContext().benchmarkCuDNN() ? "on" : "off",
                   device->is_cuda() ? "" : "; peak memory = process peak RSS");
               result.host_syncs_per_run = 1;  // the download at the end of the pass

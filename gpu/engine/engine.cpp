@@ -253,7 +253,7 @@ model::QueryFeatures Engine::query_features(const model::FeatureGrids& grids, co
     const at::Tensor& grid = *levels[level];
     at::Tensor support = at::empty({1, count, model::kSupportSize, model::kSupportSize, grid.size(4)}, grid.options());
     at::Tensor support_view = support.select(0, 0);
-    ops::sample_query_supports_out(grid.select(0, 0), queries[0], support_view, options_.supports_kernel);
+    ops::sample_query_supports_out(grid.select(0, 0), queries[0], support_view, options_.glue_path);
     *supports[level] = support;
     *centres[level] = support.select(2, model::kSupportRadius).select(2, model::kSupportRadius);
   }
@@ -355,14 +355,10 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
         compute_model_->torch_pips_mixer->forward(mixer_input(encoded, previous), &ops::linear).to(at::kFloat);
     return apply_update(update, previous);
   }
-  const at::Tensor occlusion = previous.occlusion.select(0, 0), expected = previous.expected_dist.select(0, 0);
-  const at::Tensor motion = model::relative_motion_encoding(tracks).to(compute_dtype_);
   // The same rows as mixer_input(), padded to kMixerPaddedInput for the padded input projection.
-  const at::Tensor input =
-      at::cat({occlusion.unsqueeze(-1).to(compute_dtype_), expected.unsqueeze(-1).to(compute_dtype_),
-               encoded.to(compute_dtype_), motion,
-               at::zeros({count, frames, kMixerPaddedInput - model::kMixerInputChannels}, motion.options())},
-              -1);
+  at::Tensor input = at::empty({count, frames, kMixerPaddedInput}, encoded.options().dtype(compute_dtype_));
+  ops::mixer_input_rows_out(previous.occlusion.select(0, 0), previous.expected_dist.select(0, 0),
+                            encoded.to(compute_dtype_), tracks, input, options_.glue_path);
   at::Tensor update;  // [n, T, 4]
   if (mixer_) {
     update = mixer_->forward(input);

@@ -55,9 +55,9 @@ struct EngineOptions {
   int64_t init_queries_per_pass = 256;     // bounds init's cost-volume temporaries (ops::init_from_cost_volume)
   int64_t cmdtop_samples_per_pass = 8192;  // bounds CMDTop's temporaries (ops::CmdTopFast; ~0.5 GB fp32 im2col patches)
   ops::CorrKernel corr_kernel = ops::CorrKernel::automatic;
-  /// The query supports in bf16/fp16 (ops::sample_query_supports): automatic = one CUDA kernel per level on CUDA;
-  /// composite = the ATen op sequence (the CPU's implementation; on CUDA for A/B comparisons).
-  ops::SupportsKernel supports_kernel = ops::SupportsKernel::automatic;
+  /// The glue ops (ops::sample_query_supports in bf16/fp16, ops::mixer_input_rows): automatic = one CUDA kernel each
+  /// on CUDA; composite = their ATen op sequences (the CPU's implementations; on CUDA for A/B comparisons).
+  ops::GluePath glue_path = ops::GluePath::automatic;
   ops::CmdTopFast::Convolution cmdtop_convolution = ops::CmdTopFast::Convolution::automatic;
   /// cuDNN autotuning of the backbone's convolutions (CUDA): empty = on. Exact mode keeps its parity figures with
   /// the autotuned algorithms (gpu/engine_cuda_autotuned) and gains ~5 ms per 47 frames on an H200.

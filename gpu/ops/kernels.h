@@ -48,6 +48,10 @@ void init_planes_cuda(const at::Tensor& cost_lowres, const at::Tensor& cost_hire
                       at::Tensor& points, at::Tensor& stats);
 // grid [T,H,W,C] (channel stride 1), queries_tyx [n,3] fp32 contiguous, supports [n,7,7,C] contiguous (grid's dtype).
 void query_supports_cuda(const at::Tensor& grid, const at::Tensor& queries_tyx, at::Tensor& supports);
+// occlusion, expected [n,T] fp32 contiguous, encoded [n,T,768] (unit column stride, out's dtype), tracks [n,T,2] fp32
+// contiguous, out [n,T,>=854] contiguous.
+void mixer_input_cuda(const at::Tensor& occlusion, const at::Tensor& expected, const at::Tensor& encoded,
+                      const at::Tensor& tracks, at::Tensor& out);
 void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::Tensor& output);
 void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma, const at::Tensor& beta,
                                int64_t groups, double eps);

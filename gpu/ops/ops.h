@@ -242,6 +242,14 @@ at::Tensor instance_norm_relu_reference(const at::Tensor& x, const at::Tensor& w
 at::Tensor l2_normalise_channels(const at::Tensor& x);
 
 // ---------------------------------------------------------------------------------------------------------
+// 6-7. Glue: the short op sequences between the large stages, as one CUDA kernel each.
+//
+/// Which implementation computes a glue op:
+///   composite: the ATen op sequence (tens of small launches on CUDA); the CPU's implementation and the reference.
+///   automatic: on CUDA the op's kernel (the composite's operations in its order, each rounded on its own: the same
+///     values); on the CPU the composite.
+enum class GluePath { automatic, composite };
+
 // 6. The query supports of one pyramid level (stage 3 in bf16/fp16: the query features).
 //
 /// grid [T, H, W, C]: one level's feature grid, channels last (channel stride 1, other strides free), float32,
@@ -251,18 +259,27 @@ at::Tensor l2_normalise_channels(const at::Tensor& x);
 ///   cell offsets (i - 3, j - 3) around (y H/256, x W/256), computed in float32 and rounded once into the dtype.
 /// Non-finite coordinates: the composite raises (it cannot index with them), the CUDA kernel samples cell 0.
 /// The model's fp32 path (grid_sample in float32) differs from this by float rounding only (a few ulps).
-///
-/// Which implementation computes it:
-///   composite: the ATen op sequence (corner gathers, float32 weights: ~40 launches per call on CUDA), in blocks of
-///     1,024 queries; the CPU's implementation and the reference.
-///   automatic: on CUDA one kernel (ops/cuda/query_supports_kernel.cuh: a thread per 16-byte vector of one support
-///     point, the composite's operations in its order, each rounded on its own: bit-identical); on the CPU the
-///     composite.
-enum class SupportsKernel { automatic, composite };
+/// composite: corner gathers and float32 weights (~40 launches per call on CUDA), in blocks of 1,024 queries. The
+/// CUDA kernel (ops/cuda/query_supports_kernel.cuh): a thread per 16-byte vector of one support point; bit-identical.
 void sample_query_supports_out(const at::Tensor& grid, const at::Tensor& queries_tyx, at::Tensor& supports,
-                               SupportsKernel kernel = SupportsKernel::automatic);
+                               GluePath path = GluePath::automatic);
 at::Tensor sample_query_supports(const at::Tensor& grid, const at::Tensor& queries_tyx,
-                                 SupportsKernel kernel = SupportsKernel::automatic);
+                                 GluePath path = GluePath::automatic);
+
+// 7. The temporal mixer's input rows (stage 5 step 4).
+//
+/// out [n, T, W] (W >= 854, contiguous, float32, bfloat16 or float16) = per (query, frame) [occlusion, expected,
+///   encoded (768), relative motion (84), zeros (W - 854)], each value rounded once into out's dtype (the layout is
+///   ops/cuda/mixer_input_layout.h's). The relative motion (docs/locotrack-spec.md §2.5): u = [(p_t - p_{t+1}),
+///   (p_t - p_{t-1})] / 256 for the x, y of tracks (0 past either end of the clip), then sin(u 2^s) and
+///   sin(u 2^s + pi/2) for s = 0..9 (s-major: index 4 s + c).
+/// occlusion, expected [n, T] float32; encoded [n, T, 768] of out's dtype (unit column stride); tracks [n, T, 2]
+///   float32 (x, y in 256-space); all on out's device.
+/// composite: the motion differences, pad, scale, sine arguments, sin and concatenations (~20 launches on CUDA);
+/// the CUDA kernel (ops/cuda/mixer_input_kernel.cuh): a thread per output element, the same values up to the sine's
+/// last place between math libraries.
+void mixer_input_rows_out(const at::Tensor& occlusion, const at::Tensor& expected, const at::Tensor& encoded,
+                          const at::Tensor& tracks, at::Tensor& out, GluePath path = GluePath::automatic);
 
 /// input x weight^T + bias: input [..., K] (float32/bfloat16/float16), weight [N, K], bias [N] or undefined (the
 /// input's dtype) -> [..., N] contiguous. CPU float32: one GEMM through the CPU kernels' sgemm (oneDNN: AVX-512 where

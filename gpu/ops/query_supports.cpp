@@ -55,7 +55,7 @@ at::Tensor composite_supports(const at::Tensor& grid, const at::Tensor& queries_
 }  // namespace
 
 void sample_query_supports_out(const at::Tensor& grid, const at::Tensor& queries_tyx, at::Tensor& supports,
-                               SupportsKernel kernel) {
+                               GluePath path) {
   TORCH_CHECK(grid.defined() && queries_tyx.defined() && supports.defined(),
               "sample_query_supports: undefined tensor argument");
   TORCH_CHECK(grid.dim() == 4 && grid.size(0) > 0 && grid.size(1) > 0 && grid.size(2) > 0 && grid.size(3) > 0,
@@ -77,7 +77,7 @@ void sample_query_supports_out(const at::Tensor& grid, const at::Tensor& queries
               "sample_query_supports: grid on ", grid.device(), ", queries on ", queries_tyx.device(), ", supports on ",
               supports.device());
   if (count == 0) return;
-  if (kernel == SupportsKernel::automatic && detail::use_cuda(grid, "sample_query_supports")) {
+  if (path == GluePath::automatic && detail::use_cuda(grid, "sample_query_supports")) {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
     detail::query_supports_cuda(grid, queries_tyx.contiguous(), supports);
     return;
@@ -89,11 +89,11 @@ void sample_query_supports_out(const at::Tensor& grid, const at::Tensor& queries
   }
 }
 
-at::Tensor sample_query_supports(const at::Tensor& grid, const at::Tensor& queries_tyx, SupportsKernel kernel) {
+at::Tensor sample_query_supports(const at::Tensor& grid, const at::Tensor& queries_tyx, GluePath path) {
   TORCH_CHECK(grid.defined() && grid.dim() == 4 && queries_tyx.defined() && queries_tyx.dim() == 2,
               "sample_query_supports: grid must be [T,H,W,C] and queries [n,3]");
   at::Tensor supports = at::empty({queries_tyx.size(0), kSupportSize, kSupportSize, grid.size(3)}, grid.options());
-  sample_query_supports_out(grid, queries_tyx, supports, kernel);
+  sample_query_supports_out(grid, queries_tyx, supports, path);
   return supports;
 }
 

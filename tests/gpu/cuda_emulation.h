@@ -375,6 +375,7 @@ inline void global_store_f32(float* p, float v) { *p = v; }
 
 inline float exp_f32(float x) { return std::exp(x); }
 inline float erf_f32(float x) { return std::erf(x); }
+inline float sin_f32(float x) { return std::sin(x); }
 
 template <class Element>
 float half_to_float(uint16_t bits) {

@@ -581,6 +581,69 @@ TEST(QuerySupportsCpu, RejectsInvalidArgumentsWithTheirValues) {
 }
 
 // ------------------------------------------------------------------------------------------------------
+// mixer_input_rows (the temporal mixer's input)
+
+struct MixerRowInputs {
+  at::Tensor occlusion, expected, encoded, tracks;
+};
+MixerRowInputs random_mixer_rows(int64_t queries, int64_t frames, at::ScalarType dtype) {
+  return {at::randn({queries, frames}) * 4.0, at::randn({queries, frames}) * 4.0,
+          at::randn({queries, frames, 768}).to(dtype), at::rand({queries, frames, 2}) * 336.0 - 40.0};
+}
+
+// The model's assembly (gpu/model: TemporalMixer's input as apply_mixer builds it), zero-padded to `row` columns.
+at::Tensor model_mixer_rows(const MixerRowInputs& in, int64_t row) {
+  const at::ScalarType dtype = in.encoded.scalar_type();
+  const at::Tensor rows = at::cat({in.occlusion.unsqueeze(-1).to(dtype), in.expected.unsqueeze(-1).to(dtype),
+                                   in.encoded, gpu::model::relative_motion_encoding(in.tracks).to(dtype)},
+                                  -1);
+  return at::constant_pad_nd(rows, {0, row - rows.size(-1)}, 0.0);
+}
+
+TEST(MixerInputRowsCpu, MatchesTheModelsAssembly) {
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    for (const int64_t frames : {int64_t{9}, int64_t{1}}) {
+      const MixerRowInputs in = random_mixer_rows(5, frames, dtype);
+      for (const int64_t row : {int64_t{864}, int64_t{854}}) {
+        at::Tensor out = at::full({5, frames, row}, std::numeric_limits<float>::quiet_NaN(), in.encoded.options());
+        ops::mixer_input_rows_out(in.occlusion, in.expected, in.encoded, in.tracks, out);
+        EXPECT_TRUE(at::equal(out, model_mixer_rows(in, row)))
+            << c10::toString(dtype) << " T=" << frames << " row " << row;
+      }
+    }
+  }
+  // Encodings inside wider rows (unit column stride only).
+  const MixerRowInputs in = random_mixer_rows(3, 4, at::kFloat);
+  at::Tensor wide = at::randn({3, 4, 800});
+  wide.narrow(2, 0, 768).copy_(in.encoded);
+  at::Tensor out = at::empty({3, 4, 864});
+  ops::mixer_input_rows_out(in.occlusion, in.expected, wide.narrow(2, 0, 768), in.tracks, out);
+  EXPECT_TRUE(at::equal(out, model_mixer_rows(in, 864)));
+}
+
+TEST(MixerInputRowsCpu, RejectsInvalidArgumentsWithTheirValues) {
+  const MixerRowInputs in = random_mixer_rows(2, 3, at::kFloat);
+  at::Tensor out = at::empty({2, 3, 864});
+  at::Tensor narrow_out = at::empty({2, 3, 853});
+  EXPECT_NE(error_message([&] {
+              ops::mixer_input_rows_out(in.occlusion, in.expected, in.encoded, in.tracks, narrow_out);
+            }).find(">=854"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] {
+              ops::mixer_input_rows_out(in.occlusion, in.expected, in.encoded.to(at::kBFloat16), in.tracks, out);
+            }).find("encoded must be"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] {
+              ops::mixer_input_rows_out(in.occlusion.narrow(1, 0, 2), in.expected, in.encoded, in.tracks, out);
+            }).find("occlusion must be float32 [2,3]"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] {
+              ops::mixer_input_rows_out(in.occlusion, in.expected, in.encoded, in.tracks.to(at::kDouble), out);
+            }).find("tracks must be float32"),
+            std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------------------------
 // CUDA kernels against the CPU references (skipped without a device).
 #define TRACKSCOPE_REQUIRE_CUDA()                                                                            \
   do {                                                                                                       \
@@ -783,8 +846,7 @@ TEST(QuerySupportsCuda, MatchesTheCompositeBitForBit) {
         grid.copy_(cpu_grid);
         const at::Tensor cuda_queries = queries.cuda();
         const at::Tensor kernel = ops::sample_query_supports(grid, cuda_queries).cpu();
-        const at::Tensor composite =
-            ops::sample_query_supports(grid, cuda_queries, ops::SupportsKernel::composite).cpu();
+        const at::Tensor composite = ops::sample_query_supports(grid, cuda_queries, ops::GluePath::composite).cpu();
         const std::string name = std::string("sample_query_supports cuda ") + c10::toString(dtype) +
                                  " C=" + std::to_string(channels) +
                                  (shift != 0 ? " offset by one element" : " aligned");
@@ -798,6 +860,32 @@ TEST(QuerySupportsCuda, MatchesTheCompositeBitForBit) {
       wide.narrow(3, 0, channels).copy_(cpu_grid);
       EXPECT_TRUE(at::equal(ops::sample_query_supports(wide.narrow(3, 0, channels), queries.cuda()).cpu(), expected))
           << c10::toString(dtype) << " C=" << channels << " in padded cells";
+    }
+  }
+}
+
+// The mixer-input kernel against ATen's composite on the GPU (the same ops in the same order): exactly equal outside
+// the sine columns, within one unit in the last place of the row's type there (two math libraries' sinf).
+TEST(MixerInputRowsCuda, MatchesTheComposite) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    const MixerRowInputs cpu = random_mixer_rows(64, 47, dtype == at::kHalf ? at::kFloat : dtype);
+    const MixerRowInputs in{cpu.occlusion.cuda(), cpu.expected.cuda(), cpu.encoded.to(dtype).cuda(), cpu.tracks.cuda()};
+    for (const int64_t row : {int64_t{864}, int64_t{854}}) {
+      at::Tensor kernel = at::full({64, 47, row}, std::numeric_limits<float>::quiet_NaN(), in.encoded.options());
+      at::Tensor composite = kernel.clone();
+      ops::mixer_input_rows_out(in.occlusion, in.expected, in.encoded, in.tracks, kernel);
+      ops::mixer_input_rows_out(in.occlusion, in.expected, in.encoded, in.tracks, composite, ops::GluePath::composite);
+      const std::string name =
+          std::string("mixer_input_rows cuda ") + c10::toString(dtype) + " row " + std::to_string(row);
+      const int64_t sines = 854 - 774;
+      EXPECT_TRUE(at::equal(kernel.narrow(2, 0, 774), composite.narrow(2, 0, 774))) << name;
+      EXPECT_TRUE(at::equal(kernel.narrow(2, 854, row - 854), composite.narrow(2, 854, row - 854))) << name;
+      const Difference d = difference(kernel.narrow(2, 774, sines).to(at::kDouble).cpu(),
+                                      composite.narrow(2, 774, sines).to(at::kDouble).cpu());
+      const double ulp = dtype == at::kFloat ? 1.2e-7 : (dtype == at::kBFloat16 ? 7.9e-3 : 9.8e-4);
+      report(name + " sine columns vs the composite", d, "one ulp");
+      EXPECT_LE(d.max_abs_diff, ulp) << name;
     }
   }
 }

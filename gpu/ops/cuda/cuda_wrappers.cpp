@@ -156,6 +156,24 @@ void query_supports_cuda(const at::Tensor& grid, const at::Tensor& queries_tyx, 
       "sample_query_supports");
 }
 
+void mixer_input_cuda(const at::Tensor& occlusion, const at::Tensor& expected, const at::Tensor& encoded,
+                      const at::Tensor& tracks, at::Tensor& out) {
+  const c10::cuda::CUDAGuard guard(out.device());
+  TORCH_CHECK(occlusion.is_contiguous() && expected.is_contiguous() && tracks.is_contiguous() && out.is_contiguous() &&
+                  encoded.stride(2) == 1,
+              "mixer_input_rows: internal layout error");
+  cuda::MixerInputShape shape;
+  shape.queries = out.size(0);
+  shape.frames = out.size(1);
+  shape.row = out.size(2);
+  shape.encoded_stride_query = encoded.stride(0);
+  shape.encoded_stride_frame = encoded.stride(1);
+  check_launch(cuda::launch_mixer_input(shape, element_type(out.scalar_type(), "mixer_input_rows"),
+                                        occlusion.data_ptr<float>(), expected.data_ptr<float>(), encoded.data_ptr(),
+                                        tracks.data_ptr<float>(), out.data_ptr(), current_stream(out)),
+               "mixer_input_rows");
+}
+
 void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::Tensor& output) {
   const c10::cuda::CUDAGuard guard(input.device());
   TORCH_CHECK(input.dim() == 2 && input.stride(1) == 1 && output.is_contiguous() && index.scalar_type() == at::kInt &&

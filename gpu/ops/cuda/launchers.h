@@ -13,6 +13,7 @@
 
 #include "core/tracking/locotrack_shape.h"
 #include "gpu/ops/cuda/init_layout.h"
+#include "gpu/ops/cuda/mixer_input_layout.h"
 #include "gpu/ops/cuda/mixer_layout.h"
 #include "gpu/ops/cuda/query_supports_layout.h"
 
@@ -74,6 +75,13 @@ cudaError_t launch_local_corr4d_pipelined(const LocalCorr4dShape& shape, const f
 // ops.h sample_query_supports has the semantics).
 cudaError_t launch_query_supports(const SupportShape& shape, ElementType element_type, const void* grid,
                                   const float* queries, void* supports, cudaStream_t stream);
+
+// -- the mixer's input rows (mixer_input_kernel.cu) ---------------------------------------------------------------
+// MixerInputShape and the column layout in mixer_input_layout.h; encoded and out of element_type; ops.h
+// mixer_input_rows has the semantics.
+cudaError_t launch_mixer_input(const MixerInputShape& shape, ElementType element_type, const float* occlusion,
+                               const float* expected, const void* encoded, const float* tracks, void* out,
+                               cudaStream_t stream);
 
 // -- init_from_cost_volume (fused per-plane part) ----------------------------------------------------------
 // cost_low [queries, frames, low_height, low_width] and cost_high [queries, frames, high_height, high_width],

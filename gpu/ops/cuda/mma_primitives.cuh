@@ -72,6 +72,8 @@ TRACKSCOPE_DEVICE_FN float round_half_even(float x) { return rintf(x); }
 /// expf / erff (full-accuracy device versions; the emulation uses the host's).
 TRACKSCOPE_DEVICE_FN float exp_f32(float x) { return expf(x); }
 TRACKSCOPE_DEVICE_FN float erf_f32(float x) { return erff(x); }
+/// sinf (full accuracy: what ATen's CUDA sin computes for float).
+TRACKSCOPE_DEVICE_FN float sin_f32(float x) { return sinf(x); }
 
 /// One 16-bit element (bit pattern) to float, and a float rounded to nearest-even into one.
 template <class Element>

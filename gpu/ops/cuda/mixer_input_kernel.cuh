@@ -1,0 +1,98 @@
+#pragma once
+// The temporal mixer's input rows in one kernel (gpu/ops/ops.h, mixer_input_rows): the occlusion and distance
+// logits, the CMDTop encodings and the relative-motion encoding of each (query, frame), rounded once into the row's
+// element type, zeros past column 854 (column layout: mixer_input_layout.h).
+//
+// The motion encoding's arithmetic is the composite's (ops' CPU implementation, gpu/model's
+// relative_motion_encoding), operation by operation: u = (p_t - p_t') * (1/256) (0 past either end of the clip),
+// u * 2^s exact, + float(pi/2) rounded on its own, sinf, so that the values are the composite's up to the sine's own
+// last-place differences between math libraries (none between CUDA's sinf and ATen's CUDA sin).
+//
+// One thread per output element: the eager path's ~20 kernels per refinement iteration (motion differences, pad,
+// scale, the sine arguments, sin, three concatenations, conversions and the zero padding) become one, which writes
+// the row once and reads the encodings once. No shared memory, no barrier.
+//
+// The source is shared with the CPU emulation test (tests/gpu/mixer_input_emulation_test.cpp through
+// tests/gpu/cuda_emulation.h): the hardware is reached only through mma_primitives.cuh.
+
+#include <cstdint>
+#include <type_traits>
+
+#include "gpu/ops/cuda/cmdtop_mma_layout.h"  // Fp16Tag, Bf16Tag
+#include "gpu/ops/cuda/mixer_input_layout.h"
+#ifndef TRACKSCOPE_CUDA_EMULATION
+#include "gpu/ops/cuda/mma_primitives.cuh"
+#endif
+
+namespace trackscope::gpu::ops::cuda::mixer_input {
+
+using namespace primitives;
+
+inline constexpr float kMotionScale = 1.0f / 256.0f;       // (resized / original) / original at 256x256: exact
+inline constexpr float kHalfPi = 1.57079632679489661923f;  // float(pi / 2), as a double scalar reaches a float op
+
+/// Blocks of kMixerInputThreads threads for a shape (one thread per output element).
+inline int64_t block_count(const MixerInputShape& s) {
+  return (s.queries * s.frames * s.row + kMixerInputThreads - 1) / kMixerInputThreads;
+}
+
+template <class Element>
+TRACKSCOPE_DEVICE_FN void store(void* out, int64_t index, float value) {
+  if constexpr (std::is_same_v<Element, float>) {
+    global_store_f32(static_cast<float*>(out) + index, value);
+  } else {
+    global_store_u16(static_cast<uint16_t*>(out) + index, float_to_half<Element>(value));
+  }
+}
+
+// Component k of u for frame t of one query's track (x, y pairs): 0-1 forward (p_t - p_{t+1}), 2-3 backward
+// (p_t - p_{t-1}), 0 where the neighbour is outside the clip.
+TRACKSCOPE_DEVICE_FN float motion(const float* track, int64_t t, int64_t frames, int k) {
+  const int axis = k % 2;
+  const int64_t neighbour = k < 2 ? t + 1 : t - 1;
+  if (neighbour < 0 || neighbour >= frames) return 0.0f;
+  const float here = global_load_f32(track + 2 * t + axis);
+  const float there = global_load_f32(track + 2 * neighbour + axis);
+  return mul_rn(add_rn(here, -there), kMotionScale);
+}
+
+/// Element: float, Bf16Tag or Fp16Tag (encoded and out).
+template <class Element>
+TRACKSCOPE_KERNEL(kMixerInputThreads, 4)
+mixer_input_kernel(MixerInputShape s, const float* occlusion, const float* expected, const void* encoded,
+                   const float* tracks, void* out) {
+  const int64_t item = block_index() * kMixerInputThreads + thread_index();
+  if (item >= s.queries * s.frames * s.row) return;
+  const int64_t row = item / s.row;
+  const int column = static_cast<int>(item % s.row);
+  if (column >= kMixerEncodedBegin && column < kMixerMotionBegin) {
+    const int64_t query = row / s.frames, t = row % s.frames;
+    const int64_t source = query * s.encoded_stride_query + t * s.encoded_stride_frame + (column - kMixerEncodedBegin);
+    if constexpr (std::is_same_v<Element, float>) {
+      global_store_f32(static_cast<float*>(out) + item, global_load_f32(static_cast<const float*>(encoded) + source));
+    } else {
+      global_store_u16(static_cast<uint16_t*>(out) + item,
+                       global_load_u16(static_cast<const uint16_t*>(encoded) + source));
+    }
+    return;
+  }
+  float value = 0.0f;
+  if (column == 0) {
+    value = global_load_f32(occlusion + row);
+  } else if (column == 1) {
+    value = global_load_f32(expected + row);
+  } else if (column < kMixerSineBegin) {
+    const int64_t query = row / s.frames, t = row % s.frames;
+    value = motion(tracks + 2 * query * s.frames, t, s.frames, column - kMixerMotionBegin);
+  } else if (column < kMixerInputColumns) {
+    const int64_t query = row / s.frames, t = row % s.frames;
+    const bool cosine = column >= kMixerCosineBegin;
+    const int index = column - (cosine ? kMixerCosineBegin : kMixerSineBegin);
+    const float u = motion(tracks + 2 * query * s.frames, t, s.frames, index % 4);
+    const float scaled = mul_rn(u, static_cast<float>(1 << (index / 4)));  // exact: a power of two
+    value = sin_f32(cosine ? add_rn(scaled, kHalfPi) : scaled);
+  }
+  store<Element>(out, item, value);
+}
+
+}  // namespace trackscope::gpu::ops::cuda::mixer_input

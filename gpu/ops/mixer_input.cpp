@@ -1,0 +1,85 @@
+// mixer_input_rows: argument checks, the ATen composite (the CPU's implementation and the reference) and the CUDA
+// dispatch (contract in gpu/ops/ops.h).
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/constant_pad_nd.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/sin.h>
+#include <c10/util/Exception.h>
+
+#include <numbers>
+#include <vector>
+
+#include "gpu/ops/cuda/mixer_input_layout.h"
+#include "gpu/ops/kernels.h"
+#include "gpu/ops/ops.h"
+
+namespace trackscope::gpu::ops {
+namespace {
+
+bool is_row_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
+
+// The relative-motion encoding of tracks [n, T, 2] float32 -> [n, T, 84] float32 (docs/locotrack-spec.md §2.5).
+at::Tensor motion_encoding(const at::Tensor& tracks) {
+  const int64_t frames = tracks.size(1);
+  const at::Tensor earlier = tracks.narrow(1, 0, frames - 1), later = tracks.narrow(1, 1, frames - 1);
+  const double scale = 1.0 / 256.0;  // (resized / original) / original at 256x256
+  const at::Tensor forward_motion = at::constant_pad_nd(earlier - later, {0, 0, 0, 1}, 0.0).mul(scale);
+  const at::Tensor backward_motion = at::constant_pad_nd(later - earlier, {0, 0, 1, 0}, 0.0).mul(scale);
+  const at::Tensor u = at::cat({forward_motion, backward_motion}, -1);                              // [n, T, 4]
+  const at::Tensor scales = at::pow(2.0, at::arange(cuda::kMixerMotionFrequencies, u.options()));   // exact
+  const at::Tensor xb = (u.unsqueeze(-2) * scales.unsqueeze(-1)).reshape({u.size(0), frames, -1});  // 4 s + c
+  return at::cat({u, at::sin(at::cat({xb, xb + 0.5 * std::numbers::pi}, -1))}, -1);
+}
+
+}  // namespace
+
+void mixer_input_rows_out(const at::Tensor& occlusion, const at::Tensor& expected, const at::Tensor& encoded,
+                          const at::Tensor& tracks, at::Tensor& out, GluePath path) {
+  TORCH_CHECK(occlusion.defined() && expected.defined() && encoded.defined() && tracks.defined() && out.defined(),
+              "mixer_input_rows: undefined tensor argument");
+  TORCH_CHECK(tracks.dim() == 3 && tracks.size(2) == 2 && tracks.size(1) > 0 && tracks.scalar_type() == at::kFloat,
+              "mixer_input_rows: tracks must be float32 [n,T,2] with T > 0, got ", tracks.scalar_type(), " ",
+              tracks.sizes());
+  const int64_t queries = tracks.size(0), frames = tracks.size(1);
+  for (const auto& [tensor, name] : {std::pair{&occlusion, "occlusion"}, std::pair{&expected, "expected"}}) {
+    TORCH_CHECK(tensor->dim() == 2 && tensor->size(0) == queries && tensor->size(1) == frames &&
+                    tensor->scalar_type() == at::kFloat,
+                "mixer_input_rows: ", name, " must be float32 [", queries, ",", frames, "], got ",
+                tensor->scalar_type(), " ", tensor->sizes());
+  }
+  TORCH_CHECK(out.dim() == 3 && out.size(0) == queries && out.size(1) == frames &&
+                  out.size(2) >= cuda::kMixerInputColumns && out.is_contiguous() && is_row_dtype(out.scalar_type()),
+              "mixer_input_rows: out must be a contiguous float32/bfloat16/float16 [", queries, ",", frames,
+              ",>=", cuda::kMixerInputColumns, "], got ", out.scalar_type(), " ", out.sizes(),
+              (out.is_contiguous() ? "" : " (not contiguous)"));
+  TORCH_CHECK(encoded.dim() == 3 && encoded.size(0) == queries && encoded.size(1) == frames &&
+                  encoded.size(2) == cuda::kMixerEncodedColumns && encoded.stride(2) == 1 &&
+                  encoded.scalar_type() == out.scalar_type(),
+              "mixer_input_rows: encoded must be ", out.scalar_type(), " [", queries, ",", frames, ",",
+              cuda::kMixerEncodedColumns, "] with unit column stride, got ", encoded.scalar_type(), " ",
+              encoded.sizes(), " strides ", encoded.strides());
+  for (const at::Tensor* t : {&occlusion, &expected, &encoded, &tracks}) {
+    TORCH_CHECK(t->device() == out.device(), "mixer_input_rows: inputs on ", t->device(), ", out on ", out.device());
+  }
+  if (queries == 0) return;
+  if (path == GluePath::automatic && detail::use_cuda(out, "mixer_input_rows")) {
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+    detail::mixer_input_cuda(occlusion.contiguous(), expected.contiguous(), encoded, tracks.contiguous(), out);
+    return;
+#endif
+  }
+  const at::ScalarType dtype = out.scalar_type();
+  out.narrow(2, 0, 1).copy_(occlusion.unsqueeze(-1));
+  out.narrow(2, 1, 1).copy_(expected.unsqueeze(-1));
+  out.narrow(2, cuda::kMixerEncodedBegin, cuda::kMixerEncodedColumns).copy_(encoded);
+  out.narrow(2, cuda::kMixerMotionBegin, cuda::kMixerInputColumns - cuda::kMixerMotionBegin)
+      .copy_(motion_encoding(tracks).to(dtype));
+  if (out.size(2) > cuda::kMixerInputColumns) {
+    out.narrow(2, cuda::kMixerInputColumns, out.size(2) - cuda::kMixerInputColumns).zero_();
+  }
+}
+
+}  // namespace trackscope::gpu::ops
