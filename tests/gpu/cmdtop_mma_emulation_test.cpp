@@ -34,16 +34,7 @@ namespace emu = cuda_emulation;
 constexpr int kCorrValues = 2401;
 constexpr float kEps = 1e-5f;
 
-uint64_t test_seed() {
-  static const uint64_t seed = [] {
-    uint64_t s = std::random_device{}();
-    if (const char* text = std::getenv("TRACKSCOPE_TEST_SEED")) s = std::strtoull(text, nullptr, 10);
-    std::printf("[emulation] random seed %llu (TRACKSCOPE_TEST_SEED=%llu repeats this run)\n",
-                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
-}
+uint64_t test_seed() { return cuda_emulation::test_seed("emulation"); }
 
 struct LayerSpec {
   int in_channels, out_channels, kernel, stride;

@@ -27,16 +27,7 @@ namespace corr = gpu::ops::cuda::corr_mma;
 namespace cuda = gpu::ops::cuda;
 namespace emu = cuda_emulation;
 
-uint64_t test_seed() {
-  static const uint64_t kSeed = [] {
-    uint64_t s = std::random_device{}();
-    if (const char* text = std::getenv("TRACKSCOPE_TEST_SEED")) s = std::strtoull(text, nullptr, 10);
-    std::printf("[corr emulation] random seed %llu (TRACKSCOPE_TEST_SEED=%llu repeats this run)\n",
-                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return kSeed;
-}
+uint64_t test_seed() { return cuda_emulation::test_seed("corr emulation"); }
 
 struct Case {
   int queries, frames, height, width, channels;

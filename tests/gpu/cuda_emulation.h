@@ -14,6 +14,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <random>
+#include <cstdlib>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -104,6 +107,40 @@ RawOf<Element> float_to_element(float f) {
     return float_to_fp16(f);
   } else {
     return float_bits(f);
+  }
+}
+
+/// The run's random seed: fresh each run, or TRACKSCOPE_TEST_SEED's; printed once, as "[tag] random seed N", so that
+/// a failing run can be repeated.
+inline uint64_t test_seed(const char* tag) {
+  static const uint64_t seed = [tag] {
+    uint64_t s = std::random_device{}();
+    if (const char* text = std::getenv("TRACKSCOPE_TEST_SEED")) s = std::strtoull(text, nullptr, 10);
+    std::printf("[%s] random seed %llu (TRACKSCOPE_TEST_SEED=%llu repeats this run)\n", tag,
+                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
+    return s;
+  }();
+  return seed;
+}
+
+/// The bits of one float / Bf16Tag / Fp16Tag array element (what the kernels load and store), and conversions.
+template <class Element>
+using ElementBits = std::conditional_t<std::is_same_v<Element, float>, uint32_t, uint16_t>;
+template <class Element>
+float bits_to_value(ElementBits<Element> v) {
+  if constexpr (std::is_same_v<Element, float>) {
+    return bits_float(v);
+  } else {
+    return element_to_float<Element>(v);
+  }
+}
+/// f rounded to nearest-even into the element type.
+template <class Element>
+ElementBits<Element> value_to_bits(float f) {
+  if constexpr (std::is_same_v<Element, float>) {
+    return float_bits(f);
+  } else {
+    return float_to_element<Element>(f);
   }
 }
 

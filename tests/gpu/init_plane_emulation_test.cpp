@@ -33,16 +33,7 @@ namespace cuda = gpu::ops::cuda;
 namespace init = gpu::ops::cuda::init_plane;
 namespace emu = cuda_emulation;
 
-uint64_t test_seed() {
-  static const uint64_t kSeed = [] {
-    uint64_t s = std::random_device{}();
-    if (const char* text = std::getenv("TRACKSCOPE_TEST_SEED")) s = std::strtoull(text, nullptr, 10);
-    std::printf("[init emulation] random seed %llu (TRACKSCOPE_TEST_SEED=%llu repeats this run)\n",
-                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return kSeed;
-}
+uint64_t test_seed() { return cuda_emulation::test_seed("init emulation"); }
 
 struct Case {
   int queries, frames, low_height, low_width;

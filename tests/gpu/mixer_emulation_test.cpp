@@ -30,16 +30,7 @@ namespace cuda = gpu::ops::cuda;
 namespace mixer = gpu::ops::cuda::mixer;
 namespace emu = cuda_emulation;
 
-uint64_t test_seed() {
-  static const uint64_t seed = [] {
-    uint64_t s = std::random_device{}();
-    if (const char* text = std::getenv("TRACKSCOPE_TEST_SEED")) s = std::strtoull(text, nullptr, 10);
-    std::printf("[mixer emulation] random seed %llu (TRACKSCOPE_TEST_SEED=%llu repeats this run)\n",
-                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
-}
+uint64_t test_seed() { return cuda_emulation::test_seed("mixer emulation"); }
 
 // Storage of a tag on the host: float, or 16-bit patterns.
 template <class Tag>

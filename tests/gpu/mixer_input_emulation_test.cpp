@@ -26,28 +26,10 @@ namespace cuda = gpu::ops::cuda;
 namespace mi = gpu::ops::cuda::mixer_input;
 namespace emu = cuda_emulation;
 
-uint64_t test_seed() {
-  static const uint64_t kSeed = [] {
-    uint64_t s = std::random_device{}();
-    if (const char* text = std::getenv("TRACKSCOPE_TEST_SEED")) s = std::strtoull(text, nullptr, 10);
-    std::printf("[mixer input emulation] random seed %llu (TRACKSCOPE_TEST_SEED=%llu repeats this run)\n",
-                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return kSeed;
-}
+uint64_t test_seed() { return cuda_emulation::test_seed("mixer input emulation"); }
 
 template <class Element>
-using Raw = std::conditional_t<std::is_same_v<Element, float>, uint32_t, uint16_t>;
-
-template <class Element>
-Raw<Element> from_float(float f) {
-  if constexpr (std::is_same_v<Element, float>) {
-    return emu::float_bits(f);
-  } else {
-    return emu::float_to_element<Element>(f);
-  }
-}
+using Raw = emu::ElementBits<Element>;
 
 struct Case {
   const char* name;
@@ -87,7 +69,7 @@ void check_case(const Case& c, const char* element_name) {
   std::vector<Raw<Element>> encoded(static_cast<size_t>(rows) * static_cast<size_t>(c.encoded_stride_frame), marker);
   for (int64_t r = 0; r < rows; ++r) {
     for (int k = 0; k < cuda::kMixerEncodedColumns; ++k) {
-      encoded[static_cast<size_t>(r * c.encoded_stride_frame + k)] = from_float<Element>(code(rng));
+      encoded[static_cast<size_t>(r * c.encoded_stride_frame + k)] = emu::value_to_bits<Element>(code(rng));
     }
   }
   constexpr size_t kTail = 32;
@@ -113,15 +95,15 @@ void check_case(const Case& c, const char* element_name) {
     for (int t = 0; t < c.frames; ++t) {
       const int64_t r = static_cast<int64_t>(q) * c.frames + t;
       for (int column = 0; column < c.row; ++column) {
-        Raw<Element> want = from_float<Element>(0.0f);
+        Raw<Element> want = emu::value_to_bits<Element>(0.0f);
         if (column == 0) {
-          want = from_float<Element>(occlusion[static_cast<size_t>(r)]);
+          want = emu::value_to_bits<Element>(occlusion[static_cast<size_t>(r)]);
         } else if (column == 1) {
-          want = from_float<Element>(expected[static_cast<size_t>(r)]);
+          want = emu::value_to_bits<Element>(expected[static_cast<size_t>(r)]);
         } else if (column < cuda::kMixerMotionBegin) {
           want = encoded[static_cast<size_t>(r * c.encoded_stride_frame + column - cuda::kMixerEncodedBegin)];
         } else if (column < cuda::kMixerInputColumns) {
-          want = from_float<Element>(motion_value(track, t, c.frames, column));
+          want = emu::value_to_bits<Element>(motion_value(track, t, c.frames, column));
         }
         const Raw<Element> got = out[static_cast<size_t>(r * c.row + column)];
         if (got != want && ++mismatches <= 5) {

@@ -35,16 +35,7 @@ namespace emu = cuda_emulation;
 using core::locotrack::kSupportSize;
 using core::locotrack::kSupportTaps;
 
-uint64_t test_seed() {
-  static const uint64_t kSeed = [] {
-    uint64_t s = std::random_device{}();
-    if (const char* text = std::getenv("TRACKSCOPE_TEST_SEED")) s = std::strtoull(text, nullptr, 10);
-    std::printf("[query supports emulation] random seed %llu (TRACKSCOPE_TEST_SEED=%llu repeats this run)\n",
-                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return kSeed;
-}
+uint64_t test_seed() { return cuda_emulation::test_seed("query supports emulation"); }
 
 struct Case {
   const char* name;
@@ -55,24 +46,7 @@ struct Case {
 };
 
 template <class Element>
-using Raw = std::conditional_t<std::is_same_v<Element, float>, uint32_t, uint16_t>;
-
-template <class Element>
-float to_float(Raw<Element> v) {
-  if constexpr (std::is_same_v<Element, float>) {
-    return emu::bits_float(v);
-  } else {
-    return emu::element_to_float<Element>(v);
-  }
-}
-template <class Element>
-Raw<Element> from_float(float f) {
-  if constexpr (std::is_same_v<Element, float>) {
-    return emu::float_bits(f);
-  } else {
-    return emu::float_to_element<Element>(f);
-  }
-}
+using Raw = emu::ElementBits<Element>;
 
 // The composite's arithmetic (gpu/ops' CPU implementation), written out in float.
 struct AxisF {
@@ -129,7 +103,7 @@ void check_case(const Case& c, const char* element_name) {
   for (int64_t cell = 0; cell < cells; ++cell) {
     for (int ch = 0; ch < c.cell_stride; ++ch) {
       grid[cell * c.cell_stride + ch] =
-          from_float<Element>(ch < c.channels ? value(rng) : std::numeric_limits<float>::quiet_NaN());
+          emu::value_to_bits<Element>(ch < c.channels ? value(rng) : std::numeric_limits<float>::quiet_NaN());
     }
   }
 
@@ -184,17 +158,18 @@ void check_case(const Case& c, const char* element_name) {
                   w10 = ry.weight * (1.0f - rx.weight), w11 = ry.weight * rx.weight;
       for (int ch = 0; ch < c.channels; ++ch) {
         auto at = [&](int64_t y, int64_t x) {
-          return to_float<Element>(grid[((frame * c.height + y) * c.width + x) * c.cell_stride + ch]);
+          return emu::bits_to_value<Element>(grid[((frame * c.height + y) * c.width + x) * c.cell_stride + ch]);
         };
         float sum = at(ry.first, rx.first) * w00;
         sum = sum + at(ry.first, rx.second) * w01;
         sum = sum + at(ry.second, rx.first) * w10;
         sum = sum + at(ry.second, rx.second) * w11;
-        const Raw<Element> expected = from_float<Element>(sum);
+        const Raw<Element> expected = emu::value_to_bits<Element>(sum);
         const Raw<Element> got = out[static_cast<size_t>((q * kSupportTaps + tap) * c.channels + ch)];
         if (got != expected && ++mismatches <= 5) {
           ADD_FAILURE() << name << ": query " << q << " tap " << tap << " channel " << ch << ": got "
-                        << to_float<Element>(got) << ", the composite gives " << to_float<Element>(expected);
+                        << emu::bits_to_value<Element>(got) << ", the composite gives "
+                        << emu::bits_to_value<Element>(expected);
         }
         if (!finite) continue;
         const AxisD dy_axis = axis_double(query[1], dy, c.height), dx_axis = axis_double(query[2], dx, c.width);
@@ -203,8 +178,9 @@ void check_case(const Case& c, const char* element_name) {
                             atd(dy_axis.first, dx_axis.second) * (1 - dy_axis.weight) * dx_axis.weight +
                             atd(dy_axis.second, dx_axis.first) * dy_axis.weight * (1 - dx_axis.weight) +
                             atd(dy_axis.second, dx_axis.second) * dy_axis.weight * dx_axis.weight;
-        max_spec_error = std::max(
-            max_spec_error, std::fabs(static_cast<double>(to_float<Element>(got)) - spec) / (1.0 + std::fabs(spec)));
+        max_spec_error =
+            std::max(max_spec_error,
+                     std::fabs(static_cast<double>(emu::bits_to_value<Element>(got)) - spec) / (1.0 + std::fabs(spec)));
       }
     }
   }

@@ -32,6 +32,7 @@
 #ifndef TRACKSCOPE_CUDA_EMULATION
 #include "gpu/ops/cuda/mma_primitives.cuh"
 #endif
+#include "gpu/ops/cuda/element_access.cuh"
 
 namespace trackscope::gpu::ops::cuda::init_plane {
 
@@ -58,30 +59,12 @@ inline constexpr int64_t shared_bytes(int64_t low_cells, int64_t high_cells) {
   return static_cast<int64_t>(sizeof(float)) * (low_cells + 2 * high_cells + kFixedSharedFloats);
 }
 
-/// Element: float, Bf16Tag or Fp16Tag (the cost volumes' dtype).
-template <class Element>
-inline constexpr int kElementBytes = std::is_same_v<Element, float> ? 4 : 2;
-
+// Element: float, Bf16Tag or Fp16Tag (the cost volumes' dtype; element_access.cuh).
+using elements::kElementBytes;
+using elements::vector_element;
 template <class Element>
 TRACKSCOPE_DEVICE_FN float load_cost(const void* plane, int index) {
-  if constexpr (std::is_same_v<Element, float>) {
-    return global_load_f32(static_cast<const float*>(plane) + index);
-  } else {
-    return half_to_float<Element>(global_load_u16(static_cast<const uint16_t*>(plane) + index));
-  }
-}
-
-// Element j of a 16-byte vector (little-endian: the lower half of a word comes first).
-template <class Element>
-TRACKSCOPE_DEVICE_FN float vector_element(const Words4& v, int j) {
-  constexpr int kPerWord = 4 / kElementBytes<Element>;
-  const int word_index = j / kPerWord;
-  const uint32_t word = word_index == 0 ? v.x : (word_index == 1 ? v.y : (word_index == 2 ? v.z : v.w));
-  if constexpr (std::is_same_v<Element, float>) {
-    return bits_to_float(word);
-  } else {
-    return half_to_float<Element>(static_cast<uint16_t>(j % 2 == 0 ? (word & 0xffffu) : (word >> 16)));
-  }
+  return elements::load_element<Element>(plane, index);
 }
 
 // Copies one plane of <= kInitMaxHighCells cost values into shared memory as floats. One element per thread per

@@ -23,6 +23,7 @@
 #ifndef TRACKSCOPE_CUDA_EMULATION
 #include "gpu/ops/cuda/mma_primitives.cuh"
 #endif
+#include "gpu/ops/cuda/element_access.cuh"
 
 namespace trackscope::gpu::ops::cuda::mixer_input {
 
@@ -34,15 +35,6 @@ inline constexpr float kHalfPi = 1.57079632679489661923f;  // float(pi / 2), as 
 /// Blocks of kMixerInputThreads threads for a shape (one thread per output element).
 inline int64_t block_count(const MixerInputShape& s) {
   return (s.queries * s.frames * s.row + kMixerInputThreads - 1) / kMixerInputThreads;
-}
-
-template <class Element>
-TRACKSCOPE_DEVICE_FN void store(void* out, int64_t index, float value) {
-  if constexpr (std::is_same_v<Element, float>) {
-    global_store_f32(static_cast<float*>(out) + index, value);
-  } else {
-    global_store_u16(static_cast<uint16_t*>(out) + index, float_to_half<Element>(value));
-  }
 }
 
 // Component k of u for frame t of one query's track (x, y pairs): 0-1 forward (p_t - p_{t+1}), 2-3 backward
@@ -92,7 +84,7 @@ mixer_input_kernel(MixerInputShape s, const float* occlusion, const float* expec
     const float scaled = mul_rn(u, static_cast<float>(1 << (index / 4)));  // exact: a power of two
     value = sin_f32(cosine ? add_rn(scaled, kHalfPi) : scaled);
   }
-  store<Element>(out, item, value);
+  elements::store_element<Element>(out, item, value);
 }
 
 }  // namespace trackscope::gpu::ops::cuda::mixer_input

@@ -27,6 +27,7 @@
 #ifndef TRACKSCOPE_CUDA_EMULATION
 #include "gpu/ops/cuda/mma_primitives.cuh"
 #endif
+#include "gpu/ops/cuda/element_access.cuh"
 
 namespace trackscope::gpu::ops::cuda::query_supports {
 
@@ -37,12 +38,13 @@ using core::locotrack::kSupportTaps;
 inline constexpr int kRadius = kSupportSize / 2;
 inline constexpr float kModelResolution = 256.0f;
 
-/// Element: float, Bf16Tag or Fp16Tag (the grid's and the supports' type).
-template <class Element>
-inline constexpr int kElementBytes = std::is_same_v<Element, float> ? 4 : 2;
-/// Channels in one 16-byte vector.
-template <class Element>
-inline constexpr int kVectorElements = 16 / kElementBytes<Element>;
+// Element: float, Bf16Tag or Fp16Tag (the grid's and the supports' type; element_access.cuh).
+using elements::kElementBytes;
+using elements::kVectorElements;
+using elements::load_element;
+using elements::set_vector_element;
+using elements::store_element;
+using elements::vector_element;
 
 /// Blocks of kSupportThreads threads for a shape (one thread per vector of one support point of one query).
 inline int64_t block_count(const SupportShape& s) {
@@ -68,50 +70,6 @@ TRACKSCOPE_DEVICE_FN Axis support_axis(float coordinate_256, int offset, int64_t
   axis.second = axis.first + 1 < cells ? axis.first + 1 : cells - 1;
   axis.weight = add_rn(index, -floor_index);
   return axis;
-}
-
-// Element j of a 16-byte vector (little-endian: the lower half of a word comes first).
-template <class Element>
-TRACKSCOPE_DEVICE_FN float vector_element(const Words4& v, int j) {
-  constexpr int kPerWord = 4 / kElementBytes<Element>;
-  const int word_index = j / kPerWord;
-  const uint32_t word = word_index == 0 ? v.x : (word_index == 1 ? v.y : (word_index == 2 ? v.z : v.w));
-  if constexpr (std::is_same_v<Element, float>) {
-    return bits_to_float(word);
-  } else {
-    return half_to_float<Element>(static_cast<uint16_t>(j % 2 == 0 ? word & 0xffffu : word >> 16));
-  }
-}
-
-template <class Element>
-TRACKSCOPE_DEVICE_FN void set_vector_element(Words4& v, int j, float value) {
-  constexpr int kPerWord = 4 / kElementBytes<Element>;
-  const int word_index = j / kPerWord;
-  uint32_t& word = word_index == 0 ? v.x : (word_index == 1 ? v.y : (word_index == 2 ? v.z : v.w));
-  if constexpr (std::is_same_v<Element, float>) {
-    word = float_to_bits(value);
-  } else {
-    const uint32_t bits = float_to_half<Element>(value);
-    word = j % 2 == 0 ? (word & 0xffff0000u) | bits : (word & 0xffffu) | (bits << 16);
-  }
-}
-
-template <class Element>
-TRACKSCOPE_DEVICE_FN float load_element(const void* base, int64_t index) {
-  if constexpr (std::is_same_v<Element, float>) {
-    return global_load_f32(static_cast<const float*>(base) + index);
-  } else {
-    return half_to_float<Element>(global_load_u16(static_cast<const uint16_t*>(base) + index));
-  }
-}
-
-template <class Element>
-TRACKSCOPE_DEVICE_FN void store_element(void* base, int64_t index, float value) {
-  if constexpr (std::is_same_v<Element, float>) {
-    global_store_f32(static_cast<float*>(base) + index, value);
-  } else {
-    global_store_u16(static_cast<uint16_t*>(base) + index, float_to_half<Element>(value));
-  }
 }
 
 // The four corners' weights, formed as the composite forms them: w00 = (1-wy)(1-wx), w01 = (1-wy) wx, ...
