@@ -202,7 +202,10 @@ at::Tensor allocate_host_buffer(at::IntArrayRef sizes, at::ScalarType dtype, boo
 model::BackboneKernels Engine::backbone_kernels() const {
   model::BackboneKernels kernels;
   if (uses_fused_instance_norm()) kernels.norm_relu = &fused_instance_norm_relu;
-  if (fused_ && device_.is_cpu()) kernels.l2_normalise = &ops::l2_normalise_channels;
+  // On CUDA the one-pass kernel is a glue op: the composite path keeps the reference for the A/B.
+  if (fused_ && (device_.is_cpu() || options_.glue_path == ops::GluePath::automatic)) {
+    kernels.l2_normalise = &ops::l2_normalise_channels;
+  }
   return kernels;
 }
 

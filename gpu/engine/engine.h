@@ -55,8 +55,9 @@ struct EngineOptions {
   int64_t init_queries_per_pass = 256;     // bounds init's cost-volume temporaries (ops::init_from_cost_volume)
   int64_t cmdtop_samples_per_pass = 8192;  // bounds CMDTop's temporaries (ops::CmdTopFast; ~0.5 GB fp32 im2col patches)
   ops::CorrKernel corr_kernel = ops::CorrKernel::automatic;
-  /// The glue ops (ops::sample_query_supports in bf16/fp16, ops::mixer_input_rows): automatic = one CUDA kernel each
-  /// on CUDA; composite = their ATen op sequences (the CPU's implementations; on CUDA for A/B comparisons).
+  /// The glue ops (ops::sample_query_supports in bf16/fp16, ops::mixer_input_rows, the backbone's
+  /// ops::l2_normalise_channels): automatic = one CUDA kernel each on CUDA; composite = their ATen op sequences (on
+  /// CUDA, for A/B comparisons; the CPU keeps its own kernels and composites either way).
   ops::GluePath glue_path = ops::GluePath::automatic;
   ops::CmdTopFast::Convolution cmdtop_convolution = ops::CmdTopFast::Convolution::automatic;
   /// cuDNN autotuning of the backbone's convolutions (CUDA): empty = on. Exact mode keeps its parity figures with
@@ -177,7 +178,8 @@ class Engine {
                            const model::TrackState& previous, int chunk_index, int iteration,
                            StageRecorder& recorder) const;
   core::WorkCost cost_of(core::Stage stage, int64_t chunk_points) const;
-  /// The backbone's fused operations on this device (CPU: norms and the L2 normalisation; CUDA: norms).
+  /// The backbone's fused operations on this device (CPU: norms and the L2 normalisation; CUDA: norms, and the L2
+  /// normalisation on the automatic glue path).
   model::BackboneKernels backbone_kernels() const;
   model::TrackState track_chunk_eager(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,
                                       const at::Tensor& queries, int chunk_index, StageRecorder& recorder,

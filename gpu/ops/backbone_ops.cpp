@@ -24,6 +24,13 @@ at::Tensor l2_normalise_channels(const at::Tensor& x) {
     detail::l2_normalise_channels_cpu(input, out);
     return out;
   }
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+  if (x.is_cuda()) {
+    const at::Tensor input = x.contiguous();
+    at::Tensor out = at::empty(input.sizes(), input.options());
+    if (detail::l2_normalise_channels_cuda(input, out)) return out;
+  }
+#endif
   return (x / at::sqrt(at::clamp_min(x.square().sum(-1, /*keepdim=*/true), 1e-12))).contiguous();
 }
 

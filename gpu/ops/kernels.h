@@ -52,6 +52,9 @@ void query_supports_cuda(const at::Tensor& grid, const at::Tensor& queries_tyx, 
 // contiguous, out [n,T,>=854] contiguous.
 void mixer_input_cuda(const at::Tensor& occlusion, const at::Tensor& expected, const at::Tensor& encoded,
                       const at::Tensor& tracks, at::Tensor& out);
+/// x, out [..., C] contiguous (same dtype): out = x / sqrt(max(sum_c x^2, 1e-12)) in one pass. Returns false
+/// (nothing written) where the kernel is not eligible (launchers.h l2_normalise_eligible).
+bool l2_normalise_channels_cuda(const at::Tensor& x, at::Tensor& out);
 void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::Tensor& output);
 void bias_group_norm_relu_cuda(at::Tensor& x, const at::Tensor& bias, const at::Tensor& gamma, const at::Tensor& beta,
                                int64_t groups, double eps);

@@ -238,7 +238,9 @@ at::Tensor instance_norm_relu_reference(const at::Tensor& x, const at::Tensor& w
 /// x / sqrt(max(sum_c x^2, 1e-12)) along the last axis of x [..., C] (the backbone's feature normalisation, on
 /// the [N, H, W, C] view of its channels-last output) -> a new contiguous tensor of x's shape and dtype.
 /// CPU (float32/bfloat16, C % 16 == 0 with AVX-512): one read and one write, the sum in float32 like the reference
-/// (another summation order); elsewhere the reference ops (gpu/model's l2_normalise_channels).
+/// (another summation order). CUDA (float32/bfloat16/float16, C a power-of-two number of 16-byte vectors up to 128,
+/// e.g. the backbone's 64/128/256): one kernel, one read and one write, the sum in float32 (the 16-bit reference rounds
+/// its squares and their sum to 16 bits). Elsewhere the reference ops (gpu/model's l2_normalise_channels).
 at::Tensor l2_normalise_channels(const at::Tensor& x);
 
 // ---------------------------------------------------------------------------------------------------------

@@ -890,6 +890,28 @@ TEST(MixerInputRowsCuda, MatchesTheComposite) {
   }
 }
 
+// The one-pass CUDA L2 normalisation on the backbone's channel counts (and an ineligible one, which takes the
+// reference ops on the device), against float64.
+TEST(L2NormaliseChannelsCuda, MatchesFloat64) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  for (const int64_t channels : {int64_t{64}, int64_t{128}, int64_t{256}, int64_t{24}}) {
+    at::Tensor x = (at::randn({3, channels, 9, 7}) * 3.0).contiguous(at::MemoryFormat::ChannelsLast);
+    x.select(0, 1).select(1, 2).select(1, 3).zero_();  // one all-zero pixel: stays zero
+    const at::Tensor view = x.permute({0, 2, 3, 1});   // [N, H, W, C], contiguous: what the backbone hands over
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+      const at::Tensor input = view.to(dtype).cuda();
+      const at::Tensor actual = ops::l2_normalise_channels(input);
+      EXPECT_EQ(actual.scalar_type(), dtype);
+      const double tolerance = dtype == at::kFloat ? 1e-6 : (dtype == at::kBFloat16 ? 8e-3 : 1e-3);
+      const Difference d = difference(actual.cpu().to(at::kDouble), l2_reference(input.cpu()));
+      report("l2_normalise_channels cuda C=" + std::to_string(channels) + " " + std::string(c10::toString(dtype)), d,
+             "abs " + std::to_string(tolerance));
+      EXPECT_LE(d.max_abs_diff, tolerance);
+      EXPECT_EQ(at::count_nonzero(actual[1][2][3]).item<int64_t>(), 0);
+    }
+  }
+}
+
 TEST(CmdTopCuda, MatchesCpuReferenceInEveryPrecision) {
   TRACKSCOPE_REQUIRE_CUDA();
   for (const bool base : {false, true}) {

@@ -174,6 +174,20 @@ void mixer_input_cuda(const at::Tensor& occlusion, const at::Tensor& expected, c
                "mixer_input_rows");
 }
 
+bool l2_normalise_channels_cuda(const at::Tensor& x, at::Tensor& out) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  TORCH_CHECK(x.is_contiguous() && out.is_contiguous() && x.sizes() == out.sizes(),
+              "l2_normalise_channels: internal layout error");
+  if (x.scalar_type() != at::kFloat && x.scalar_type() != at::kBFloat16 && x.scalar_type() != at::kHalf) return false;
+  const cuda::ElementType type = element_type(x.scalar_type(), "l2_normalise_channels");
+  const int64_t channels = x.size(-1);
+  if (!cuda::l2_normalise_eligible(channels, type, x.data_ptr(), out.data_ptr())) return false;
+  check_launch(
+      cuda::launch_l2_normalise(x.numel() / channels, channels, type, x.data_ptr(), out.data_ptr(), current_stream(x)),
+      "l2_normalise_channels");
+  return true;
+}
+
 void gather_columns_cuda(const at::Tensor& input, const at::Tensor& index, at::Tensor& output) {
   const c10::cuda::CUDAGuard guard(input.device());
   TORCH_CHECK(input.dim() == 2 && input.stride(1) == 1 && output.is_contiguous() && index.scalar_type() == at::kInt &&

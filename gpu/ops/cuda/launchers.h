@@ -76,6 +76,14 @@ cudaError_t launch_local_corr4d_pipelined(const LocalCorr4dShape& shape, const f
 cudaError_t launch_query_supports(const SupportShape& shape, ElementType element_type, const void* grid,
                                   const float* queries, void* supports, cudaStream_t stream);
 
+// -- the backbone's L2 normalisation (l2_normalise_kernel.cu) ------------------------------------------------------
+// x, y [pixels, channels] contiguous, element_type (ops.h l2_normalise_channels): y = x / sqrt(max(sum_c x^2, 1e-12)),
+// the sum in float32. Eligible where the channels are a power-of-two number of 16-byte vectors (at most 128) and
+// both pointers are 16-byte aligned; the launcher returns cudaErrorInvalidValue otherwise.
+bool l2_normalise_eligible(int64_t channels, ElementType element_type, const void* x, const void* y);
+cudaError_t launch_l2_normalise(int64_t pixels, int64_t channels, ElementType element_type, const void* x, void* y,
+                                cudaStream_t stream);
+
 // -- the mixer's input rows (mixer_input_kernel.cu) ---------------------------------------------------------------
 // MixerInputShape and the column layout in mixer_input_layout.h; encoded and out of element_type; ops.h
 // mixer_input_rows has the semantics.
