@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The GPU call for what 2026-12-05 wrote without a GPU (no machine was lent): the init kernel rewritten in place
-# (9c05ccf), the shared warp reduction (bcfce69), the glue kernels (ops::sample_query_supports, ops::mixer_input_rows)
-# and the cached ALiBi bias.
+# (9c05ccf), the shared warp reduction (bcfce69), the glue kernels (ops::sample_query_supports, ops::mixer_input_rows,
+# ops::l2_normalise_channels on CUDA) and the cached ALiBi bias.
 # One call, under 10 minutes:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda (every kernel
-#      against the CPU: InitFromCostVolumeCuda, QuerySupportsCuda, MixerInputRowsCuda, CmdTopCuda and MixerCuda for the
+#      against the CPU: InitFromCostVolumeCuda, QuerySupportsCuda, MixerInputRowsCuda, L2NormaliseChannelsCuda,
+#      CmdTopCuda and MixerCuda for the
 #      warp reduction) and gpu/engine_cuda (exact-mode parity with the official outputs when the fixtures are
 #      carried, bf16/fp16 fidelity);
 #   2. the init kernel A/B (tools/gpu/source_ab.sh: the CLI rebuilt with the previous init .cu and device_utils.cuh,
