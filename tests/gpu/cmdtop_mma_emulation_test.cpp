@@ -60,7 +60,7 @@ std::vector<Layer> random_layers(bool base, std::mt19937_64& rng) {
     l.spec = spec;
     const float bound = 1.0f / std::sqrt(static_cast<float>(spec.in_channels * spec.kernel * spec.kernel));
     std::uniform_real_distribution<float> uniform(-bound, bound);
-    l.weight.resize(static_cast<size_t>(spec.out_channels * spec.in_channels * spec.kernel * spec.kernel));
+    l.weight.resize(static_cast<size_t>(int64_t{spec.out_channels} * spec.in_channels * spec.kernel * spec.kernel));
     for (float& w : l.weight) w = emu::element_to_float<Element>(emu::float_to_element<Element>(uniform(rng)));
     for (int c = 0; c < spec.out_channels; ++c) {
       l.bias.push_back(uniform(rng));
@@ -104,31 +104,32 @@ std::vector<double> reference_layer(const std::vector<double>& in, int side, con
             const int y = oy * s.stride - pad_before + ky, x = ox * s.stride - pad_before + kx;
             if (y < 0 || y >= side || x < 0 || x >= side) continue;
             for (int ci = 0; ci < s.in_channels; ++ci) {
-              sum += in[static_cast<size_t>((y * side + x) * s.in_channels + ci)] *
-                     l.weight[static_cast<size_t>(((co * s.in_channels + ci) * s.kernel + ky) * s.kernel + kx)];
+              sum +=
+                  in[static_cast<size_t>((int64_t{y} * side + x) * s.in_channels + ci)] *
+                  l.weight[static_cast<size_t>(((int64_t{co} * s.in_channels + ci) * s.kernel + ky) * s.kernel + kx)];
             }
           }
         }
-        out[static_cast<size_t>((oy * out_side + ox) * s.out_channels + co)] = sum;
+        out[static_cast<size_t>((int64_t{oy} * out_side + ox) * s.out_channels + co)] = sum;
       }
     }
   }
   for (int group = 0; group < s.out_channels / 16; ++group) {
     double mean = 0.0, variance = 0.0;
     for (int p = 0; p < positions; ++p) {
-      for (int c = 0; c < 16; ++c) mean += out[static_cast<size_t>(p * s.out_channels + group * 16 + c)];
+      for (int c = 0; c < 16; ++c) mean += out[static_cast<size_t>(int64_t{p} * s.out_channels + group * 16 + c)];
     }
     mean /= positions * 16;
     for (int p = 0; p < positions; ++p) {
       for (int c = 0; c < 16; ++c) {
-        const double d = out[static_cast<size_t>(p * s.out_channels + group * 16 + c)] - mean;
+        const double d = out[static_cast<size_t>(int64_t{p} * s.out_channels + group * 16 + c)] - mean;
         variance += d * d;
       }
     }
     variance /= positions * 16;
     for (int p = 0; p < positions; ++p) {
       for (int c = 0; c < 16; ++c) {
-        double& v = out[static_cast<size_t>(p * s.out_channels + group * 16 + c)];
+        double& v = out[static_cast<size_t>(int64_t{p} * s.out_channels + group * 16 + c)];
         const int channel = group * 16 + c;
         v = (v - mean) / std::sqrt(variance + kEps) * l.gamma[static_cast<size_t>(channel)] +
             l.beta[static_cast<size_t>(channel)];
@@ -149,7 +150,7 @@ std::vector<double> reference_sample(const float* corr, const std::vector<Layer>
     for (int p = 0; p < 49; ++p) {
       for (int c = 0; c < 49; ++c) {
         // Branch 1: channels (i, j) over space (h, w); branch 2: channels (h, w) over space (i, j).
-        image[static_cast<size_t>(p * 49 + c)] = branch == 0 ? corr[p * 49 + c] : corr[c * 49 + p];
+        image[static_cast<size_t>(int64_t{p} * 49 + c)] = branch == 0 ? corr[p * 49 + c] : corr[c * 49 + p];
       }
     }
     int side = 7;

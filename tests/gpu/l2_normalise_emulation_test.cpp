@@ -77,10 +77,11 @@ void check(int channels, int pixels, bool in_place, const char* element_name) {
   for (int p = 0; p < pixels; ++p) {
     double sum = 0.0;
     for (int c = 0; c < channels; ++c)
-      sum += input[static_cast<size_t>(p * channels + c)] * input[static_cast<size_t>(p * channels + c)];
+      sum +=
+          input[static_cast<size_t>(int64_t{p} * channels + c)] * input[static_cast<size_t>(int64_t{p} * channels + c)];
     const double norm = std::sqrt(std::max(sum, 1e-12));
     for (int c = 0; c < channels; ++c) {
-      const size_t i = static_cast<size_t>(p * channels + c);
+      const size_t i = static_cast<size_t>(int64_t{p} * channels + c);
       const double got = emu::bits_to_value<Element>(y[i]);
       max_error = std::max(max_error, std::isfinite(got) ? std::fabs(got - input[i] / norm) : INFINITY);
     }

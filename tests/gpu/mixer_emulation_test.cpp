@@ -333,7 +333,7 @@ void check_head(int k, int64_t rows) {
   const std::vector<float> values = random_vector(static_cast<size_t>(rows * k), rng, 1.0f, 0.3f);
   const std::vector<float> gamma = random_vector(static_cast<size_t>(k), rng, 0.2f, 1.0f);
   const std::vector<float> beta = random_vector(static_cast<size_t>(k), rng, 0.2f);
-  const std::vector<float> weight = random_vector(static_cast<size_t>(4 * k), rng, 0.05f);
+  const std::vector<float> weight = random_vector(static_cast<size_t>(int64_t{4} * k), rng, 0.05f);
   const std::vector<float> bias = random_vector(4, rng, 0.5f);
   std::vector<Raw<Tag>> x(static_cast<size_t>(rows * k));
   for (size_t i = 0; i < x.size(); ++i) x[i] = from_float<Tag>(values[i]);

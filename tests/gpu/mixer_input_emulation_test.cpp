@@ -43,7 +43,7 @@ float motion_value(const std::vector<float>& track, int t, int frames, int colum
     const int neighbour = k < 2 ? t + 1 : t - 1;
     if (neighbour < 0 || neighbour >= frames) return 0.0f;
     const float difference =
-        track[static_cast<size_t>(2 * t + k % 2)] - track[static_cast<size_t>(2 * neighbour + k % 2)];
+        track[static_cast<size_t>(int64_t{2} * t + k % 2)] - track[static_cast<size_t>(int64_t{2} * neighbour + k % 2)];
     return difference * (1.0f / 256.0f);
   };
   if (column < cuda::kMixerSineBegin) return u(column - cuda::kMixerMotionBegin);
