@@ -120,12 +120,15 @@ class Linear : public torch::nn::Module {
 using NormReluFunction = at::Tensor (*)(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 /// x / sqrt(max(sum x^2, 1e-12)) along the last axis, contiguous (e.g. ops::l2_normalise_channels).
 using L2NormaliseFunction = at::Tensor (*)(const at::Tensor& x);
+/// The same written into out (contiguous, x's shape and dtype; e.g. ops::l2_normalise_channels_out).
+using L2NormaliseIntoFunction = void (*)(const at::Tensor& x, at::Tensor& out);
 
 /// Replacements for the backbone's hot operations (the engine's fused path); null members run the reference
 /// ops of this file, which training and the eager path use.
 struct BackboneKernels {
   NormReluFunction norm_relu = nullptr;
-  L2NormaliseFunction l2_normalise = nullptr;  // compute_frame_features' output normalisation
+  L2NormaliseFunction l2_normalise = nullptr;           // compute_frame_features' output normalisation
+  L2NormaliseIntoFunction l2_normalise_into = nullptr;  // the same when the caller gives the outputs
 };
 
 class ResidualBlock : public torch::nn::Module {
@@ -268,8 +271,12 @@ at::Tensor resize_video_bilinear(const at::Tensor& video, std::int64_t height, s
 
 /// Backbone + normalisation of a batch of frames [F, 256, 256, 3] in [-1, 1] (one chunk):
 /// {lowres [F,32,32,256], hires [F,64,64,128], highest [F,128,128,64]}, channels-last, L2-normalised.
+/// `into`, if given, holds three contiguous tensors of those shapes (e.g. slices of the feature grids, in the
+/// features' dtype): the normalised features are written there (kernels.l2_normalise_into, else a copy of the
+/// reference's) and returned.
 std::array<at::Tensor, 3> compute_frame_features(const LocoTrack& model, const at::Tensor& frames,
-                                                 const BackboneKernels& kernels = {});
+                                                 const BackboneKernels& kernels = {},
+                                                 const std::array<at::Tensor, 3>* into = nullptr);
 
 /// Feature grids of a video [B, T, 256, 256, 3] in [-1, 1], at most `frames_per_chunk` frames per backbone call
 /// (default: the model's feature_chunk_frames, 256).

@@ -140,18 +140,29 @@ at::Tensor resize_video_bilinear(const at::Tensor& video, std::int64_t height, s
 // --- stage 1: backbone ------------------------------------------------------------------------------------
 
 std::array<at::Tensor, 3> compute_frame_features(const LocoTrack& model, const at::Tensor& frames,
-                                                 const BackboneKernels& kernels) {
+                                                 const BackboneKernels& kernels,
+                                                 const std::array<at::Tensor, 3>* into) {
   TORCH_CHECK(frames.dim() == 4 && frames.size(1) == kModelResolution && frames.size(2) == kModelResolution &&
                   frames.size(3) == 3,
               "compute_frame_features: expected frames [F, 256, 256, 3], got ", frames.sizes());
   // NHWC data seen as NCHW (a strided view), as the official code hands it to the first conv.
   const auto [highest, hires, lowres] = model.resnet_torch->forward(frames.permute({0, 3, 1, 2}), kernels);
-  const L2NormaliseFunction normalise = kernels.l2_normalise;
-  auto normalised = [normalise](const at::Tensor& x) {
-    return normalise ? normalise(x) : l2_normalise_channels(x).contiguous();
+  auto normalised = [&kernels, into](const at::Tensor& x, std::size_t level) {
+    if (into != nullptr) {
+      at::Tensor out = (*into)[level];
+      TORCH_CHECK(out.sizes() == x.sizes() && out.is_contiguous(), "compute_frame_features: output ", level,
+                  " must be a contiguous ", x.sizes(), ", got ", out.sizes());
+      if (kernels.l2_normalise_into != nullptr) {
+        kernels.l2_normalise_into(x, out);
+      } else {
+        out.copy_(kernels.l2_normalise != nullptr ? kernels.l2_normalise(x) : l2_normalise_channels(x));
+      }
+      return out;
+    }
+    return kernels.l2_normalise != nullptr ? kernels.l2_normalise(x) : l2_normalise_channels(x).contiguous();
   };
-  return {normalised(lowres.permute({0, 2, 3, 1})), normalised(hires.permute({0, 2, 3, 1})),
-          normalised(highest.permute({0, 2, 3, 1}))};
+  return {normalised(lowres.permute({0, 2, 3, 1}), 0), normalised(hires.permute({0, 2, 3, 1}), 1),
+          normalised(highest.permute({0, 2, 3, 1}), 2)};
 }
 
 FeatureGrids compute_feature_grids(const LocoTrack& model, const at::Tensor& video, std::int64_t frames_per_chunk) {

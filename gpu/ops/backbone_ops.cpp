@@ -15,23 +15,29 @@
 
 namespace trackscope::gpu::ops {
 
+void l2_normalise_channels_out(const at::Tensor& x, at::Tensor& out) {
+  TORCH_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) > 0, "l2_normalise_channels: expected [..., C], got ",
+              x.defined() ? x.sizes() : at::IntArrayRef{});
+  TORCH_CHECK(out.defined() && out.sizes() == x.sizes() && out.scalar_type() == x.scalar_type() &&
+                  out.device() == x.device() && out.is_contiguous(),
+              "l2_normalise_channels: out must be a contiguous ", x.scalar_type(), " ", x.sizes(), " on ", x.device(),
+              ", got ", out.defined() ? out.sizes() : at::IntArrayRef{});
+  if (x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16)) {
+    detail::l2_normalise_channels_cpu(x.contiguous(), out);
+    return;
+  }
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+  if (x.is_cuda() && detail::l2_normalise_channels_cuda(x.contiguous(), out)) return;
+#endif
+  out.copy_(x / at::sqrt(at::clamp_min(x.square().sum(-1, /*keepdim=*/true), 1e-12)));
+}
+
 at::Tensor l2_normalise_channels(const at::Tensor& x) {
   TORCH_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) > 0, "l2_normalise_channels: expected [..., C], got ",
               x.defined() ? x.sizes() : at::IntArrayRef{});
-  if (x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16)) {
-    const at::Tensor input = x.contiguous();
-    at::Tensor out = at::empty(input.sizes(), input.options());
-    detail::l2_normalise_channels_cpu(input, out);
-    return out;
-  }
-#ifdef TRACKSCOPE_WITH_CUDA_OPS
-  if (x.is_cuda()) {
-    const at::Tensor input = x.contiguous();
-    at::Tensor out = at::empty(input.sizes(), input.options());
-    if (detail::l2_normalise_channels_cuda(input, out)) return out;
-  }
-#endif
-  return (x / at::sqrt(at::clamp_min(x.square().sum(-1, /*keepdim=*/true), 1e-12))).contiguous();
+  at::Tensor out = at::empty(x.sizes(), x.options());
+  l2_normalise_channels_out(x, out);
+  return out;
 }
 
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {

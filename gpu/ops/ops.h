@@ -242,6 +242,8 @@ at::Tensor instance_norm_relu_reference(const at::Tensor& x, const at::Tensor& w
 /// e.g. the backbone's 64/128/256): one kernel, one read and one write, the sum in float32 (the 16-bit reference rounds
 /// its squares and their sum to 16 bits). Elsewhere the reference ops (gpu/model's l2_normalise_channels).
 at::Tensor l2_normalise_channels(const at::Tensor& x);
+/// The same written into out (contiguous, x's shape and dtype, on x's device; e.g. a slice of a feature grid).
+void l2_normalise_channels_out(const at::Tensor& x, at::Tensor& out);
 
 // ---------------------------------------------------------------------------------------------------------
 // 6-7. Glue: the short op sequences between the large stages, as one CUDA kernel each.

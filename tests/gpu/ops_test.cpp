@@ -458,6 +458,25 @@ TEST(L2NormaliseChannelsCpu, MatchesFloat64ReferenceOnStridedViews) {
   EXPECT_NE(error_message([] { ops::l2_normalise_channels(at::Tensor()); }).find("[..., C]"), std::string::npos);
 }
 
+// The _out form writes into a slice of a larger buffer (the engine's feature grids) exactly what the plain form
+// returns, and nothing around it.
+TEST(L2NormaliseChannelsCpu, OutFormWritesIntoGridSlices) {
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kDouble}) {
+    const at::Tensor x = (at::randn({2, 5, 6, 64}) * 3.0).to(dtype);
+    at::Tensor grid = at::full({1, 7, 5, 6, 64}, 42.0, x.options());
+    at::Tensor slice = grid.select(0, 0).narrow(0, 3, 2);
+    ops::l2_normalise_channels_out(x, slice);
+    EXPECT_TRUE(at::equal(slice, ops::l2_normalise_channels(x))) << c10::toString(dtype);
+    EXPECT_TRUE(at::equal(grid.select(0, 0).narrow(0, 0, 3), at::full({3, 5, 6, 64}, 42.0, x.options())));
+    EXPECT_TRUE(at::equal(grid.select(0, 0).narrow(0, 5, 2), at::full({2, 5, 6, 64}, 42.0, x.options())));
+  }
+  at::Tensor wrong = at::empty({2, 5, 6, 63});
+  EXPECT_NE(error_message([&] {
+              ops::l2_normalise_channels_out(at::randn({2, 5, 6, 64}), wrong);
+            }).find("out must be"),
+            std::string::npos);
+}
+
 TEST(LinearCpu, MatchesAtLinearWithAndWithoutBias) {
   const at::Tensor weight = at::randn({40, 96}) * 0.1;
   const at::Tensor bias = at::randn({40});
