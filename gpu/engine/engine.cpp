@@ -204,7 +204,6 @@ model::BackboneKernels Engine::backbone_kernels() const {
   if (uses_fused_instance_norm()) kernels.norm_relu = &fused_instance_norm_relu;
   // On CUDA the one-pass kernel is a glue op: the composite path keeps the reference for the A/B.
   if (fused_ && (device_.is_cpu() || options_.glue_path == ops::GluePath::automatic)) {
-    kernels.l2_normalise = &ops::l2_normalise_channels;
     kernels.l2_normalise_into = &ops::l2_normalise_channels_out;
   }
   return kernels;
@@ -330,11 +329,16 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
 }
 
 at::Tensor Engine::mixer_input(const at::Tensor& encoded, const model::TrackState& previous) const {
+  return mixer_rows(encoded, previous, model::kMixerInputChannels);
+}
+
+at::Tensor Engine::mixer_rows(const at::Tensor& encoded, const model::TrackState& previous, int64_t columns) const {
   const at::ScalarType dtype = fused_ ? compute_dtype_ : at::kFloat;
-  const at::Tensor occlusion = previous.occlusion.select(0, 0), expected = previous.expected_dist.select(0, 0);
-  return at::cat({occlusion.unsqueeze(-1).to(dtype), expected.unsqueeze(-1).to(dtype), encoded.to(dtype),
-                  model::relative_motion_encoding(previous.tracks.select(0, 0)).to(dtype)},
-                 -1);  // [n, T, 854]
+  const at::Tensor tracks = previous.tracks.select(0, 0);
+  at::Tensor rows = at::empty({tracks.size(0), tracks.size(1), columns}, encoded.options().dtype(dtype));
+  ops::mixer_input_rows_out(previous.occlusion.select(0, 0), previous.expected_dist.select(0, 0), encoded.to(dtype),
+                            tracks, rows, options_.glue_path);
+  return rows;
 }
 
 model::TrackState Engine::apply_update(const at::Tensor& update, const model::TrackState& previous) {
@@ -360,10 +364,8 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
         compute_model_->torch_pips_mixer->forward(mixer_input(encoded, previous), &ops::linear).to(at::kFloat);
     return apply_update(update, previous);
   }
-  // The same rows as mixer_input(), padded to kMixerPaddedInput for the padded input projection.
-  at::Tensor input = at::empty({count, frames, kMixerPaddedInput}, encoded.options().dtype(compute_dtype_));
-  ops::mixer_input_rows_out(previous.occlusion.select(0, 0), previous.expected_dist.select(0, 0),
-                            encoded.to(compute_dtype_), tracks, input, options_.glue_path);
+  // mixer_input()'s rows, padded to kMixerPaddedInput for the padded input projection.
+  const at::Tensor input = mixer_rows(encoded, previous, kMixerPaddedInput);
   at::Tensor update;  // [n, T, 4]
   if (mixer_) {
     update = mixer_->forward(input);

@@ -163,7 +163,8 @@ class Engine {
   /// the compute dtype (float32 on the eager path).
   at::Tensor encode(const model::FeatureGrids& grids, const model::QueryFeatures& chunk, const at::Tensor& tracks,
                     int chunk_index, int iteration, StageRecorder& recorder) const;
-  /// The transformer's input [n, T, 854] (occlusion, distance, encoded, relative motion) in its dtype.
+  /// The transformer's input [n, T, 854] (occlusion, distance, encoded, relative motion) in its dtype
+  /// (ops::mixer_input_rows).
   at::Tensor mixer_input(const at::Tensor& encoded, const model::TrackState& previous) const;
   /// A refinement's transformer over the whole time axis and the update of `previous`.
   model::TrackState mix(const at::Tensor& encoded, const model::TrackState& previous, int chunk_index, int iteration,
@@ -178,6 +179,8 @@ class Engine {
                            const model::TrackState& previous, int chunk_index, int iteration,
                            StageRecorder& recorder) const;
   core::WorkCost cost_of(core::Stage stage, int64_t chunk_points) const;
+  /// mixer_input()'s rows with `columns` >= 854 columns (zeros past 854).
+  at::Tensor mixer_rows(const at::Tensor& encoded, const model::TrackState& previous, int64_t columns) const;
   /// The backbone's fused operations on this device (CPU: norms and the L2 normalisation; CUDA: norms, and the L2
   /// normalisation on the automatic glue path).
   model::BackboneKernels backbone_kernels() const;

@@ -118,17 +118,16 @@ class Linear : public torch::nn::Module {
 /// Computes relu(instance_norm(x) * weight + bias) for the backbone (e.g. ops::instance_norm_relu, the engine's
 /// fused kernel); null = the written-out reference of this file (what training and the eager path use).
 using NormReluFunction = at::Tensor (*)(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
-/// x / sqrt(max(sum x^2, 1e-12)) along the last axis, contiguous (e.g. ops::l2_normalise_channels).
-using L2NormaliseFunction = at::Tensor (*)(const at::Tensor& x);
-/// The same written into out (contiguous, x's shape and dtype; e.g. ops::l2_normalise_channels_out).
+/// x / sqrt(max(sum x^2, 1e-12)) along the last axis written into out (contiguous, x's shape and dtype; e.g.
+/// ops::l2_normalise_channels_out).
 using L2NormaliseIntoFunction = void (*)(const at::Tensor& x, at::Tensor& out);
 
 /// Replacements for the backbone's hot operations (the engine's fused path); null members run the reference
 /// ops of this file, which training and the eager path use.
 struct BackboneKernels {
   NormReluFunction norm_relu = nullptr;
-  L2NormaliseFunction l2_normalise = nullptr;           // compute_frame_features' output normalisation
-  L2NormaliseIntoFunction l2_normalise_into = nullptr;  // the same when the caller gives the outputs
+  L2NormaliseIntoFunction l2_normalise_into = nullptr;  // compute_frame_features' output normalisation, when the
+                                                        // caller gives the outputs
 };
 
 class ResidualBlock : public torch::nn::Module {
@@ -272,8 +271,8 @@ at::Tensor resize_video_bilinear(const at::Tensor& video, std::int64_t height, s
 /// Backbone + normalisation of a batch of frames [F, 256, 256, 3] in [-1, 1] (one chunk):
 /// {lowres [F,32,32,256], hires [F,64,64,128], highest [F,128,128,64]}, channels-last, L2-normalised.
 /// `into`, if given, holds three contiguous tensors of those shapes (e.g. slices of the feature grids, in the
-/// features' dtype): the normalised features are written there (kernels.l2_normalise_into, else a copy of the
-/// reference's) and returned.
+/// features' dtype): the normalised features are written there (kernels.l2_normalise_into, else the reference's
+/// are copied there) and returned. Without it the reference normalises into new tensors.
 std::array<at::Tensor, 3> compute_frame_features(const LocoTrack& model, const at::Tensor& frames,
                                                  const BackboneKernels& kernels = {},
                                                  const std::array<at::Tensor, 3>* into = nullptr);
@@ -310,11 +309,9 @@ std::array<at::Tensor, 3> local_correlations(const FeatureGrids& grids, const Qu
 /// Refinement part 2: CMDTop of each level, concatenated: [B, n, T, 768].
 at::Tensor encode_correlations(const LocoTrack& model, const std::array<at::Tensor, 3>& correlations,
                                std::int64_t batch, std::int64_t queries);
-/// Refinement part 3: mixer input [occ, expd, encoded, posenc] (854), transformer, update of the state.
+/// Refinement part 3: mixer input [occ, expd, encoded, posenc] (854; posenc: ops::relative_motion_encoding),
+/// transformer, update of the state.
 TrackState apply_mixer(const LocoTrack& model, const at::Tensor& encoded, const TrackState& previous);
-
-/// The 84 relative-motion features of tracks [.., T, 2] in 256 space: [u, sin(2^s u), sin(2^s u + pi/2)].
-at::Tensor relative_motion_encoding(const at::Tensor& tracks);
 
 /// The additive attention bias [heads, T, T]: ALiBi for forward heads (attend to j <= i) and backward heads
 /// (j >= i), -1e9 elsewhere; slopes 24^(-(k+1)/(heads/2)) computed in double.

@@ -5,10 +5,10 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
-#include <numbers>
 #include <vector>
 
 #include "gpu/model/locotrack.h"
+#include "gpu/ops/ops.h"
 
 namespace trackscope::gpu::model {
 namespace {
@@ -155,11 +155,11 @@ std::array<at::Tensor, 3> compute_frame_features(const LocoTrack& model, const a
       if (kernels.l2_normalise_into != nullptr) {
         kernels.l2_normalise_into(x, out);
       } else {
-        out.copy_(kernels.l2_normalise != nullptr ? kernels.l2_normalise(x) : l2_normalise_channels(x));
+        out.copy_(l2_normalise_channels(x));
       }
       return out;
     }
-    return kernels.l2_normalise != nullptr ? kernels.l2_normalise(x) : l2_normalise_channels(x).contiguous();
+    return l2_normalise_channels(x).contiguous();
   };
   return {normalised(lowres.permute({0, 2, 3, 1}), 0), normalised(hires.permute({0, 2, 3, 1}), 1),
           normalised(highest.permute({0, 2, 3, 1}), 2)};
@@ -331,22 +331,6 @@ at::Tensor encode_correlations(const LocoTrack& model, const std::array<at::Tens
   return at::cat(encoded, -1);
 }
 
-at::Tensor relative_motion_encoding(const at::Tensor& tracks) {
-  const std::int64_t frames = tracks.size(-2);
-  const at::Tensor earlier = tracks.narrow(-2, 0, frames - 1), later = tracks.narrow(-2, 1, frames - 1);
-  // (resized / orig) / orig = 1/256 at 256x256.
-  const double scale = 1.0 / static_cast<double>(kModelResolution);
-  const at::Tensor forward_motion = at::constant_pad_nd(earlier - later, {0, 0, 0, 1}, 0.0).mul(scale);
-  const at::Tensor backward_motion = at::constant_pad_nd(later - earlier, {0, 0, 1, 0}, 0.0).mul(scale);
-  const at::Tensor u = at::cat({forward_motion, backward_motion}, -1);  // [..., T, 4]
-  const at::Tensor scales = at::pow(2.0, at::arange(10, u.options()));  // 2^0 .. 2^9, exact
-  std::vector<std::int64_t> shape(u.sizes().begin(), u.sizes().end() - 1);
-  shape.push_back(-1);
-  const at::Tensor xb = (u.unsqueeze(-2) * scales.unsqueeze(-1)).reshape(shape);  // s-major: xb[s*4 + c]
-  const at::Tensor features = at::sin(at::cat({xb, xb + 0.5 * std::numbers::pi}, -1));
-  return at::cat({u, features}, -1);  // 4 + 40 + 40 = 84
-}
-
 at::Tensor alibi_bias(std::int64_t heads, std::int64_t frames, const at::TensorOptions& options) {
   const std::int64_t half = heads / 2;
   const double base = std::pow(24.0, 1.0 / static_cast<double>(half));
@@ -367,7 +351,7 @@ at::Tensor alibi_bias(std::int64_t heads, std::int64_t frames, const at::TensorO
 TrackState apply_mixer(const LocoTrack& model, const at::Tensor& encoded, const TrackState& previous) {
   const std::int64_t batch = encoded.size(0), queries = encoded.size(1), frames = encoded.size(2);
   const at::Tensor mixer_input = at::cat({previous.occlusion.unsqueeze(-1), previous.expected_dist.unsqueeze(-1),
-                                          encoded, relative_motion_encoding(previous.tracks)},
+                                          encoded, ops::relative_motion_encoding(previous.tracks)},
                                          -1);  // [B, n, T, 854]
   const at::Tensor update = model.torch_pips_mixer->forward(mixer_input.reshape({batch * queries, frames, -1}))
                                 .reshape({batch, queries, frames, 4});

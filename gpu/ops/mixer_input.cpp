@@ -21,20 +21,21 @@ namespace {
 
 bool is_row_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
 
-// The relative-motion encoding of tracks [n, T, 2] float32 -> [n, T, 84] float32 (docs/locotrack-spec.md §2.5).
-at::Tensor motion_encoding(const at::Tensor& tracks) {
-  const int64_t frames = tracks.size(1);
-  const at::Tensor earlier = tracks.narrow(1, 0, frames - 1), later = tracks.narrow(1, 1, frames - 1);
-  const double scale = 1.0 / 256.0;  // (resized / original) / original at 256x256
+}  // namespace
+
+at::Tensor relative_motion_encoding(const at::Tensor& tracks) {
+  const int64_t frames = tracks.size(-2);
+  const at::Tensor earlier = tracks.narrow(-2, 0, frames - 1), later = tracks.narrow(-2, 1, frames - 1);
+  const double scale = 1.0 / 256.0;  // (resized / original) / original at 256x256: exact
   const at::Tensor forward_motion = at::constant_pad_nd(earlier - later, {0, 0, 0, 1}, 0.0).mul(scale);
   const at::Tensor backward_motion = at::constant_pad_nd(later - earlier, {0, 0, 1, 0}, 0.0).mul(scale);
-  const at::Tensor u = at::cat({forward_motion, backward_motion}, -1);                              // [n, T, 4]
-  const at::Tensor scales = at::pow(2.0, at::arange(cuda::kMixerMotionFrequencies, u.options()));   // exact
-  const at::Tensor xb = (u.unsqueeze(-2) * scales.unsqueeze(-1)).reshape({u.size(0), frames, -1});  // 4 s + c
-  return at::cat({u, at::sin(at::cat({xb, xb + 0.5 * std::numbers::pi}, -1))}, -1);
+  const at::Tensor u = at::cat({forward_motion, backward_motion}, -1);                             // [..., T, 4]
+  const at::Tensor scales = at::pow(2.0, at::arange(cuda::kMixerMotionFrequencies, u.options()));  // 2^s, exact
+  std::vector<int64_t> shape(u.sizes().begin(), u.sizes().end() - 1);
+  shape.push_back(-1);
+  const at::Tensor xb = (u.unsqueeze(-2) * scales.unsqueeze(-1)).reshape(shape);     // s-major: xb[4 s + c]
+  return at::cat({u, at::sin(at::cat({xb, xb + 0.5 * std::numbers::pi}, -1))}, -1);  // 4 + 40 + 40 = 84
 }
-
-}  // namespace
 
 void mixer_input_rows_out(const at::Tensor& occlusion, const at::Tensor& expected, const at::Tensor& encoded,
                           const at::Tensor& tracks, at::Tensor& out, GluePath path) {
@@ -76,7 +77,7 @@ void mixer_input_rows_out(const at::Tensor& occlusion, const at::Tensor& expecte
   out.narrow(2, 1, 1).copy_(expected.unsqueeze(-1));
   out.narrow(2, cuda::kMixerEncodedBegin, cuda::kMixerEncodedColumns).copy_(encoded);
   out.narrow(2, cuda::kMixerMotionBegin, cuda::kMixerInputColumns - cuda::kMixerMotionBegin)
-      .copy_(motion_encoding(tracks).to(dtype));
+      .copy_(relative_motion_encoding(tracks).to(dtype));
   if (out.size(2) > cuda::kMixerInputColumns) {
     out.narrow(2, cuda::kMixerInputColumns, out.size(2) - cuda::kMixerInputColumns).zero_();
   }

@@ -282,6 +282,9 @@ at::Tensor sample_query_supports(const at::Tensor& grid, const at::Tensor& queri
 /// composite: the motion differences, pad, scale, sine arguments, sin and concatenations (~20 launches on CUDA);
 /// the CUDA kernel (ops/cuda/mixer_input_kernel.cuh): a thread per output element, the same values up to the sine's
 /// last place between math libraries.
+/// The 84 relative-motion values of tracks [..., T, 2] float32 (x, y in 256-space) -> [..., T, 84] float32: the
+/// composite above (u, then the sines in their s-major order), which gpu/model's apply_mixer uses too.
+at::Tensor relative_motion_encoding(const at::Tensor& tracks);
 void mixer_input_rows_out(const at::Tensor& occlusion, const at::Tensor& expected, const at::Tensor& encoded,
                           const at::Tensor& tracks, at::Tensor& out, GluePath path = GluePath::automatic);
 

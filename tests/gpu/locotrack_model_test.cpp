@@ -21,6 +21,7 @@
 #include "core/io/safetensors.h"
 #include "gpu/cpu_runtime.h"
 #include "gpu/model/locotrack.h"
+#include "gpu/ops/ops.h"
 #include "gpu/model_weights.h"
 #include "gpu/weights/weights.h"
 
@@ -425,7 +426,7 @@ TEST(LocoTrackStages, AlibiBiasHasTheDocumentedSlopesAndMasks) {
 TEST(LocoTrackStages, RelativeMotionEncodingOrder) {
   // Tracks (x, y) over 3 frames in 256 space.
   const at::Tensor tracks = at::tensor({10.f, 20.f, 12.f, 16.f, 12.f, 16.f}).view({1, 1, 3, 2});
-  const at::Tensor e = model::relative_motion_encoding(tracks);
+  const at::Tensor e = ops::relative_motion_encoding(tracks);  // the encoding apply_mixer uses
   ASSERT_EQ(e.sizes(), (std::vector<std::int64_t>{1, 1, 3, 84}));
   // u at frame 0 = [fwd_x, fwd_y, bwd_x, bwd_y] = [(10-12)/256, (20-16)/256, 0, 0].
   EXPECT_FLOAT_EQ(e[0][0][0][0].item<float>(), -2.f / 256);

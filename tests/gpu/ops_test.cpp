@@ -610,11 +610,11 @@ MixerRowInputs random_mixer_rows(int64_t queries, int64_t frames, at::ScalarType
           at::randn({queries, frames, 768}).to(dtype), at::rand({queries, frames, 2}) * 336.0 - 40.0};
 }
 
-// The model's assembly (gpu/model: TemporalMixer's input as apply_mixer builds it), zero-padded to `row` columns.
+// The assembly as gpu/model's apply_mixer builds it (a concatenation), zero-padded to `row` columns.
 at::Tensor model_mixer_rows(const MixerRowInputs& in, int64_t row) {
   const at::ScalarType dtype = in.encoded.scalar_type();
   const at::Tensor rows = at::cat({in.occlusion.unsqueeze(-1).to(dtype), in.expected.unsqueeze(-1).to(dtype),
-                                   in.encoded, gpu::model::relative_motion_encoding(in.tracks).to(dtype)},
+                                   in.encoded, ops::relative_motion_encoding(in.tracks).to(dtype)},
                                   -1);
   return at::constant_pad_nd(rows, {0, row - rows.size(-1)}, 0.0);
 }
