@@ -12,8 +12,9 @@
 #      both benched alternately, fp16, small+base, N=256,1024);
 #   3. the glue A/B with the new CLI: --glue-kernels composite and auto, alternately, twice (the ALiBi cache has no
 #      switch: it is in both);
-#   4. per-launch kernel times of three cases under ncu (tools/gpu/profile_kernels.sh), if time is left;
-#   5. the OpenMP runtime check (is torch/lib's libgomp the one the CLI loads?).
+#   4. exact mode (fp32) with the new defaults, the four official cases;
+#   5. per-launch kernel times of three cases under ncu (tools/gpu/profile_kernels.sh), if time is left;
+#   6. the OpenMP runtime check (is torch/lib's libgomp the one the CLI loads?).
 #
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
@@ -59,6 +60,14 @@ done
 tail -30 "$SUP/compare.txt" | tee -a "$LOG"
 tar -C "$SUP" -czf "$OUT/glue-ab.tar.gz" .
 say "glue A/B: done at $((SECONDS - T0)) s"
+
+if [ "$(left)" -gt 120 ]; then
+  # Exact mode with the new defaults (the init kernel and the one-pass L2 normalisation run in fp32 too).
+  # shellcheck disable=SC2086
+  timeout 100 "$CLI" bench ${AB_ARGS/fp16/fp32} --json "$OUT/exact-fp32.json" > "$OUT/exact-fp32.txt" 2>&1
+  say "exact fp32 bench: rc=$? at $((SECONDS - T0)) s"
+  tail -12 "$OUT/exact-fp32.txt" | tee -a "$LOG"
+fi
 
 if [ "$(left)" -gt 150 ]; then
   timeout "$(( $(left) - 30 ))" bash tools/gpu/profile_kernels.sh /tmp/prof small:1024:fp16 base:256:fp16 small:256:fp16 \
