@@ -30,7 +30,8 @@ mkdir -p "$OUT"
 T0=$SECONDS
 LOG=$OUT/next-round.txt
 say() { echo "$*" | tee -a "$LOG"; }
-left() { echo $((570 - (SECONDS - T0))); }
+TOTAL_S=${TOTAL_S:-570}  # the seconds this call may take (the device tool stops it at its timeout)
+left() { echo $((TOTAL_S - (SECONDS - T0))); }
 
 bash tools/gpu/check.sh "$OUT/check" --tests 'gpu/(ops|engine)_cuda' \
   --targets "trackscope-cli test_gpu_ops test_gpu_engine"
