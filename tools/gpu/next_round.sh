@@ -2,19 +2,19 @@
 # The GPU call for what 2026-12-05 wrote without a GPU (no machine was lent): the init kernel rewritten in place
 # (9c05ccf), the shared warp reduction (bcfce69), the glue kernels (ops::sample_query_supports, ops::mixer_input_rows,
 # ops::l2_normalise_channels on CUDA) and the cached ALiBi bias.
-# One call, under 10 minutes:
+# One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda (every kernel
 #      against the CPU: InitFromCostVolumeCuda, QuerySupportsCuda, MixerInputRowsCuda, L2NormaliseChannelsCuda,
-#      CmdTopCuda and MixerCuda for the
-#      warp reduction) and gpu/engine_cuda (exact-mode parity with the official outputs when the fixtures are
-#      carried, bf16/fp16 fidelity);
-#   2. the init kernel A/B (tools/gpu/source_ab.sh: the CLI rebuilt with the previous init .cu and device_utils.cuh,
-#      both benched alternately, fp16, small+base, N=256,1024);
-#   3. the glue A/B with the new CLI: --glue-kernels composite and auto, alternately, twice (the ALiBi cache has no
+#      CmdTopCuda and MixerCuda for the warp reduction) and gpu/engine_cuda (exact-mode parity with the official
+#      outputs when the fixtures are carried, bf16/fp16 fidelity);
+#   2. the glue A/B with the new CLI: --glue-kernels composite and auto, alternately, twice (the ALiBi cache has no
 #      switch: it is in both);
-#   4. exact mode (fp32) with the new defaults, the four official cases;
-#   5. per-launch kernel times of three cases under ncu (tools/gpu/profile_kernels.sh), if time is left;
-#   6. the OpenMP runtime check (is torch/lib's libgomp the one the CLI loads?).
+#   3. per-launch kernel times of small N=1024 fp16 under ncu (tools/gpu/profile_kernels.sh);
+#   4. the init kernel A/B (tools/gpu/source_ab.sh: the CLI rebuilt with the previous init .cu and device_utils.cuh,
+#      both benched alternately, fp16, small+base, N=256,1024);
+#   5. exact mode (fp32) with the new defaults, the four official cases;
+#   6. ncu of base N=256 and small N=256 fp16;
+#   7. the OpenMP runtime check (is torch/lib's libgomp the one the CLI loads?).
 #
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
@@ -41,12 +41,7 @@ grep -E 'tests passed|tests failed|Failed|Passed' "$OUT/check/summary.txt" 2>/de
 CLI=${BUILD_DIR:-build-gpu}/app/trackscope-cli
 [ -x "$CLI" ] || { say "no $CLI: the build failed (check/logs.tar.gz)"; exit 1; }
 AB_ARGS="--device cuda:0 --model small,base --points 256,1024 --precision fp16 --repeats 5 --warmup 2 --no-peaks"
-if [ "$(left)" -gt 200 ]; then
-  bash tools/gpu/source_ab.sh --run "$OUT/init-ab" "$AB_ARGS" 2 2>&1 | tail -30 | tee -a "$LOG"
-  tar -C "$OUT" -czf "$OUT/init-ab.tar.gz" init-ab && rm -rf "$OUT/init-ab"
-fi
-say "init A/B: done at $((SECONDS - T0)) s"
-
+# In order of what the next decision needs most, each step only if the budget still has room for it.
 SUP=$(mktemp -d)
 for round in 1 2; do
   for variant in composite auto; do
@@ -62,6 +57,21 @@ tail -30 "$SUP/compare.txt" | tee -a "$LOG"
 tar -C "$SUP" -czf "$OUT/glue-ab.tar.gz" .
 say "glue A/B: done at $((SECONDS - T0)) s"
 
+profile() {  # profile_kernels.sh for the given cases, within the budget
+  [ "$(left)" -gt 100 ] || return 0
+  timeout "$(( $(left) - 60 ))" bash tools/gpu/profile_kernels.sh /tmp/prof "$@" >> /tmp/prof.log 2>&1
+  say "profile $*: rc=$? at $((SECONDS - T0)) s"
+  cp /tmp/prof.log /tmp/prof/ 2>/dev/null
+  tar -C /tmp -czf "$OUT/prof.tar.gz" prof 2>/dev/null
+}
+profile small:1024:fp16
+
+if [ "$(left)" -gt 200 ]; then
+  bash tools/gpu/source_ab.sh --run "$OUT/init-ab" "$AB_ARGS" 2 2>&1 | tail -30 | tee -a "$LOG"
+  tar -C "$OUT" -czf "$OUT/init-ab.tar.gz" init-ab && rm -rf "$OUT/init-ab"
+  say "init A/B: done at $((SECONDS - T0)) s"
+fi
+
 if [ "$(left)" -gt 120 ]; then
   # Exact mode with the new defaults (the init kernel and the one-pass L2 normalisation run in fp32 too).
   # shellcheck disable=SC2086
@@ -69,14 +79,7 @@ if [ "$(left)" -gt 120 ]; then
   say "exact fp32 bench: rc=$? at $((SECONDS - T0)) s"
   tail -12 "$OUT/exact-fp32.txt" | tee -a "$LOG"
 fi
-
-if [ "$(left)" -gt 150 ]; then
-  timeout "$(( $(left) - 30 ))" bash tools/gpu/profile_kernels.sh /tmp/prof small:1024:fp16 base:256:fp16 small:256:fp16 \
-    > /tmp/prof.log 2>&1
-  say "profile: rc=$? at $((SECONDS - T0)) s"
-  cp /tmp/prof.log /tmp/prof/ 2>/dev/null
-  tar -C /tmp -czf "$OUT/prof.tar.gz" prof 2>/dev/null
-fi
+profile base:256:fp16 small:256:fp16
 
 TORCH_LIB=$(python3 -c 'import torch,os;print(os.path.dirname(torch.__file__))')/lib
 say "OpenMP in torch/lib: $(find "$TORCH_LIB" -maxdepth 1 -iname '*omp*' -printf '%f ' 2>/dev/null)"
