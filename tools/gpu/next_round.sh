@@ -9,7 +9,8 @@
 #      outputs when the fixtures are carried, bf16/fp16 fidelity);
 #   2. the glue A/B with the new CLI: --glue-kernels composite and auto, alternately, twice (the ALiBi cache has no
 #      switch: it is in both);
-#   3. per-launch kernel times of small N=1024 fp16 under ncu (tools/gpu/profile_kernels.sh);
+#   3. per-launch kernel times of small N=1024 fp16 under ncu (tools/gpu/profile_kernels.sh), with the default
+#      (module) mixer and the fused one (is the fused 16-bit mixer slower for its SIMT attention or its GEMMs?);
 #   4. the init kernel A/B (tools/gpu/source_ab.sh: the CLI rebuilt with the previous init .cu and device_utils.cuh,
 #      both benched alternately, fp16, small+base, N=256,1024);
 #   5. exact mode (fp32) with the new defaults, the four official cases;
@@ -64,7 +65,7 @@ profile() {  # profile_kernels.sh for the given cases, within the budget
   cp /tmp/prof.log /tmp/prof/ 2>/dev/null
   tar -C /tmp -czf "$OUT/prof.tar.gz" prof 2>/dev/null
 }
-profile small:1024:fp16
+profile small:1024:fp16 small:1024:fp16:--mixer=fused
 
 if [ "$(left)" -gt 200 ]; then
   bash tools/gpu/source_ab.sh --run "$OUT/init-ab" "$AB_ARGS" 2 2>&1 | tail -30 | tee -a "$LOG"
