@@ -47,7 +47,7 @@ case "$MODE" in
       # One half of the sample per CI run, alternating with the commit (the last hex digit of HEAD's hash): a cold
       # run of the whole sample took 761 s on the 2-core machine, 689 s of it building core, ui and the CLI with
       # ASan; the input half builds core and its tests only.
-      digit=$(git rev-parse --short=12 HEAD 2> /dev/null | tail -c 2 || true)
+      digit=$(git rev-parse HEAD 2> /dev/null | tail -c 2 || true)
       if (( 16#${digit:-0} % 2 == 0 )); then ASAN_TESTS=ci-input; else ASAN_TESTS=ci-gui; fi
       echo "sanitizers asan: the CI sample's $ASAN_TESTS half (HEAD's last hex digit: ${digit:-none})"
     fi
