@@ -29,7 +29,10 @@ void l2_normalise_channels_out(const at::Tensor& x, at::Tensor& out) {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
   if (x.is_cuda() && detail::l2_normalise_channels_cuda(x.contiguous(), out)) return;
 #endif
-  out.copy_(x / at::sqrt(at::clamp_min(x.square().sum(-1, /*keepdim=*/true), 1e-12)));
+  // The sum of squares and its clamp in float32 at least: 1e-12 is 0 in fp16, where an all-zero pixel would become
+  // 0/0 (the CUDA kernel sums in float32 too).
+  const at::Tensor wide = x.scalar_type() == at::kDouble ? x : x.to(at::kFloat);
+  out.copy_(wide / at::sqrt(at::clamp_min(wide.square().sum(-1, /*keepdim=*/true), 1e-12)));
 }
 
 at::Tensor l2_normalise_channels(const at::Tensor& x) {
