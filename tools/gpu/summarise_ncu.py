@@ -34,10 +34,11 @@ def stage_of(row, nvtx_columns):
     for column in nvtx_columns:
         value = (row.get(column) or "").strip()
         if value:
-            # ncu writes the range stack; the last name is the innermost.
-            names = [n for n in re.split(r"[|/;]", value) if n.strip()]
+            # ncu writes the range stack as `PID "<domain>:NAME:payload...:message"` entries; the last is the innermost.
+            names = re.findall(r"<[^>]*>:([^:\"]+)", value)
             if names:
-                return names[-1].strip().strip('"')
+                return names[-1].strip()
+            return value.strip().strip('"')
     return "(none)"
 
 
