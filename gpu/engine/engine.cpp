@@ -51,14 +51,26 @@ std::shared_ptr<const model::LocoTrack> converted_copy(const model::LocoTrack& s
 constexpr int64_t kMixerPaddedInput = 864;
 
 // TemporalMixer::forward on input rows padded to kMixerPaddedInput, with the input projection's weight padded alike;
-// bias = model::alibi_bias(heads, T, x's options).
+// bias = model::alibi_bias(heads, T, x's options). Each layer's residual adds go with the LayerNorm that reads their
+// sum (the next layer's first one, or ln_out after the last layer) through ops::add_layer_norm: one kernel per pair on
+// CUDA, the composite's values (the add rounded once, then the norm) on the composite glue path.
 at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const at::Tensor& input_weight, const at::Tensor& x,
-                                const at::Tensor& bias) {
+                                const at::Tensor& bias, ops::GluePath glue) {
+  constexpr double kEps = 1e-5;  // every LayerNorm of the mixer (nn.LayerNorm's default)
   at::Tensor h = at::linear(x, input_weight, mixer.input_proj->bias);
-  for (const auto& layer : mixer.layers) h = layer->forward(h, bias);
-  h = at::layer_norm(h, {h.size(-1)}, mixer.ln_out->weight, mixer.ln_out->bias, 1e-5,
-                     at::globalContext().userEnabledCuDNN());
-  return at::linear(h, mixer.output_proj->weight.narrow(0, 0, 4), mixer.output_proj->bias.narrow(0, 0, 4));
+  const model::AffineNorm& first = *mixer.layers.front()->layer_norm1;
+  at::Tensor normed = ops::layer_norm(h, first.weight, first.bias, kEps, glue);
+  for (size_t l = 0; l < mixer.layers.size(); ++l) {
+    const model::TransformerLayer& layer = *mixer.layers[l];
+    ops::SumAndNorm step = ops::add_layer_norm(h, layer.attn->forward(normed, bias), layer.layer_norm2->weight,
+                                               layer.layer_norm2->bias, kEps, glue);
+    const at::Tensor mlp = layer.dense_out->forward(at::gelu(layer.dense_in->forward(step.norm)));  // exact GELU
+    const model::AffineNorm& next = l + 1 < mixer.layers.size() ? *mixer.layers[l + 1]->layer_norm1 : *mixer.ln_out;
+    step = ops::add_layer_norm(step.sum, mlp, next.weight, next.bias, kEps, glue);
+    h = step.sum;
+    normed = step.norm;
+  }
+  return at::linear(normed, mixer.output_proj->weight.narrow(0, 0, 4), mixer.output_proj->bias.narrow(0, 0, 4));
 }
 
 // The device as the support table sees it (compute capability from the device list).
@@ -373,7 +385,7 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
     const model::TemporalMixer& mixer = *compute_model_->torch_pips_mixer;
     at::Tensor& bias = alibi_biases_[frames];
     if (!bias.defined()) bias = model::alibi_bias(mixer.layers.front()->attn->heads, frames, input.options());
-    update = padded_mixer_forward(mixer, mixer_input_weight_, input, bias).to(at::kFloat);
+    update = padded_mixer_forward(mixer, mixer_input_weight_, input, bias, options_.glue_path).to(at::kFloat);
   }
   return apply_update(update, previous);
 }

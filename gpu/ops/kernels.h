@@ -52,6 +52,11 @@ void query_supports_cuda(const at::Tensor& grid, const at::Tensor& queries_tyx, 
 // contiguous, out [n,T,>=854] contiguous.
 void mixer_input_cuda(const at::Tensor& occlusion, const at::Tensor& expected, const at::Tensor& encoded,
                       const at::Tensor& tracks, at::Tensor& out);
+/// norm = LayerNorm(x) over the last dimension, or with residual defined: sum = x + residual, norm =
+/// LayerNorm(sum). x, residual, weight, bias contiguous of one dtype, sum and norm contiguous like x. Returns false
+/// (nothing written) where the kernel is not eligible (launchers.h layer_norm_eligible, 16-byte alignment).
+bool layer_norm_cuda(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, const at::Tensor& bias,
+                     double eps, at::Tensor& sum, at::Tensor& norm);
 /// x, out [..., C] contiguous (same dtype): out = x / sqrt(max(sum_c x^2, 1e-12)) in one pass. Returns false
 /// (nothing written) where the kernel is not eligible (launchers.h l2_normalise_eligible).
 bool l2_normalise_channels_cuda(const at::Tensor& x, at::Tensor& out);

@@ -1,12 +1,15 @@
-// mixer_input_rows: argument checks, the ATen composite (the CPU's implementation and the reference) and the CUDA
-// dispatch (contract in gpu/ops/ops.h).
+// The temporal mixer's glue ops, mixer_input_rows and the residual add + LayerNorm: argument checks, the ATen
+// composites (the CPU's implementation and the reference) and the CUDA dispatch (contracts in gpu/ops/ops.h).
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/constant_pad_nd.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/layer_norm.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/sin.h>
+#include <ATen/Context.h>
 #include <c10/util/Exception.h>
 
 #include <numbers>
@@ -81,6 +84,66 @@ void mixer_input_rows_out(const at::Tensor& occlusion, const at::Tensor& expecte
   if (out.size(2) > cuda::kMixerInputColumns) {
     out.narrow(2, cuda::kMixerInputColumns, out.size(2) - cuda::kMixerInputColumns).zero_();
   }
+}
+
+namespace {
+
+void check_layer_norm_arguments(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  TORCH_CHECK(x.defined() && weight.defined() && bias.defined(), "layer_norm: undefined tensor argument");
+  TORCH_CHECK(x.dim() >= 1 && is_row_dtype(x.scalar_type()), "layer_norm: x must be float32/bfloat16/float16, got ",
+              x.scalar_type(), " ", x.sizes());
+  const int64_t width = x.size(-1);
+  for (const auto& [tensor, name] : {std::pair{&weight, "weight"}, std::pair{&bias, "bias"}}) {
+    TORCH_CHECK(tensor->dim() == 1 && tensor->size(0) == width && tensor->scalar_type() == x.scalar_type() &&
+                    tensor->device() == x.device(),
+                "layer_norm: ", name, " must be ", x.scalar_type(), " [", width, "] on ", x.device(), ", got ",
+                tensor->scalar_type(), " ", tensor->sizes(), " on ", tensor->device());
+  }
+}
+
+at::Tensor composite_layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps) {
+  return at::layer_norm(x, {x.size(-1)}, weight, bias, eps, at::globalContext().userEnabledCuDNN()).contiguous();
+}
+
+}  // namespace
+
+at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
+                      GluePath path) {
+  check_layer_norm_arguments(x, weight, bias);
+  if (path == GluePath::automatic && x.numel() > 0 && detail::use_cuda(x, "layer_norm")) {
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+    const at::Tensor input = x.contiguous();
+    at::Tensor norm = at::empty_like(input);
+    at::Tensor no_sum;
+    if (detail::layer_norm_cuda(input, at::Tensor(), weight.contiguous(), bias.contiguous(), eps, no_sum, norm)) {
+      return norm;
+    }
+#endif
+  }
+  return composite_layer_norm(x, weight, bias, eps);
+}
+
+SumAndNorm add_layer_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                          const at::Tensor& bias, double eps, GluePath path) {
+  check_layer_norm_arguments(x, weight, bias);
+  TORCH_CHECK(residual.defined() && residual.sizes() == x.sizes() && residual.scalar_type() == x.scalar_type() &&
+                  residual.device() == x.device(),
+              "add_layer_norm: residual must be ", x.scalar_type(), " ", x.sizes(), " on ", x.device(), ", got ",
+              residual.defined() ? residual.toString() : std::string("undefined"), " ",
+              residual.defined() ? residual.sizes() : at::IntArrayRef{});
+  if (path == GluePath::automatic && x.numel() > 0 && detail::use_cuda(x, "add_layer_norm")) {
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+    const at::Tensor input = x.contiguous(), other = residual.contiguous();
+    SumAndNorm result{at::empty_like(input), at::empty_like(input)};
+    if (detail::layer_norm_cuda(input, other, weight.contiguous(), bias.contiguous(), eps, result.sum, result.norm)) {
+      return result;
+    }
+#endif
+  }
+  SumAndNorm result;
+  result.sum = x + residual;
+  result.norm = composite_layer_norm(result.sum, weight, bias, eps);
+  return result;
 }
 
 }  // namespace trackscope::gpu::ops

@@ -280,13 +280,31 @@ at::Tensor sample_query_supports(const at::Tensor& grid, const at::Tensor& queri
 /// occlusion, expected [n, T] float32; encoded [n, T, 768] of out's dtype (unit column stride); tracks [n, T, 2]
 ///   float32 (x, y in 256-space); all on out's device.
 /// composite: the motion differences, pad, scale, sine arguments, sin and concatenations (~20 launches on CUDA);
-/// the CUDA kernel (ops/cuda/mixer_input_kernel.cuh): a thread per output element, the same values up to the sine's
-/// last place between math libraries.
+/// the CUDA kernel (ops/cuda/mixer_input_kernel.cuh): a block per (query, frame) row, the same values up to the
+/// sine's last place between math libraries.
 /// The 84 relative-motion values of tracks [..., T, 2] float32 (x, y in 256-space) -> [..., T, 84] float32: the
 /// composite above (u, then the sines in their s-major order), which gpu/model's apply_mixer uses too.
 at::Tensor relative_motion_encoding(const at::Tensor& tracks);
 void mixer_input_rows_out(const at::Tensor& occlusion, const at::Tensor& expected, const at::Tensor& encoded,
                           const at::Tensor& tracks, at::Tensor& out, GluePath path = GluePath::automatic);
+
+// 8. The temporal mixer's residual adds and LayerNorms (stage 5).
+//
+/// LayerNorm over the last dimension (biased variance, eps): x [..., W] float32/bfloat16/float16; weight, bias [W]
+/// of x's dtype on its device -> [..., W] contiguous.
+/// composite: at::layer_norm. The CUDA kernel (ops/cuda/layer_norm_kernel.cuh; W whole 16-byte vectors, at most 128
+/// of them: the mixer's 256 and 384; contiguous, 16-byte aligned data, else the composite): a warp per row, the
+/// statistics in float32 (two passes over registers; ATen's Welford gives another summation order), one rounding.
+at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
+                      GluePath path = GluePath::automatic);
+/// The pre-LN transformer's residual step: sum = x + residual (x's shape and dtype), norm = layer_norm(sum, ...),
+/// the LayerNorm reading the sum as rounded to the dtype (the composite's add, then its LayerNorm). On CUDA one
+/// kernel reads x and residual once and writes both (where layer_norm's kernel is eligible).
+struct SumAndNorm {
+  at::Tensor sum, norm;
+};
+SumAndNorm add_layer_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                          const at::Tensor& bias, double eps, GluePath path = GluePath::automatic);
 
 /// input x weight^T + bias: input [..., K] (float32/bfloat16/float16), weight [N, K], bias [N] or undefined (the
 /// input's dtype) -> [..., N] contiguous. CPU float32: one GEMM through the CPU kernels' sgemm (oneDNN: AVX-512 where

@@ -641,6 +641,35 @@ TEST(MixerInputRowsCpu, MatchesTheModelsAssembly) {
   EXPECT_TRUE(at::equal(out, model_mixer_rows(in, 864)));
 }
 
+// The mixer's residual LayerNorm on the CPU is the composite: the add, rounded to the dtype, then at::layer_norm of
+// that sum (what TransformerLayer::forward computes); a plain LayerNorm is at::layer_norm. Argument errors name
+// what was wrong.
+TEST(AddLayerNormCpu, IsTheAddThenTheNormOfTheRoundedSum) {
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    const at::Tensor x = (at::randn({3, 5, 256}) * 2.0 + 1.0).to(dtype);
+    const at::Tensor residual = at::randn({3, 5, 256}).to(dtype);
+    const at::Tensor weight = (at::rand({256}) + 0.5).to(dtype), bias = at::randn({256}).to(dtype);
+    const ops::SumAndNorm result = ops::add_layer_norm(x, residual, weight, bias, 1e-5);
+    const at::Tensor sum = x + residual;
+    EXPECT_TRUE(at::equal(result.sum, sum)) << c10::toString(dtype);
+    EXPECT_TRUE(at::equal(result.norm, at::layer_norm(sum, {256}, weight, bias, 1e-5))) << c10::toString(dtype);
+    EXPECT_TRUE(at::equal(ops::layer_norm(x, weight, bias, 1e-5), at::layer_norm(x, {256}, weight, bias, 1e-5)))
+        << c10::toString(dtype);
+    // Normalised rows: mean ~bias's mean per row once the affine is undone.
+    const at::Tensor undone = ((result.norm.to(at::kFloat) - bias.to(at::kFloat)) / weight.to(at::kFloat));
+    EXPECT_LT(undone.mean(-1).abs().max().item<float>(), dtype == at::kFloat ? 1e-4 : 5e-2) << c10::toString(dtype);
+  }
+  const at::Tensor x = at::randn({4, 256}), weight = at::ones({256}), bias = at::zeros({256});
+  EXPECT_NE(error_message([&] {
+              ops::add_layer_norm(x, at::randn({4, 128}), weight, bias, 1e-5);
+            }).find("residual must be"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { ops::layer_norm(x, at::ones({128}), bias, 1e-5); }).find("weight must be Float [256]"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { ops::layer_norm(x.to(at::kInt), weight, bias, 1e-5); }).find("x must be"),
+            std::string::npos);
+}
+
 TEST(MixerInputRowsCpu, RejectsInvalidArgumentsWithTheirValues) {
   const MixerRowInputs in = random_mixer_rows(2, 3, at::kFloat);
   at::Tensor out = at::empty({2, 3, 864});
@@ -908,6 +937,45 @@ TEST(MixerInputRowsCuda, MatchesTheComposite) {
       EXPECT_LE(d.max_abs_diff, ulp) << name;
     }
   }
+}
+
+// The residual LayerNorm kernel on the mixer's widths (256 small, 384 base) and the three dtypes, against float64 of
+// the composite's rounded sum: the sum equals the composite's add exactly, the norm is within the type's rounding
+// (ATen's Welford statistics and the kernel's two-pass ones differ in float32's last places only). Plain LayerNorm
+// too, an ineligible width (the composite on the device) and a non-contiguous input.
+TEST(AddLayerNormCuda, MatchesFloat64AndTheCompositesSum) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  for (const int64_t width : {int64_t{256}, int64_t{384}, int64_t{100}}) {
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+      const std::string name = "add_layer_norm cuda W=" + std::to_string(width) + " " + c10::toString(dtype);
+      const at::Tensor x = (at::randn({7, 47, width}) * 2.0 + 3.0).to(dtype).cuda();
+      const at::Tensor residual = at::randn({7, 47, width}).to(dtype).cuda();
+      const at::Tensor weight = (at::rand({width}) + 0.5).to(dtype).cuda(), bias = at::randn({width}).to(dtype).cuda();
+      const ops::SumAndNorm kernel = ops::add_layer_norm(x, residual, weight, bias, 1e-5);
+      const ops::SumAndNorm composite = ops::add_layer_norm(x, residual, weight, bias, 1e-5, ops::GluePath::composite);
+      EXPECT_TRUE(at::equal(kernel.sum, composite.sum)) << name;
+      const at::Tensor reference = at::layer_norm(composite.sum.cpu().to(at::kDouble), {width},
+                                                  weight.cpu().to(at::kDouble), bias.cpu().to(at::kDouble), 1e-5);
+      const double relative = dtype == at::kFloat ? 1e-6 : (dtype == at::kBFloat16 ? 4.1e-3 : 5.2e-4);
+      const at::Tensor excess =
+          (kernel.norm.cpu().to(at::kDouble) - reference).abs() / (reference.abs() * relative + 2e-5);
+      report(name, difference(kernel.norm.cpu().to(at::kDouble), reference), "half an ulp");
+      EXPECT_LE(excess.max().item<double>(), 1.0) << name;
+      const at::Tensor plain = ops::layer_norm(x, weight, bias, 1e-5);
+      const at::Tensor plain_reference = at::layer_norm(x.cpu().to(at::kDouble), {width}, weight.cpu().to(at::kDouble),
+                                                        bias.cpu().to(at::kDouble), 1e-5);
+      EXPECT_LE(((plain.cpu().to(at::kDouble) - plain_reference).abs() / (plain_reference.abs() * relative + 2e-5))
+                    .max()
+                    .item<double>(),
+                1.0)
+          << name << " (plain)";
+    }
+  }
+  // A transposed (non-contiguous) input goes through .contiguous() first.
+  const at::Tensor x = at::randn({256, 40}).cuda().t();
+  const at::Tensor weight = at::ones({256}).cuda(), bias = at::zeros({256}).cuda();
+  EXPECT_TRUE(
+      at::allclose(ops::layer_norm(x, weight, bias, 1e-5), at::layer_norm(x, {256}, weight, bias, 1e-5), 1e-5, 1e-5));
 }
 
 // The one-pass CUDA L2 normalisation on the backbone's channel counts (and an ineligible one, which takes the

@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 #include <cublas_v2.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -172,6 +173,29 @@ void mixer_input_cuda(const at::Tensor& occlusion, const at::Tensor& expected, c
                                         occlusion.data_ptr<float>(), expected.data_ptr<float>(), encoded.data_ptr(),
                                         tracks.data_ptr<float>(), out.data_ptr(), current_stream(out)),
                "mixer_input_rows");
+}
+
+bool layer_norm_cuda(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, const at::Tensor& bias,
+                     double eps, at::Tensor& sum, at::Tensor& norm) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  const bool with_residual = residual.defined();
+  TORCH_CHECK(x.is_contiguous() && weight.is_contiguous() && bias.is_contiguous() && norm.is_contiguous() &&
+                  (!with_residual || (residual.is_contiguous() && sum.is_contiguous())),
+              "layer_norm: internal layout error");
+  if (x.scalar_type() != at::kFloat && x.scalar_type() != at::kBFloat16 && x.scalar_type() != at::kHalf) return false;
+  const cuda::ElementType type = element_type(x.scalar_type(), "layer_norm");
+  const int64_t width = x.size(-1);
+  auto aligned = [](const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
+  if (!cuda::layer_norm_eligible(width, type) || !aligned(x) || !aligned(weight) || !aligned(bias) || !aligned(norm) ||
+      (with_residual && (!aligned(residual) || !aligned(sum)))) {
+    return false;
+  }
+  check_launch(
+      cuda::launch_layer_norm(x.numel() / width, width, static_cast<float>(eps), type, x.data_ptr(),
+                              with_residual ? residual.data_ptr() : nullptr, weight.data_ptr(), bias.data_ptr(),
+                              with_residual ? sum.data_ptr() : nullptr, norm.data_ptr(), current_stream(x)),
+      "layer_norm");
+  return true;
 }
 
 bool l2_normalise_channels_cuda(const at::Tensor& x, at::Tensor& out) {

@@ -84,6 +84,15 @@ bool l2_normalise_eligible(int64_t channels, ElementType element_type, const voi
 cudaError_t launch_l2_normalise(int64_t pixels, int64_t channels, ElementType element_type, const void* x, void* y,
                                 cudaStream_t stream);
 
+// -- the mixer's residual add + LayerNorm (layer_norm_kernel.cu) ---------------------------------------------------
+// x, residual, sum, norm [rows, width] contiguous, weight and bias [width], all of element_type and 16-byte aligned
+// (ops.h add_layer_norm): sum = x + residual rounded, norm = LayerNorm(sum) over width; residual and sum both null
+// for norm = LayerNorm(x). Eligible widths: whole 16-byte vectors, at most 128 of them.
+bool layer_norm_eligible(int64_t width, ElementType element_type);
+cudaError_t launch_layer_norm(int64_t rows, int64_t width, float eps, ElementType element_type, const void* x,
+                              const void* residual, const void* weight, const void* bias, void* sum, void* norm,
+                              cudaStream_t stream);
+
 // -- the mixer's input rows (mixer_input_kernel.cu) ---------------------------------------------------------------
 // MixerInputShape and the column layout in mixer_input_layout.h; encoded and out of element_type; ops.h
 // mixer_input_rows has the semantics.

@@ -8,10 +8,13 @@
 // u * 2^s exact, + float(pi/2) rounded on its own, sinf, so that the values are the composite's up to the sine's own
 // last-place differences between math libraries (none between CUDA's sinf and ATen's CUDA sin).
 //
-// One thread per output element: the eager path's ~20 kernels per refinement iteration (motion differences, pad,
-// scale, the sine arguments, sin, three concatenations, conversions and the zero padding) become one, which writes
-// the row once and reads the encodings once. No shared memory, no barrier.
-//
+// One block per (query, frame) row, its threads striding over the row's columns: the eager path's ~20 kernels per
+// refinement iteration (motion differences, pad, scale, the sine arguments, sin, three concatenations, conversions
+// and the zero padding) become one, which writes the row once and reads the encodings once. No shared memory, no
+// barrier. The first version had one thread per output element and derived (row, column, query, frame) from the
+// flat index with three 64-bit divisions per element: 190 us per launch at 1,024 queries x 47 frames on the H200,
+// ~10x the bandwidth floor of its ~83 MB (Nsight Compute, 2026-12-05); here the divisions happen once per thread.
+
 // The source is shared with the CPU emulation test (tests/gpu/mixer_input_emulation_test.cpp through
 // tests/gpu/cuda_emulation.h): the hardware is reached only through mma_primitives.cuh.
 
@@ -32,10 +35,8 @@ using namespace primitives;
 inline constexpr float kMotionScale = 1.0f / 256.0f;       // (resized / original) / original at 256x256: exact
 inline constexpr float kHalfPi = 1.57079632679489661923f;  // float(pi / 2), as a double scalar reaches a float op
 
-/// Blocks of kMixerInputThreads threads for a shape (one thread per output element).
-inline int64_t block_count(const MixerInputShape& s) {
-  return (s.queries * s.frames * s.row + kMixerInputThreads - 1) / kMixerInputThreads;
-}
+/// Blocks of kMixerInputThreads threads for a shape: one per (query, frame) row.
+inline int64_t block_count(const MixerInputShape& s) { return s.queries * s.frames; }
 
 // Component k of u for frame t of one query's track (x, y pairs): 0-1 forward (p_t - p_{t+1}), 2-3 backward
 // (p_t - p_{t-1}), 0 where the neighbour is outside the clip.
@@ -48,43 +49,45 @@ TRACKSCOPE_DEVICE_FN float motion(const float* track, int64_t t, int64_t frames,
   return mul_rn(add_rn(here, -there), kMotionScale);
 }
 
+// Column `column` (not an encoding column) of frame t of the row's track, in float before its one rounding.
+TRACKSCOPE_DEVICE_FN float computed_value(int column, int64_t row, const float* occlusion, const float* expected,
+                                          const float* track, int64_t t, int64_t frames) {
+  if (column == 0) return global_load_f32(occlusion + row);
+  if (column == 1) return global_load_f32(expected + row);
+  if (column < kMixerSineBegin) return motion(track, t, frames, column - kMixerMotionBegin);
+  if (column >= kMixerInputColumns) return 0.0f;
+  const bool cosine = column >= kMixerCosineBegin;
+  const int index = column - (cosine ? kMixerCosineBegin : kMixerSineBegin);
+  const float u = motion(track, t, frames, index % 4);
+  const float scaled = mul_rn(u, static_cast<float>(1 << (index / 4)));  // exact: a power of two
+  return sin_f32(cosine ? add_rn(scaled, kHalfPi) : scaled);
+}
+
 /// Element: float, Bf16Tag or Fp16Tag (encoded and out).
 template <class Element>
-TRACKSCOPE_KERNEL(kMixerInputThreads, 4)
+TRACKSCOPE_KERNEL(kMixerInputThreads, 8)
 mixer_input_kernel(MixerInputShape s, const float* occlusion, const float* expected, const void* encoded,
                    const float* tracks, void* out) {
-  const int64_t item = block_index() * kMixerInputThreads + thread_index();
-  if (item >= s.queries * s.frames * s.row) return;
-  const int64_t row = item / s.row;
-  const int column = static_cast<int>(item % s.row);
-  if (column >= kMixerEncodedBegin && column < kMixerMotionBegin) {
-    const int64_t query = row / s.frames, t = row % s.frames;
-    const int64_t source = query * s.encoded_stride_query + t * s.encoded_stride_frame + (column - kMixerEncodedBegin);
-    if constexpr (std::is_same_v<Element, float>) {
-      global_store_f32(static_cast<float*>(out) + item, global_load_f32(static_cast<const float*>(encoded) + source));
+  const int64_t row = block_index();  // query * frames + t
+  const int64_t query = row / s.frames, t = row - query * s.frames;
+  const int64_t source_row = query * s.encoded_stride_query + t * s.encoded_stride_frame;
+  const float* track = tracks + 2 * query * s.frames;
+  const int64_t out_row = row * s.row;
+  for (int column = thread_index(); column < s.row; column += kMixerInputThreads) {
+    if (column >= kMixerEncodedBegin && column < kMixerMotionBegin) {
+      const int64_t source = source_row + (column - kMixerEncodedBegin);
+      if constexpr (std::is_same_v<Element, float>) {
+        global_store_f32(static_cast<float*>(out) + out_row + column,
+                         global_load_f32(static_cast<const float*>(encoded) + source));
+      } else {
+        global_store_u16(static_cast<uint16_t*>(out) + out_row + column,
+                         global_load_u16(static_cast<const uint16_t*>(encoded) + source));
+      }
     } else {
-      global_store_u16(static_cast<uint16_t*>(out) + item,
-                       global_load_u16(static_cast<const uint16_t*>(encoded) + source));
+      elements::store_element<Element>(out, out_row + column,
+                                       computed_value(column, row, occlusion, expected, track, t, s.frames));
     }
-    return;
   }
-  float value = 0.0f;
-  if (column == 0) {
-    value = global_load_f32(occlusion + row);
-  } else if (column == 1) {
-    value = global_load_f32(expected + row);
-  } else if (column < kMixerSineBegin) {
-    const int64_t query = row / s.frames, t = row % s.frames;
-    value = motion(tracks + 2 * query * s.frames, t, s.frames, column - kMixerMotionBegin);
-  } else if (column < kMixerInputColumns) {
-    const int64_t query = row / s.frames, t = row % s.frames;
-    const bool cosine = column >= kMixerCosineBegin;
-    const int index = column - (cosine ? kMixerCosineBegin : kMixerSineBegin);
-    const float u = motion(tracks + 2 * query * s.frames, t, s.frames, index % 4);
-    const float scaled = mul_rn(u, static_cast<float>(1 << (index / 4)));  // exact: a power of two
-    value = sin_f32(cosine ? add_rn(scaled, kHalfPi) : scaled);
-  }
-  elements::store_element<Element>(out, item, value);
 }
 
 }  // namespace trackscope::gpu::ops::cuda::mixer_input

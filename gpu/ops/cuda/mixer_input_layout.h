@@ -30,7 +30,7 @@ struct MixerInputShape {
   int64_t encoded_stride_frame = kMixerEncodedColumns;
 };
 
-/// Threads per block of the mixer-input kernel (one thread per output element).
-inline constexpr int kMixerInputThreads = 256;
+/// Threads per block of the mixer-input kernel (one block per row; 854-864 columns: 7 per thread).
+inline constexpr int kMixerInputThreads = 128;
 
 }  // namespace trackscope::gpu::ops::cuda

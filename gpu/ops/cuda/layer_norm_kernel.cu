@@ -1,0 +1,57 @@
+// The launcher of the one-pass residual add + LayerNorm (layer_norm_kernel.cuh has the kernel and its contract; the
+// CPU emulation test runs the same source).
+
+#include "gpu/ops/cuda/launchers.h"
+#include "gpu/ops/cuda/layer_norm_kernel.cuh"
+
+namespace trackscope::gpu::ops::cuda {
+namespace {
+
+template <class Element>
+cudaError_t launch_typed(const layer_norm::LayerNormShape& s, const void* x, const void* residual, const void* weight,
+                         const void* bias, void* sum, void* norm, cudaStream_t stream) {
+  const int64_t blocks = layer_norm::block_count(s);
+  if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  const auto grid = static_cast<unsigned>(blocks);
+  if (residual != nullptr) {
+    layer_norm::layer_norm_kernel<Element, true>
+        <<<grid, layer_norm::kThreads, 0, stream>>>(s, x, residual, weight, bias, sum, norm);
+  } else {
+    layer_norm::layer_norm_kernel<Element, false>
+        <<<grid, layer_norm::kThreads, 0, stream>>>(s, x, residual, weight, bias, sum, norm);
+  }
+  return cudaGetLastError();
+}
+
+bool aligned(const void* pointer) { return pointer == nullptr || reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
+
+}  // namespace
+
+bool layer_norm_eligible(int64_t width, ElementType element_type) {
+  if (width > 0x7fffffff) return false;
+  switch (element_type) {
+    case ElementType::float32: return layer_norm::eligible_width<float>(static_cast<int>(width));
+    case ElementType::bfloat16: return layer_norm::eligible_width<Bf16Tag>(static_cast<int>(width));
+    case ElementType::float16: return layer_norm::eligible_width<Fp16Tag>(static_cast<int>(width));
+  }
+  return false;
+}
+
+cudaError_t launch_layer_norm(int64_t rows, int64_t width, float eps, ElementType element_type, const void* x,
+                              const void* residual, const void* weight, const void* bias, void* sum, void* norm,
+                              cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  if (!layer_norm_eligible(width, element_type) || (residual == nullptr) != (sum == nullptr) || !aligned(x) ||
+      !aligned(residual) || !aligned(weight) || !aligned(bias) || !aligned(sum) || !aligned(norm)) {
+    return cudaErrorInvalidValue;
+  }
+  const layer_norm::LayerNormShape shape{rows, static_cast<int>(width), eps};
+  switch (element_type) {
+    case ElementType::float32: return launch_typed<float>(shape, x, residual, weight, bias, sum, norm, stream);
+    case ElementType::bfloat16: return launch_typed<Bf16Tag>(shape, x, residual, weight, bias, sum, norm, stream);
+    case ElementType::float16: return launch_typed<Fp16Tag>(shape, x, residual, weight, bias, sum, norm, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace trackscope::gpu::ops::cuda
