@@ -50,20 +50,39 @@ std::shared_ptr<const model::LocoTrack> converted_copy(const model::LocoTrack& s
 // the 2401-element correlation rows: ops::kCorrPaddedRow). The zero columns add nothing to the products.
 constexpr int64_t kMixerPaddedInput = 864;
 
-// TemporalMixer::forward on input rows padded to kMixerPaddedInput, with the input projection's weight padded alike;
-// bias = model::alibi_bias(heads, T, x's options). Each layer's residual adds go with the LayerNorm that reads their
-// sum (the next layer's first one, or ln_out after the last layer) through ops::add_layer_norm: one kernel per pair on
-// CUDA, the composite's values (the add rounded once, then the norm) on the composite glue path.
-at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const at::Tensor& input_weight, const at::Tensor& x,
-                                const at::Tensor& bias, ops::GluePath glue) {
+// The module mixer's weights the fast path adds: the input projection padded to kMixerPaddedInput input channels,
+// and per layer the stacked query/key/value projection.
+struct PaddedMixerWeights {
+  const at::Tensor& input_weight;
+  const std::vector<at::Tensor>& qkv_weights;
+  const std::vector<at::Tensor>& qkv_biases;
+};
+
+// TemporalMixer::forward on input rows padded to kMixerPaddedInput; bias = model::alibi_bias(heads, T, x's options).
+// On the automatic glue path each layer's query, key and value come from one GEMM (slices of its [S, T, 3D] output
+// go to the attention as strided views), and each residual add goes with the LayerNorm that reads its sum (the
+// layer's second one, then the next layer's first one or ln_out) through ops::add_layer_norm: one kernel per pair on
+// CUDA. The composite glue path is TemporalMixer's own layers (three projections, at::layer_norm and the adds).
+at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const PaddedMixerWeights& weights,
+                                const at::Tensor& x, const at::Tensor& bias, ops::GluePath glue) {
   constexpr double kEps = 1e-5;  // every LayerNorm of the mixer (nn.LayerNorm's default)
-  at::Tensor h = at::linear(x, input_weight, mixer.input_proj->bias);
+  at::Tensor h = at::linear(x, weights.input_weight, mixer.input_proj->bias);
+  if (glue == ops::GluePath::composite) {
+    for (const auto& layer : mixer.layers) h = layer->forward(h, bias);
+    h = at::layer_norm(h, {h.size(-1)}, mixer.ln_out->weight, mixer.ln_out->bias, kEps,
+                       at::globalContext().userEnabledCuDNN());
+    return at::linear(h, mixer.output_proj->weight.narrow(0, 0, 4), mixer.output_proj->bias.narrow(0, 0, 4));
+  }
+  const int64_t dim = h.size(-1);
   const model::AffineNorm& first = *mixer.layers.front()->layer_norm1;
   at::Tensor normed = ops::layer_norm(h, first.weight, first.bias, kEps, glue);
   for (size_t l = 0; l < mixer.layers.size(); ++l) {
     const model::TransformerLayer& layer = *mixer.layers[l];
-    ops::SumAndNorm step = ops::add_layer_norm(h, layer.attn->forward(normed, bias), layer.layer_norm2->weight,
-                                               layer.layer_norm2->bias, kEps, glue);
+    const at::Tensor qkv = at::linear(normed, weights.qkv_weights[l], weights.qkv_biases[l]);  // [S, T, 3D]
+    const at::Tensor attended =
+        layer.attn->attend(qkv.narrow(-1, 0, dim), qkv.narrow(-1, dim, dim), qkv.narrow(-1, 2 * dim, dim), bias);
+    ops::SumAndNorm step =
+        ops::add_layer_norm(h, attended, layer.layer_norm2->weight, layer.layer_norm2->bias, kEps, glue);
     const at::Tensor mlp = layer.dense_out->forward(at::gelu(layer.dense_in->forward(step.norm)));  // exact GELU
     const model::AffineNorm& next = l + 1 < mixer.layers.size() ? *mixer.layers[l + 1]->layer_norm1 : *mixer.ln_out;
     step = ops::add_layer_norm(step.sum, mlp, next.weight, next.bias, kEps, glue);
@@ -134,6 +153,12 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
     const at::Tensor& input_weight = compute_model_->torch_pips_mixer->input_proj->weight;
     mixer_input_weight_ =
         at::constant_pad_nd(input_weight, {0, kMixerPaddedInput - input_weight.size(1)}, 0.0).contiguous();
+    for (const auto& layer : compute_model_->torch_pips_mixer->layers) {
+      const model::AlibiAttention& attn = *layer->attn;
+      mixer_qkv_weights_.push_back(
+          at::cat({attn.query_proj->weight, attn.key_proj->weight, attn.value_proj->weight}, 0).contiguous());
+      mixer_qkv_biases_.push_back(at::cat({attn.query_proj->bias, attn.key_proj->bias, attn.value_proj->bias}, 0));
+    }
     const bool fused_mixer = options_.fused_mixer.value_or(compute_dtype_ == at::kFloat);
     if (device_.is_cuda() && fused_mixer && ops::MixerFast::available(device_)) {
       ops::MixerFast::Options mixer_options;
@@ -385,7 +410,8 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
     const model::TemporalMixer& mixer = *compute_model_->torch_pips_mixer;
     at::Tensor& bias = alibi_biases_[frames];
     if (!bias.defined()) bias = model::alibi_bias(mixer.layers.front()->attn->heads, frames, input.options());
-    update = padded_mixer_forward(mixer, mixer_input_weight_, input, bias, options_.glue_path).to(at::kFloat);
+    const PaddedMixerWeights weights{mixer_input_weight_, mixer_qkv_weights_, mixer_qkv_biases_};
+    update = padded_mixer_forward(mixer, weights, input, bias, options_.glue_path).to(at::kFloat);
   }
   return apply_update(update, previous);
 }

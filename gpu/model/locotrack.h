@@ -172,6 +172,10 @@ class AlibiAttention : public torch::nn::Module {
   AlibiAttention(std::int64_t dim, std::int64_t heads);
   /// x [S, T, D] -> [S, T, D]; every sequence uses the same additive bias [H, T, T] (see alibi_bias()).
   at::Tensor forward(const at::Tensor& x, const at::Tensor& bias, LinearFunction linear = nullptr) const;
+  /// The attention after the projections: q, k, v [S, T, D] (the projections' outputs; unit stride in D, other
+  /// strides free, e.g. slices of one fused [S, T, 3D] projection) -> final_proj(softmax(q k^T / sqrt(D/H) + bias) v).
+  at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
+                    LinearFunction linear = nullptr) const;
 
   std::int64_t heads;
   std::shared_ptr<Linear> query_proj, key_proj, value_proj, final_proj;

@@ -200,14 +200,19 @@ AlibiAttention::AlibiAttention(std::int64_t dim, std::int64_t heads_)
 }
 
 at::Tensor AlibiAttention::forward(const at::Tensor& x, const at::Tensor& bias, LinearFunction linear) const {
-  const std::int64_t sequences = x.size(0), frames = x.size(1), dim = x.size(2);
+  return attend(query_proj->forward(x, linear), key_proj->forward(x, linear), value_proj->forward(x, linear), bias,
+                linear);
+}
+
+at::Tensor AlibiAttention::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
+                                  LinearFunction linear) const {
+  const std::int64_t sequences = q.size(0), frames = q.size(1), dim = q.size(2);
   const std::int64_t head_dim = dim / heads;
-  auto split = [&](const Linear& projection) {
-    return projection.forward(x, linear).view({sequences, frames, heads, head_dim}).permute({0, 2, 1, 3});
+  auto split = [&](const at::Tensor& projected) {
+    return projected.view({sequences, frames, heads, head_dim}).permute({0, 2, 1, 3});
   };
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));  // 1/8 for 64-channel heads
-  at::Tensor attended =
-      compat::scaled_dot_product_attention(split(*query_proj), split(*key_proj), split(*value_proj), bias, scale);
+  at::Tensor attended = compat::scaled_dot_product_attention(split(q), split(k), split(v), bias, scale);
   attended = attended.permute({0, 2, 1, 3}).reshape({sequences, frames, dim});
   return final_proj->forward(attended, linear);
 }
