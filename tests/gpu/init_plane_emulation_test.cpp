@@ -221,7 +221,7 @@ void check_case(const Case& c, const char* element_name) {
   shape.output_scale_y = 256.0f / static_cast<float>(hh);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<std::string> errors =
-      emu::run_blocks(0, planes, init::kThreads, static_cast<size_t>(init::shared_bytes(hl * wl, hh * wh)), [&] {
+      emu::run_blocks(0, planes, init::kThreads, static_cast<size_t>(init::shared_bytes(hl * wl, hh, wh)), [&] {
         init::init_plane_kernel<Element>(shape, low.values, high.values, weight.data(), weight.data() + 18,
                                          query_frames.data(), query_xy.data(), points.data(), stats.data());
       });
@@ -251,8 +251,9 @@ void check_case(const Case& c, const char* element_name) {
 }
 
 // 64x64: both planes load as 16-byte vectors. Offset by one element: every load one element at a time. 6x10:
-// 60 high cells (a whole number of fp32 vectors, not of 16-bit ones) and 15 low cells (neither).
-const Case kCases[] = {{2, 2, 32, 32, false}, {2, 2, 32, 32, true}, {3, 3, 3, 5, false}};
+// 60 high cells (a whole number of fp32 vectors, not of 16-bit ones) and 15 low cells (neither). 20x40: rows of
+// whole vectors, 800 cells (3-4 per thread) whose step of 256 cells wraps rows (6 rows + 16 columns).
+const Case kCases[] = {{2, 2, 32, 32, false}, {2, 2, 32, 32, true}, {3, 3, 3, 5, false}, {1, 2, 10, 20, false}};
 
 TEST(InitPlaneEmulation, Float32MatchesTheSpecification) {
   for (const Case& c : kCases) check_case<float>(c, "float32");

@@ -1112,7 +1112,8 @@ TEST(InstanceNormReluCuda, MatchesReferenceForTheBackboneShapes) {
   struct Case {
     int64_t n, c, h, w;
   };
-  for (const Case& k : {Case{47, 64, 128, 128}, Case{47, 128, 64, 64}, Case{47, 256, 32, 32}, Case{5, 128, 13, 17}}) {
+  for (const Case& k : {Case{47, 64, 128, 128}, Case{47, 128, 64, 64}, Case{47, 256, 32, 32}, Case{5, 128, 13, 17},
+                        Case{3, 24, 9, 11}}) {
     const at::Tensor x = offset_activations(k.n, k.c, k.h, k.w);
     const at::Tensor weight = at::rand({k.c}) + 0.5;
     const at::Tensor bias = at::randn({k.c});

@@ -488,7 +488,7 @@ bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, cons
   if (!cuda::instance_norm_eligible(shape, type, x.data_ptr(), y.data_ptr())) return false;
   // The workspace comes from the caching allocator: no cudaMalloc in the hot path, and stream-ordered reuse.
   const at::Tensor workspace =
-      at::empty({(cuda::instance_norm_workspace_bytes(shape) + 7) / 8}, x.options().dtype(at::kDouble));
+      at::empty({(cuda::instance_norm_workspace_bytes(shape, type) + 7) / 8}, x.options().dtype(at::kDouble));
   check_launch(cuda::launch_instance_norm_relu(shape, type, x.data_ptr(),
                                                element_type(weight.scalar_type(), "instance_norm_relu"),
                                                weight.data_ptr(), bias.data_ptr(), static_cast<float>(eps),

@@ -28,8 +28,8 @@ cudaError_t launch_typed(const InitShape& s, const void* cost_low, const void* c
 }  // namespace
 
 int64_t init_shared_bytes(const InitShape& shape) {
-  return init_plane::shared_bytes(static_cast<int64_t>(shape.low_height) * shape.low_width,
-                                  static_cast<int64_t>(shape.high_height) * shape.high_width);
+  return init_plane::shared_bytes(static_cast<int64_t>(shape.low_height) * shape.low_width, shape.high_height,
+                                  shape.high_width);
 }
 
 cudaError_t launch_init_from_cost_volume(const InitShape& shape, ElementType cost_type, const void* cost_low,

@@ -190,12 +190,15 @@ struct InstanceNormShape {
   int64_t positions = 0;
   int64_t channels = 0;
 };
-/// channels a power of two <= 256 or a multiple of 256, channels a multiple of 16 bytes' worth of elements,
-/// x and y 16-byte aligned, samples <= 65535.
+/// channels whole 16-byte vectors (8 elements in 16-bit, 4 in fp32), a power-of-two number of them up to 256 (the
+/// backbone's 64/128/256 in every dtype), x and y 16-byte aligned, samples <= 65535.
 bool instance_norm_eligible(const InstanceNormShape& shape, ElementType element_type, const void* x, const void* y);
-int64_t instance_norm_splits(const InstanceNormShape& shape);
-inline int64_t instance_norm_workspace_bytes(const InstanceNormShape& shape) {
-  return (shape.samples * instance_norm_splits(shape) * shape.channels + shape.samples * shape.channels) * 8;
+int64_t instance_norm_splits(const InstanceNormShape& shape, ElementType element_type);
+inline int64_t instance_norm_workspace_bytes(const InstanceNormShape& shape, ElementType element_type) {
+  // Partial moments and scale/shift (8 bytes per (sample, split or 1, channel)), then one ticket per sample.
+  return (shape.samples * instance_norm_splits(shape, element_type) * shape.channels + shape.samples * shape.channels) *
+             8 +
+         shape.samples * 4;
 }
 cudaError_t launch_instance_norm_relu(const InstanceNormShape& shape, ElementType element_type, const void* x,
                                       ElementType weight_type, const void* weight, const void* bias, float eps,
