@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# The GPU call for what 2026-12-05's second session wrote without a GPU: the mixer-input kernel with a block per row
-# (no 64-bit divisions per element) and the mixer's residual add + LayerNorm kernel (ops::add_layer_norm).
+# The GPU call for what 2026-12-05's second session wrote after its first call (H100, 15:29 UTC): the backbone's
+# InstanceNorm statistics kernel (vectorised, the split merge in the last block) and the rewritten init plane kernel.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
-#   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda (AddLayerNormCuda,
-#      MixerInputRowsCuda, and the L2NormaliseChannelsCuda fp16 case fixed in debc3a7) and gpu/engine_cuda (parity
-#      in exact mode, bf16/fp16 fidelity: the LayerNorm kernel runs in the 16-bit module mixer);
-#   2. the glue A/B: --glue-kernels composite and auto, alternately, twice (composite is the previous sessions'
-#      baseline, auto has every glue kernel including the two new ones);
-#   3. per-launch kernel times of small N=1024 and N=256 fp16 under ncu (tools/gpu/profile_kernels.sh): the new
-#      kernels' own times against 190 us (mixer input) and 63 us + 22 us (LayerNorm + add) before;
-#   4. Nsight Compute detail sections of the next candidates (tools/gpu/kernel_details.sh): the backbone's
-#      instance-norm statistics and apply kernels, the CMDTop and correlation kernels, the init kernel.
+#   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda
+#      (InstanceNormReluCuda, InitFromCostVolumeCuda against the CPU) and gpu/engine_cuda (parity in exact mode,
+#      bf16/fp16 fidelity);
+#   2. the source A/B (tools/gpu/source_ab.sh): the CLI with both kernels as they were (the files of the commit
+#      before) against the new ones, fp16, small/base, N=256/1024, two rounds; the bench's stages separate the two
+#      kernels (backbone, init);
+#   3. exact mode (fp32): the statistics kernel serves it too;
+#   4. per-launch kernel times of small N=1024 and N=256 fp16 under ncu (tools/gpu/profile_kernels.sh);
+#   5. Nsight Compute detail sections of the new kernels and of the two largest (CMDTop, correlation).
 #
-# Here, first: tools/gpu/prepare.sh --fixtures small --no-long-clip
-# The call (device tool, carry [".gpu-carry"], timeout_s 600):
+# Here, first:
+#   tools/gpu/prepare.sh --fixtures small --no-long-clip
+#   bash tools/gpu/source_ab.sh --prepare 8fa479c gpu/ops/cuda/instance_norm_kernels.cu gpu/ops/cuda/launchers.h \
+#     gpu/ops/cuda/cuda_wrappers.cpp gpu/ops/cuda/init_plane_kernel.cuh gpu/ops/cuda/init_from_cost_volume_kernel.cu
+# The call (device tool, carry [".gpu-carry", ".gpu-carry-old"], timeout_s 600):
 #   source .gpu-carry/gpu_env.sh || exit 1; bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
 OUT=${1:?usage: next_round.sh OUT_DIR}
@@ -33,21 +36,17 @@ grep -E 'tests passed|tests failed|Failed|Passed' "$OUT/check/summary.txt" 2>/de
 CLI=${BUILD_DIR:-build-gpu}/app/trackscope-cli
 [ -x "$CLI" ] || { say "no $CLI: the build failed (check/logs.tar.gz)"; exit 1; }
 AB_ARGS="--device cuda:0 --model small,base --points 256,1024 --precision fp16 --repeats 5 --warmup 2 --no-peaks"
-# In order of what the next decision needs most, each step only if the budget still has room for it.
-SUP=$(mktemp -d)
-for round in 1 2; do
-  for variant in composite auto; do
-    [ "$(left)" -gt 60 ] || break 2
-    # shellcheck disable=SC2086  # AB_ARGS is a list of bench arguments
-    timeout 90 "$CLI" bench $AB_ARGS --glue-kernels "$variant" --json "$SUP/glue-$variant-$round.json" \
-      > "$SUP/glue-$variant-$round.txt" 2>&1
-    say "glue kernels $variant round $round: rc=$?"
-  done
-done
-"$CLI" compare "$SUP/glue-composite-1.json" "$SUP/glue-auto-1.json" > "$SUP/compare.txt" 2>&1
-tail -30 "$SUP/compare.txt" | tee -a "$LOG"
-tar -C "$SUP" -czf "$OUT/glue-ab.tar.gz" .
-say "glue A/B: done at $((SECONDS - T0)) s"
+if [ "$(left)" -gt 300 ]; then
+  bash tools/gpu/source_ab.sh --run "$OUT/kernels-ab" "$AB_ARGS" 2 2>&1 | tail -30 | tee -a "$LOG"
+  tar -C "$OUT" -czf "$OUT/kernels-ab.tar.gz" kernels-ab && rm -rf "$OUT/kernels-ab"
+  say "kernel A/B: done at $((SECONDS - T0)) s"
+fi
+if [ "$(left)" -gt 150 ]; then
+  # shellcheck disable=SC2086  # AB_ARGS is a list of bench arguments
+  timeout 100 "$CLI" bench ${AB_ARGS/fp16/fp32} --json "$OUT/exact-fp32.json" > "$OUT/exact-fp32.txt" 2>&1
+  say "exact fp32 bench: rc=$? at $((SECONDS - T0)) s"
+  tail -6 "$OUT/exact-fp32.txt" | tee -a "$LOG"
+fi
 
 profile() {  # profile_kernels.sh for the given cases, within the budget
   [ "$(left)" -gt 100 ] || return 0
@@ -59,9 +58,8 @@ profile() {  # profile_kernels.sh for the given cases, within the budget
 profile small:1024:fp16 small:256:fp16
 
 if [ "$(left)" -gt 90 ]; then
-  timeout "$(( $(left) - 30 ))" bash tools/gpu/kernel_details.sh /tmp/details small:256:fp16 partial_moments_kernel \
-    apply_kernel finalise_kernel layer_norm_kernel mixer_input_kernel cmdtop_mma_kernel local_corr4d_mma_pipelined \
-    init_plane_kernel > /dev/null 2>&1
+  timeout "$(( $(left) - 30 ))" bash tools/gpu/kernel_details.sh /tmp/details small:256:fp16 statistics_kernel \
+    init_plane_kernel apply_kernel cmdtop_mma_kernel local_corr4d_mma_pipelined > /dev/null 2>&1
   say "kernel details: rc=$? at $((SECONDS - T0)) s"
   cp /tmp/details/details.txt "$OUT/" 2>/dev/null
   tar -C /tmp -czf "$OUT/details.tar.gz" details 2>/dev/null
