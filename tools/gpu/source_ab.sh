@@ -40,22 +40,49 @@ if [ ! -d "$OLD_DIR" ] || [ ! -x "$CLI" ]; then
 fi
 mkdir -p "$OUT"
 BIN=$(mktemp -d)
-cp "$CLI" "$BIN/new"
+# A variant is the CLI *and* the project's shared libraries (libtrackscope_gpu.so: the kernels live there), each
+# variant in its own folder, run with LD_LIBRARY_PATH on it (the CLI's RUNPATH gives way to it). Until 2026-12-05
+# only the CLI was copied: both variants then loaded the build's one library, the last built, and every A/B
+# measured the new code twice (1.00x).
+keep_variant() {  # keep_variant NAME: the built CLI and libraries into $BIN/NAME
+  mkdir -p "$BIN/$1"
+  cp "$CLI" "$BIN/$1/trackscope-cli"
+  find "$BUILD" -name 'libtrackscope*.so*' -exec cp -P {} "$BIN/$1/" \;
+}
+run_variant() {  # run_variant NAME ARGS...
+  local name=$1
+  shift
+  LD_LIBRARY_PATH="$BIN/$name${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN/$name/trackscope-cli" "$@"
+}
+keep_variant new
 mapfile -t files < <(cd "$OLD_DIR" && find . -type f | sed 's#^\./##')
 for f in "${files[@]}"; do cp "$f" "$BIN/$(echo "$f" | tr / _).new" && cp "$OLD_DIR/$f" "$f"; done
 ninja -C "$BUILD" trackscope-cli > "$OUT/ab-build-old.log" 2>&1
 rc=$?
-cp "$CLI" "$BIN/old"
+keep_variant old
 for f in "${files[@]}"; do cp "$BIN/$(echo "$f" | tr / _).new" "$f" && touch "$f"; done
 ninja -C "$BUILD" trackscope-cli > "$OUT/ab-build-new.log" 2>&1
 echo "source_ab: old build rc=$rc (${files[*]}); new rebuilt rc=$?"
 [ $rc -eq 0 ] || exit 1
+for v in new old; do
+  resolved=$(LD_LIBRARY_PATH="$BIN/$v${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$BIN/$v/trackscope-cli" | grep libtrackscope)
+  echo "source_ab: $v loads ${resolved:-no project library (a static build)}"
+  if [ -n "$resolved" ] && ! grep -q "$BIN/$v/" <<< "$resolved"; then
+    echo "source_ab: variant $v would not load its own library: no A/B" >&2
+    exit 1
+  fi
+done
+if cmp -s "$BIN/new/trackscope-cli" "$BIN/old/trackscope-cli" &&
+   cmp -s "$BIN/new/libtrackscope_gpu.so" "$BIN/old/libtrackscope_gpu.so"; then
+  echo "source_ab: the two variants are the same binaries: no A/B" >&2
+  exit 1
+fi
 for k in $(seq 1 "$ROUNDS"); do
   for v in new old; do
     # shellcheck disable=SC2086  # ARGS is a list of bench arguments
-    "$BIN/$v" bench $ARGS --json "$OUT/ab-$v-$k.json" > "$OUT/ab-$v-$k.txt" 2>&1
+    run_variant "$v" bench $ARGS --json "$OUT/ab-$v-$k.json" > "$OUT/ab-$v-$k.txt" 2>&1
     echo "source_ab: bench $v round $k rc=$?"
   done
 done
-"$BIN/new" compare "$OUT/ab-old-1.json" "$OUT/ab-new-1.json" > "$OUT/ab-compare.txt" 2>&1
+run_variant new compare "$OUT/ab-old-1.json" "$OUT/ab-new-1.json" > "$OUT/ab-compare.txt" 2>&1
 tail -40 "$OUT/ab-compare.txt"
