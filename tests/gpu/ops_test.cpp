@@ -1149,8 +1149,9 @@ TEST(InstanceNormReluCuda, MatchesReferenceForTheBackboneShapes) {
   }
 }
 
-// A width the fused kernel does not take (C = 24) runs the reference on the device: exactly the eager op sequence
-// in the input's dtype (whose reduced-precision statistics are far less accurate than the kernel's fp32 ones).
+// A width the fused kernel does not take (C = 24) runs the reference on the device, in float32 and rounded once into
+// the input's dtype (the reference's op sequence in 16-bit rounds its statistics too: 5% off in bfloat16, measured
+// on an H100 on 2026-12-05).
 TEST(InstanceNormReluCuda, IneligibleWidthsRunTheReferenceOnTheDevice) {
   TRACKSCOPE_REQUIRE_CUDA();
   const at::Tensor x = offset_activations(3, 24, 9, 9);
@@ -1159,7 +1160,8 @@ TEST(InstanceNormReluCuda, IneligibleWidthsRunTheReferenceOnTheDevice) {
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
     const at::Tensor input = x.to(dtype).cuda();
     const at::Tensor actual = ops::instance_norm_relu(input, weight.cuda(), bias.cuda());
-    const at::Tensor expected = ops::instance_norm_relu_reference(input, weight.cuda(), bias.cuda());
+    const at::Tensor expected =
+        ops::instance_norm_relu_reference(input.to(at::kFloat), weight.cuda(), bias.cuda()).to(dtype);
     EXPECT_EQ(actual.scalar_type(), dtype);
     EXPECT_TRUE(at::equal(actual.contiguous(), expected.contiguous())) << c10::toString(dtype);
   }
