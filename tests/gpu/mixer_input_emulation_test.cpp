@@ -54,9 +54,9 @@ float motion_value(const std::vector<float>& track, int t, int frames, int colum
 }
 
 template <class Element>
-void check_case(const Case& c, const char* element_name) {
+void check_case(const Case& c, const char* element_name, bool paired = false) {
   std::mt19937_64 rng(test_seed() ^ std::hash<std::string>{}(std::string(c.name) + element_name));
-  const std::string name = std::string(element_name) + " " + c.name;
+  const std::string name = std::string(element_name) + " " + c.name + (paired ? ", paired" : "");
   const int64_t rows = static_cast<int64_t>(c.queries) * c.frames;
   std::uniform_real_distribution<float> logit(-8.0f, 8.0f), position(-40.0f, 296.0f), code(-3.0f, 3.0f);
   std::vector<float> occlusion(static_cast<size_t>(rows)), expected(static_cast<size_t>(rows));
@@ -82,6 +82,7 @@ void check_case(const Case& c, const char* element_name) {
   shape.row = c.row;
   shape.encoded_stride_frame = c.encoded_stride_frame;
   shape.encoded_stride_query = static_cast<int64_t>(c.frames) * c.encoded_stride_frame;
+  shape.paired = paired;
   const std::vector<std::string> errors =
       emu::run_blocks_serially(0, mi::block_count(shape), cuda::kMixerInputThreads, [&] {
         mi::mixer_input_kernel<Element>(shape, occlusion.data(), expected.data(), encoded.data(), tracks.data(),
@@ -130,11 +131,18 @@ const Case kCases[] = {{"3 queries x 9 frames, rows of 864", 3, 9, 864, 768},
 TEST(MixerInputEmulation, Float32MatchesTheComposite) {
   for (const Case& c : kCases) check_case<float>(c, "float32");
 }
+// 16-bit rows both ways: a column at a time, and two per 32-bit word (every case has even rows and strides).
 TEST(MixerInputEmulation, Bfloat16MatchesTheComposite) {
-  for (const Case& c : kCases) check_case<cuda::Bf16Tag>(c, "bfloat16");
+  for (const Case& c : kCases) {
+    check_case<cuda::Bf16Tag>(c, "bfloat16");
+    check_case<cuda::Bf16Tag>(c, "bfloat16", /*paired=*/true);
+  }
 }
 TEST(MixerInputEmulation, Float16MatchesTheComposite) {
-  for (const Case& c : kCases) check_case<cuda::Fp16Tag>(c, "float16");
+  for (const Case& c : kCases) {
+    check_case<cuda::Fp16Tag>(c, "float16");
+    check_case<cuda::Fp16Tag>(c, "float16", /*paired=*/true);
+  }
 }
 
 }  // namespace

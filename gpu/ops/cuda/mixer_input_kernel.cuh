@@ -73,6 +73,24 @@ mixer_input_kernel(MixerInputShape s, const float* occlusion, const float* expec
   const int64_t source_row = query * s.encoded_stride_query + t * s.encoded_stride_frame;
   const float* track = tracks + 2 * query * s.frames;
   const int64_t out_row = row * s.row;
+  if constexpr (!std::is_same_v<Element, float>) {
+    if (s.paired) {
+      // Columns (2p, 2p + 1) per 32-bit word: the encodings span whole words (columns 2..769 from 0..767).
+      const auto* source_words = static_cast<const uint32_t*>(encoded) + source_row / 2;
+      uint32_t* out_words = static_cast<uint32_t*>(out) + out_row / 2;
+      for (int pair = thread_index(); pair < s.row / 2; pair += kMixerInputThreads) {
+        const int column = 2 * pair;
+        if (column >= kMixerEncodedBegin && column < kMixerMotionBegin) {
+          global_store_u32(out_words + pair, global_load_u32(source_words + (column - kMixerEncodedBegin) / 2));
+        } else {
+          global_store_u32(out_words + pair,
+                           pack2<Element>(computed_value(column, row, occlusion, expected, track, t, s.frames),
+                                          computed_value(column + 1, row, occlusion, expected, track, t, s.frames)));
+        }
+      }
+      return;
+    }
+  }
   for (int column = thread_index(); column < s.row; column += kMixerInputThreads) {
     if (column >= kMixerEncodedBegin && column < kMixerMotionBegin) {
       const int64_t source = source_row + (column - kMixerEncodedBegin);

@@ -28,6 +28,9 @@ struct MixerInputShape {
   int64_t row = kMixerInputColumns;
   int64_t encoded_stride_query = 0;
   int64_t encoded_stride_frame = kMixerEncodedColumns;
+  /// 16-bit rows only: row and both encoded strides even, encoded and out 4-byte aligned (the launcher decides):
+  /// the kernel then moves two columns per 32-bit load and store.
+  bool paired = false;
 };
 
 /// Threads per block of the mixer-input kernel (one block per row; 854-864 columns: 7 per thread).
