@@ -1,21 +1,19 @@
 #!/usr/bin/env bash
-# The GPU call for what 2026-12-05's second session wrote after its first call (H100, 15:29 UTC): the backbone's
-# InstanceNorm statistics kernel (vectorised, the split merge in the last block) and the rewritten init plane kernel.
+# The GPU call for the last changes of 2026-12-05's second session: the backbone's convolution weights stored
+# channels-last in the 16-bit compute copy (b1235fc: ATen copied each weight per call) and the mixer-input kernel's
+# 32-bit column pairs.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda
-#      (InstanceNormReluCuda, InitFromCostVolumeCuda against the CPU) and gpu/engine_cuda (parity in exact mode,
-#      bf16/fp16 fidelity);
-#   2. the source A/B (tools/gpu/source_ab.sh): the CLI with both kernels as they were (the files of the commit
-#      before) against the new ones, fp16, small/base, N=256/1024, two rounds; the bench's stages separate the two
-#      kernels (backbone, init);
-#   3. exact mode (fp32): the statistics kernel serves it too;
-#   4. per-launch kernel times of small N=1024 and N=256 fp16 under ncu (tools/gpu/profile_kernels.sh);
-#   5. Nsight Compute detail sections of the new kernels and of the two largest (CMDTop, correlation).
+#      (MixerInputRowsCuda) and gpu/engine_cuda (bf16/fp16 fidelity with the channels-last weights);
+#   2. the source A/B (tools/gpu/source_ab.sh): the files of 29330f2 against the new ones, fp16, small/base,
+#      N=256/1024, two rounds (backbone and transformer stages separate the two changes);
+#   3. per-launch kernel times of small N=256 fp16 under ncu (are the 20 weight copies gone?);
+#   4. Nsight Compute detail sections of the mixer-input kernel.
 #
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
-#   bash tools/gpu/source_ab.sh --prepare 8fa479c gpu/ops/cuda/instance_norm_kernels.cu gpu/ops/cuda/launchers.h \
-#     gpu/ops/cuda/cuda_wrappers.cpp gpu/ops/cuda/init_plane_kernel.cuh gpu/ops/cuda/init_from_cost_volume_kernel.cu
+#   bash tools/gpu/source_ab.sh --prepare 29330f2 gpu/engine/engine.cpp gpu/ops/cuda/mixer_input_kernel.cuh \
+#     gpu/ops/cuda/mixer_input_kernel.cu gpu/ops/cuda/mixer_input_layout.h
 # The call (device tool, carry [".gpu-carry", ".gpu-carry-old"], timeout_s 600):
 #   source .gpu-carry/gpu_env.sh || exit 1; bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
@@ -41,13 +39,6 @@ if [ "$(left)" -gt 300 ]; then
   tar -C "$OUT" -czf "$OUT/kernels-ab.tar.gz" kernels-ab && rm -rf "$OUT/kernels-ab"
   say "kernel A/B: done at $((SECONDS - T0)) s"
 fi
-if [ "$(left)" -gt 150 ]; then
-  # shellcheck disable=SC2086  # AB_ARGS is a list of bench arguments
-  timeout 100 "$CLI" bench ${AB_ARGS/fp16/fp32} --json "$OUT/exact-fp32.json" > "$OUT/exact-fp32.txt" 2>&1
-  say "exact fp32 bench: rc=$? at $((SECONDS - T0)) s"
-  tail -6 "$OUT/exact-fp32.txt" | tee -a "$LOG"
-fi
-
 profile() {  # profile_kernels.sh for the given cases, within the budget
   [ "$(left)" -gt 100 ] || return 0
   timeout "$(( $(left) - 60 ))" bash tools/gpu/profile_kernels.sh /tmp/prof "$@" >> /tmp/prof.log 2>&1
@@ -55,11 +46,11 @@ profile() {  # profile_kernels.sh for the given cases, within the budget
   cp /tmp/prof.log /tmp/prof/ 2>/dev/null
   tar -C /tmp -czf "$OUT/prof.tar.gz" prof 2>/dev/null
 }
-profile small:1024:fp16 small:256:fp16
+profile small:256:fp16
 
 if [ "$(left)" -gt 90 ]; then
-  timeout "$(( $(left) - 30 ))" bash tools/gpu/kernel_details.sh /tmp/details small:256:fp16 statistics_kernel \
-    init_plane_kernel apply_kernel cmdtop_mma_kernel local_corr4d_mma_pipelined > /dev/null 2>&1
+  timeout "$(( $(left) - 30 ))" bash tools/gpu/kernel_details.sh /tmp/details small:1024:fp16 mixer_input_kernel \
+    > /dev/null 2>&1
   say "kernel details: rc=$? at $((SECONDS - T0)) s"
   cp /tmp/details/details.txt "$OUT/" 2>/dev/null
   tar -C /tmp -czf "$OUT/details.tar.gz" details 2>/dev/null
