@@ -95,16 +95,17 @@ TRACKSCOPE_DEVICE_FN float load_cost(const void* plane, int index) {
   return elements::load_element<Element>(plane, index);
 }
 
-// Copies one plane of <= kInitMaxHighCells cost values into shared memory as floats. One element per thread per
-// loop turn left each block waiting out ~16 dependent global-load latencies; so where the plane is aligned for
-// them, 16-byte loads (at most 2 per thread in 16-bit, 4 in fp32), all issued before the first store.
-template <class Element>
-TRACKSCOPE_DEVICE_FN void load_plane(const void* source, float* destination, int cells) {
+// Reads `cells` (<= kInitMaxHighCells) cost values and hands each to store(first, j, value), the cell being first + j.
+// One element per thread per loop turn left each block waiting out ~16 dependent global-load latencies; so where
+// `vectorised` (the caller's alignment condition), 16-byte loads (at most 2 per thread in 16-bit, 4 in fp32), all
+// issued before the first store, `first` then a vector's first cell and j < the vector's elements.
+template <class Element, class Store>
+TRACKSCOPE_DEVICE_FN void load_cells(const void* source, int cells, bool vectorised, Store store) {
   constexpr int kVector = 16 / kElementBytes<Element>;
   constexpr int kMaxVectorsPerThread = kInitMaxHighCells / kVector / kThreads;
   const int tid = thread_index();
-  if (cells % kVector != 0 || reinterpret_cast<uintptr_t>(source) % 16 != 0) {
-    for (int c = tid; c < cells; c += kThreads) shared_store(destination + c, load_cost<Element>(source, c));
+  if (!vectorised) {
+    for (int c = tid; c < cells; c += kThreads) store(c, 0, load_cost<Element>(source, c));
     return;
   }
   const int vectors = cells / kVector;
@@ -119,45 +120,33 @@ TRACKSCOPE_DEVICE_FN void load_plane(const void* source, float* destination, int
     const int v = tid + k * kThreads;
     if (v < vectors) {
       TRACKSCOPE_UNROLL
-      for (int j = 0; j < kVector; ++j) shared_store(destination + v * kVector + j, vector_element<Element>(raw[k], j));
+      for (int j = 0; j < kVector; ++j) store(v * kVector, j, vector_element<Element>(raw[k], j));
     }
   }
 }
 
+template <class Element>
+TRACKSCOPE_DEVICE_FN bool vector_aligned(const void* source, int count) {
+  return count % (16 / kElementBytes<Element>) == 0 && reinterpret_cast<uintptr_t>(source) % 16 == 0;
+}
+
+// Copies one plane of cost values into shared memory as floats.
+template <class Element>
+TRACKSCOPE_DEVICE_FN void load_plane(const void* source, float* destination, int cells) {
+  load_cells<Element>(source, cells, vector_aligned<Element>(source, cells),
+                      [destination](int first, int j, float value) { shared_store(destination + first + j, value); });
+}
+
 // Copies the high-resolution plane (cells = height x width) into the .high members of the padded pairs (row stride
-// width + 2, the first cell at (1, 1)), 16-byte loads where the plane is aligned for them and its rows are whole
-// vectors (the vector's cells then share a row), all issued before the first store.
+// width + 2, the first cell at (1, 1)); vectors where its rows are whole vectors (a vector's cells share a row).
 template <class Element>
 TRACKSCOPE_DEVICE_FN void load_high_plane(const void* source, CellPair* pairs, int height, int width) {
-  constexpr int kVector = 16 / kElementBytes<Element>;
-  constexpr int kMaxVectorsPerThread = kInitMaxHighCells / kVector / kThreads;
-  const int tid = thread_index();
-  const int cells = height * width;
   const int stride = width + 2;
-  if (width % kVector != 0 || reinterpret_cast<uintptr_t>(source) % 16 != 0) {
-    for (int c = tid; c < cells; c += kThreads) {
-      CellPair* pair = pairs + (c / width + 1) * stride + c % width + 1;
-      shared_store(&pair->high, load_cost<Element>(source, c));
-    }
-    return;
-  }
-  const int vectors = cells / kVector;
-  Words4 raw[kMaxVectorsPerThread];
-  TRACKSCOPE_UNROLL
-  for (int k = 0; k < kMaxVectorsPerThread; ++k) {
-    const int v = tid + k * kThreads;
-    if (v < vectors) raw[k] = global_load16(static_cast<const unsigned char*>(source) + 16 * static_cast<int64_t>(v));
-  }
-  TRACKSCOPE_UNROLL
-  for (int k = 0; k < kMaxVectorsPerThread; ++k) {
-    const int v = tid + k * kThreads;
-    if (v < vectors) {
-      const int first = v * kVector;
-      CellPair* row = pairs + (first / width + 1) * stride + first % width + 1;
-      TRACKSCOPE_UNROLL
-      for (int j = 0; j < kVector; ++j) shared_store(&row[j].high, vector_element<Element>(raw[k], j));
-    }
-  }
+  load_cells<Element>(source, height * width, vector_aligned<Element>(source, width),
+                      [pairs, width, stride](int first, int j, float value) {
+                        CellPair* row = pairs + (first / width + 1) * stride + first % width + 1;
+                        shared_store(&row[j].high, value);
+                      });
 }
 
 // Zeroes the one-cell border of the padded pairs (the conv's SAME padding).
