@@ -13,6 +13,7 @@
 #include <c10/util/Exception.h>
 
 #include <numbers>
+#include <optional>
 #include <vector>
 
 #include "gpu/ops/cuda/mixer_input_layout.h"
@@ -105,21 +106,30 @@ at::Tensor composite_layer_norm(const at::Tensor& x, const at::Tensor& weight, c
   return at::layer_norm(x, {x.size(-1)}, weight, bias, eps, at::globalContext().userEnabledCuDNN()).contiguous();
 }
 
+// The CUDA kernel for both forms (residual undefined: the plain LayerNorm, no sum); nullopt where it does not run
+// (the composite path, the CPU, an ineligible width or alignment).
+std::optional<SumAndNorm> layer_norm_on_cuda(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                                             const at::Tensor& bias, double eps, GluePath path, const char* op) {
+  if (path != GluePath::automatic || x.numel() == 0 || !detail::use_cuda(x, op)) return std::nullopt;
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+  const at::Tensor input = x.contiguous();
+  SumAndNorm result{residual.defined() ? at::empty_like(input) : at::Tensor(), at::empty_like(input)};
+  if (detail::layer_norm_cuda(input, residual.defined() ? residual.contiguous() : residual, weight.contiguous(),
+                              bias.contiguous(), eps, result.sum, result.norm)) {
+    return result;
+  }
+#else
+  (void)residual, (void)weight, (void)bias, (void)eps;
+#endif
+  return std::nullopt;
+}
+
 }  // namespace
 
 at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
                       GluePath path) {
   check_layer_norm_arguments(x, weight, bias);
-  if (path == GluePath::automatic && x.numel() > 0 && detail::use_cuda(x, "layer_norm")) {
-#ifdef TRACKSCOPE_WITH_CUDA_OPS
-    const at::Tensor input = x.contiguous();
-    at::Tensor norm = at::empty_like(input);
-    at::Tensor no_sum;
-    if (detail::layer_norm_cuda(input, at::Tensor(), weight.contiguous(), bias.contiguous(), eps, no_sum, norm)) {
-      return norm;
-    }
-#endif
-  }
+  if (auto result = layer_norm_on_cuda(x, at::Tensor(), weight, bias, eps, path, "layer_norm")) return result->norm;
   return composite_layer_norm(x, weight, bias, eps);
 }
 
@@ -131,15 +141,7 @@ SumAndNorm add_layer_norm(const at::Tensor& x, const at::Tensor& residual, const
               "add_layer_norm: residual must be ", x.scalar_type(), " ", x.sizes(), " on ", x.device(), ", got ",
               residual.defined() ? residual.toString() : std::string("undefined"), " ",
               residual.defined() ? residual.sizes() : at::IntArrayRef{});
-  if (path == GluePath::automatic && x.numel() > 0 && detail::use_cuda(x, "add_layer_norm")) {
-#ifdef TRACKSCOPE_WITH_CUDA_OPS
-    const at::Tensor input = x.contiguous(), other = residual.contiguous();
-    SumAndNorm result{at::empty_like(input), at::empty_like(input)};
-    if (detail::layer_norm_cuda(input, other, weight.contiguous(), bias.contiguous(), eps, result.sum, result.norm)) {
-      return result;
-    }
-#endif
-  }
+  if (auto result = layer_norm_on_cuda(x, residual, weight, bias, eps, path, "add_layer_norm")) return *result;
   SumAndNorm result;
   result.sum = x + residual;
   result.norm = composite_layer_norm(result.sum, weight, bias, eps);

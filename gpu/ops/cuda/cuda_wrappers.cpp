@@ -182,18 +182,17 @@ bool layer_norm_cuda(const at::Tensor& x, const at::Tensor& residual, const at::
   TORCH_CHECK(x.is_contiguous() && weight.is_contiguous() && bias.is_contiguous() && norm.is_contiguous() &&
                   (!with_residual || (residual.is_contiguous() && sum.is_contiguous())),
               "layer_norm: internal layout error");
-  if (x.scalar_type() != at::kFloat && x.scalar_type() != at::kBFloat16 && x.scalar_type() != at::kHalf) return false;
   const cuda::ElementType type = element_type(x.scalar_type(), "layer_norm");
   const int64_t width = x.size(-1);
-  auto aligned = [](const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; };
-  if (!cuda::layer_norm_eligible(width, type) || !aligned(x) || !aligned(weight) || !aligned(bias) || !aligned(norm) ||
-      (with_residual && (!aligned(residual) || !aligned(sum)))) {
+  const void* residual_data = with_residual ? residual.data_ptr() : nullptr;
+  void* sum_data = with_residual ? sum.data_ptr() : nullptr;
+  if (!cuda::layer_norm_eligible(width, type, x.data_ptr(), residual_data, weight.data_ptr(), bias.data_ptr(), sum_data,
+                                 norm.data_ptr())) {
     return false;
   }
   check_launch(
-      cuda::launch_layer_norm(x.numel() / width, width, static_cast<float>(eps), type, x.data_ptr(),
-                              with_residual ? residual.data_ptr() : nullptr, weight.data_ptr(), bias.data_ptr(),
-                              with_residual ? sum.data_ptr() : nullptr, norm.data_ptr(), current_stream(x)),
+      cuda::launch_layer_norm(x.numel() / width, width, static_cast<float>(eps), type, x.data_ptr(), residual_data,
+                              weight.data_ptr(), bias.data_ptr(), sum_data, norm.data_ptr(), current_stream(x)),
       "layer_norm");
   return true;
 }

@@ -87,8 +87,10 @@ cudaError_t launch_l2_normalise(int64_t pixels, int64_t channels, ElementType el
 // -- the mixer's residual add + LayerNorm (layer_norm_kernel.cu) ---------------------------------------------------
 // x, residual, sum, norm [rows, width] contiguous, weight and bias [width], all of element_type and 16-byte aligned
 // (ops.h add_layer_norm): sum = x + residual rounded, norm = LayerNorm(sum) over width; residual and sum both null
-// for norm = LayerNorm(x). Eligible widths: whole 16-byte vectors, at most 128 of them.
-bool layer_norm_eligible(int64_t width, ElementType element_type);
+// for norm = LayerNorm(x). Eligible: widths of whole 16-byte vectors, at most 128 of them, every pointer 16-byte
+// aligned, residual and sum both given or both null.
+bool layer_norm_eligible(int64_t width, ElementType element_type, const void* x, const void* residual,
+                         const void* weight, const void* bias, const void* sum, const void* norm);
 cudaError_t launch_layer_norm(int64_t rows, int64_t width, float eps, ElementType element_type, const void* x,
                               const void* residual, const void* weight, const void* bias, void* sum, void* norm,
                               cudaStream_t stream);

@@ -27,8 +27,12 @@ bool aligned(const void* pointer) { return pointer == nullptr || reinterpret_cas
 
 }  // namespace
 
-bool layer_norm_eligible(int64_t width, ElementType element_type) {
-  if (width > 0x7fffffff) return false;
+bool layer_norm_eligible(int64_t width, ElementType element_type, const void* x, const void* residual,
+                         const void* weight, const void* bias, const void* sum, const void* norm) {
+  if (width > 0x7fffffff || (residual == nullptr) != (sum == nullptr) || !aligned(x) || !aligned(residual) ||
+      !aligned(weight) || !aligned(bias) || !aligned(sum) || !aligned(norm)) {
+    return false;
+  }
   switch (element_type) {
     case ElementType::float32: return layer_norm::eligible_width<float>(static_cast<int>(width));
     case ElementType::bfloat16: return layer_norm::eligible_width<Bf16Tag>(static_cast<int>(width));
@@ -41,10 +45,7 @@ cudaError_t launch_layer_norm(int64_t rows, int64_t width, float eps, ElementTyp
                               const void* residual, const void* weight, const void* bias, void* sum, void* norm,
                               cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  if (!layer_norm_eligible(width, element_type) || (residual == nullptr) != (sum == nullptr) || !aligned(x) ||
-      !aligned(residual) || !aligned(weight) || !aligned(bias) || !aligned(sum) || !aligned(norm)) {
-    return cudaErrorInvalidValue;
-  }
+  if (!layer_norm_eligible(width, element_type, x, residual, weight, bias, sum, norm)) return cudaErrorInvalidValue;
   const layer_norm::LayerNormShape shape{rows, static_cast<int>(width), eps};
   switch (element_type) {
     case ElementType::float32: return launch_typed<float>(shape, x, residual, weight, bias, sum, norm, stream);
