@@ -74,27 +74,27 @@ at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const PaddedM
                                 const at::Tensor& x, const at::Tensor& bias, ops::GluePath glue) {
   constexpr double kEps = 1e-5;  // every LayerNorm of the mixer (nn.LayerNorm's default)
   at::Tensor h = at::linear(x, weights.input_weight, mixer.input_proj->bias);
+  at::Tensor normed;  // ln_out of the last layer's output
   if (glue == ops::GluePath::composite) {
     for (const auto& layer : mixer.layers) h = layer->forward(h, bias);
-    h = at::layer_norm(h, {h.size(-1)}, mixer.ln_out->weight, mixer.ln_out->bias, kEps,
-                       at::globalContext().userEnabledCuDNN());
-    return at::linear(h, mixer.output_proj->weight.narrow(0, 0, 4), mixer.output_proj->bias.narrow(0, 0, 4));
-  }
-  const int64_t dim = h.size(-1);
-  const model::AffineNorm& first = *mixer.layers.front()->layer_norm1;
-  at::Tensor normed = ops::layer_norm(h, first.weight, first.bias, kEps, glue);
-  for (size_t l = 0; l < mixer.layers.size(); ++l) {
-    const model::TransformerLayer& layer = *mixer.layers[l];
-    const at::Tensor qkv = at::linear(normed, weights.qkv_weights[l], weights.qkv_biases[l]);  // [S, T, 3D]
-    const at::Tensor attended =
-        layer.attn->attend(qkv.narrow(-1, 0, dim), qkv.narrow(-1, dim, dim), qkv.narrow(-1, 2 * dim, dim), bias);
-    ops::SumAndNorm step =
-        ops::add_layer_norm(h, attended, layer.layer_norm2->weight, layer.layer_norm2->bias, kEps, glue);
-    const at::Tensor mlp = layer.dense_out->forward(at::gelu(layer.dense_in->forward(step.norm)));  // exact GELU
-    const model::AffineNorm& next = l + 1 < mixer.layers.size() ? *mixer.layers[l + 1]->layer_norm1 : *mixer.ln_out;
-    step = ops::add_layer_norm(step.sum, mlp, next.weight, next.bias, kEps, glue);
-    h = step.sum;
-    normed = step.norm;
+    normed = ops::layer_norm(h, mixer.ln_out->weight, mixer.ln_out->bias, kEps, glue);
+  } else {
+    const int64_t dim = h.size(-1);
+    const model::AffineNorm& first = *mixer.layers.front()->layer_norm1;
+    normed = ops::layer_norm(h, first.weight, first.bias, kEps, glue);
+    for (size_t l = 0; l < mixer.layers.size(); ++l) {
+      const model::TransformerLayer& layer = *mixer.layers[l];
+      const at::Tensor qkv = at::linear(normed, weights.qkv_weights[l], weights.qkv_biases[l]);  // [S, T, 3D]
+      const at::Tensor attended =
+          layer.attn->attend(qkv.narrow(-1, 0, dim), qkv.narrow(-1, dim, dim), qkv.narrow(-1, 2 * dim, dim), bias);
+      ops::SumAndNorm step =
+          ops::add_layer_norm(h, attended, layer.layer_norm2->weight, layer.layer_norm2->bias, kEps, glue);
+      const at::Tensor mlp = layer.dense_out->forward(at::gelu(layer.dense_in->forward(step.norm)));  // exact GELU
+      const model::AffineNorm& next = l + 1 < mixer.layers.size() ? *mixer.layers[l + 1]->layer_norm1 : *mixer.ln_out;
+      step = ops::add_layer_norm(step.sum, mlp, next.weight, next.bias, kEps, glue);
+      h = step.sum;
+      normed = step.norm;
+    }
   }
   return at::linear(normed, mixer.output_proj->weight.narrow(0, 0, 4), mixer.output_proj->bias.narrow(0, 0, 4));
 }
@@ -160,12 +160,6 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
     const at::Tensor& input_weight = compute_model_->torch_pips_mixer->input_proj->weight;
     mixer_input_weight_ =
         at::constant_pad_nd(input_weight, {0, kMixerPaddedInput - input_weight.size(1)}, 0.0).contiguous();
-    for (const auto& layer : compute_model_->torch_pips_mixer->layers) {
-      const model::AlibiAttention& attn = *layer->attn;
-      mixer_qkv_weights_.push_back(
-          at::cat({attn.query_proj->weight, attn.key_proj->weight, attn.value_proj->weight}, 0).contiguous());
-      mixer_qkv_biases_.push_back(at::cat({attn.query_proj->bias, attn.key_proj->bias, attn.value_proj->bias}, 0));
-    }
     const bool fused_mixer = options_.fused_mixer.value_or(compute_dtype_ == at::kFloat);
     if (device_.is_cuda() && fused_mixer && ops::MixerFast::available(device_)) {
       ops::MixerFast::Options mixer_options;
@@ -173,6 +167,14 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
       mixer_options.arithmetic = options_.mixer_arithmetic;
       mixer_options.input_channels = kMixerPaddedInput;
       mixer_.emplace(ops::MixerWeights::from_named(lookup, "torch_pips_mixer."), device_, mixer_options);
+    }
+    if (device_.is_cuda() && !mixer_) {  // the module mixer of mix(): one QKV GEMM per layer
+      for (const auto& layer : compute_model_->torch_pips_mixer->layers) {
+        const model::AlibiAttention& attn = *layer->attn;
+        mixer_qkv_weights_.push_back(
+            at::cat({attn.query_proj->weight, attn.key_proj->weight, attn.value_proj->weight}, 0).contiguous());
+        mixer_qkv_biases_.push_back(at::cat({attn.query_proj->bias, attn.key_proj->bias, attn.value_proj->bias}, 0));
+      }
     }
   }
   cost_conv_weight_ = model_->cost_conv->weight.contiguous();

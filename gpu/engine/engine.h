@@ -213,8 +213,8 @@ class Engine {
   at::Tensor cost_conv_weight_, cost_conv_bias_;          // float32 (the fused init's operands)
   at::Tensor occ_weight_, occ_bias_;                      // float32
   at::Tensor mixer_input_weight_;  // fused path: the mixer's input projection, zero-padded to 864 input channels
-  // Fused path, module mixer: each layer's query, key and value projections stacked into one [3D, D] weight and
-  // [3D] bias (one GEMM instead of three; the compute dtype).
+  // Fused path, module mixer on CUDA: each layer's query, key and value projections stacked into one [3D, D] weight
+  // and [3D] bias (one GEMM instead of three; the compute dtype). Empty where mixer_ or the CPU runs the mixer.
   std::vector<at::Tensor> mixer_qkv_weights_, mixer_qkv_biases_;
   std::optional<ops::MixerFast> mixer_;  // fused path on CUDA with fused_mixer
   core::CostModelConfig cost_;
