@@ -62,9 +62,16 @@ struct Vector<__half> {
 constexpr int kPositionsPerThread = 16;
 constexpr int kMaxVectorWidth = 8;
 
-template <typename T>
-int64_t vectors_per_position(int64_t channels) {
-  return channels / Vector<T>::kWidth;
+int64_t vector_width(ElementType element_type) { return element_type == ElementType::float32 ? 4 : 8; }
+
+// Positions per block of the statistics kernel: rows of threads (256 / vectors per position) x kPositionsPerThread.
+// The workspace's layout (instance_norm_splits) and the launch both derive the splits from it.
+int64_t positions_per_split(int64_t channels, int64_t width) {
+  return std::max<int64_t>(1, kThreads / std::max<int64_t>(1, channels / width)) * kPositionsPerThread;
+}
+int64_t split_count(const InstanceNormShape& s, int64_t width) {
+  const int64_t split_positions = positions_per_split(s.channels, width);
+  return (s.positions + split_positions - 1) / split_positions;
 }
 
 __device__ __forceinline__ void unpack(const uint4& raw, float (&v)[4], float) {
@@ -196,15 +203,14 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, typename W>
 cudaError_t launch_typed(const InstanceNormShape& s, const void* x, const void* weight, const void* bias, float eps,
                          float2* partial, unsigned* tickets, float2* scale_shift, void* y, cudaStream_t stream) {
-  const int64_t rows = kThreads / vectors_per_position<T>(s.channels);
-  const int64_t positions_per_split = rows * kPositionsPerThread;
-  const int64_t splits = (s.positions + positions_per_split - 1) / positions_per_split;
+  const int64_t split_positions = positions_per_split(s.channels, Vector<T>::kWidth);
+  const int64_t splits = split_count(s, Vector<T>::kWidth);
   cudaError_t error = cudaMemsetAsync(tickets, 0, static_cast<size_t>(s.samples) * sizeof(unsigned), stream);
   if (error != cudaSuccess) return error;
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(s.samples));
   statistics_kernel<T, W><<<grid, kThreads, 0, stream>>>(
-      static_cast<const T*>(x), s.positions, s.channels, positions_per_split, static_cast<int>(splits), partial,
-      tickets, static_cast<const W*>(weight), static_cast<const W*>(bias), eps, scale_shift);
+      static_cast<const T*>(x), s.positions, s.channels, split_positions, static_cast<int>(splits), partial, tickets,
+      static_cast<const W*>(weight), static_cast<const W*>(bias), eps, scale_shift);
   error = cudaGetLastError();
   if (error != cudaSuccess) return error;
   const int64_t vectors = s.samples * s.positions * s.channels / Vector<T>::kWidth;
@@ -232,7 +238,7 @@ cudaError_t launch_with_weights(const InstanceNormShape& s, ElementType weight_t
 }  // namespace
 
 bool instance_norm_eligible(const InstanceNormShape& s, ElementType element_type, const void* x, const void* y) {
-  const int64_t width = element_type == ElementType::float32 ? 4 : 8;
+  const int64_t width = vector_width(element_type);
   const int64_t vectors = s.channels / width;
   const bool vectors_ok = s.channels > 0 && s.channels % width == 0 && vectors <= kThreads && kThreads % vectors == 0;
   return vectors_ok && s.samples > 0 && s.samples <= kMaxGridY && s.positions > 0 &&
@@ -241,9 +247,7 @@ bool instance_norm_eligible(const InstanceNormShape& s, ElementType element_type
 }
 
 int64_t instance_norm_splits(const InstanceNormShape& s, ElementType element_type) {
-  const int64_t vectors = std::max<int64_t>(1, s.channels / (element_type == ElementType::float32 ? 4 : 8));
-  const int64_t positions_per_split = std::max<int64_t>(1, kThreads / vectors) * kPositionsPerThread;
-  return (s.positions + positions_per_split - 1) / positions_per_split;
+  return split_count(s, vector_width(element_type));
 }
 
 cudaError_t launch_instance_norm_relu(const InstanceNormShape& shape, ElementType element_type, const void* x,
