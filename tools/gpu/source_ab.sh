@@ -49,10 +49,15 @@ keep_variant() {  # keep_variant NAME: the built CLI and libraries into $BIN/NAM
   cp "$CLI" "$BIN/$1/trackscope-cli"
   find "$BUILD" -name 'libtrackscope*.so*' -exec cp -P {} "$BIN/$1/" \;
 }
+in_variant() {  # in_variant NAME COMMAND...: COMMAND with NAME's library folder first on LD_LIBRARY_PATH
+  local name=$1
+  shift
+  LD_LIBRARY_PATH="$BIN/$name${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"
+}
 run_variant() {  # run_variant NAME ARGS...
   local name=$1
   shift
-  LD_LIBRARY_PATH="$BIN/$name${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$BIN/$name/trackscope-cli" "$@"
+  in_variant "$name" "$BIN/$name/trackscope-cli" "$@"
 }
 keep_variant new
 mapfile -t files < <(cd "$OLD_DIR" && find . -type f | sed 's#^\./##')
@@ -65,7 +70,7 @@ ninja -C "$BUILD" trackscope-cli > "$OUT/ab-build-new.log" 2>&1
 echo "source_ab: old build rc=$rc (${files[*]}); new rebuilt rc=$?"
 [ $rc -eq 0 ] || exit 1
 for v in new old; do
-  resolved=$(LD_LIBRARY_PATH="$BIN/$v${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$BIN/$v/trackscope-cli" | grep libtrackscope)
+  resolved=$(in_variant "$v" ldd "$BIN/$v/trackscope-cli" | grep libtrackscope)
   echo "source_ab: $v loads ${resolved:-no project library (a static build)}"
   if [ -n "$resolved" ] && ! grep -q "$BIN/$v/" <<< "$resolved"; then
     echo "source_ab: variant $v would not load its own library: no A/B" >&2
