@@ -1,20 +1,16 @@
 #!/usr/bin/env bash
-# The GPU call for the last changes of 2026-12-05's second session: the backbone's convolution weights stored
-# channels-last in the 16-bit compute copy (b1235fc: ATen copied each weight per call) and the mixer-input kernel's
-# 32-bit column pairs.
+# The first GPU call of 2026-12-05's fourth session: what the third wrote after its last call, and where the two
+# tensor-core kernels' issue slots go.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
-#   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda
-#      (MixerInputRowsCuda) and gpu/engine_cuda (bf16/fp16 fidelity with the channels-last weights);
-#   2. the source A/B (tools/gpu/source_ab.sh): the files of 29330f2 against the new ones, fp16, small/base,
-#      N=256/1024, two rounds (backbone and transformer stages separate the two changes);
-#   3. per-launch kernel times of small N=256 fp16 under ncu (are the 20 weight copies gone?);
-#   4. Nsight Compute detail sections of the mixer-input kernel.
+#   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and
+#      gpu/engine_cuda (the review commits 2e1279b, d20ef2d, d2762ef and 19c2638 touch CUDA-only paths);
+#   2. the four official cases in fast (fp16) and exact (fp32) mode, medians of 5 (bench JSON: bench-official.json);
+#   3. Nsight Compute detail sections + warp stall reasons (tools/gpu/kernel_details.sh) of cmdtop_mma_kernel and
+#      local_corr4d_mma_pipelined at small N=1024 and of cmdtop_mma_kernel at base N=1024.
 #
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
-#   bash tools/gpu/source_ab.sh --prepare 29330f2 gpu/engine/engine.cpp gpu/ops/cuda/mixer_input_kernel.cuh \
-#     gpu/ops/cuda/mixer_input_kernel.cu gpu/ops/cuda/mixer_input_layout.h
-# The call (device tool, carry [".gpu-carry", ".gpu-carry-old"], timeout_s 600):
+# The call (device tool, carry [".gpu-carry"], timeout_s 600):
 #   source .gpu-carry/gpu_env.sh || exit 1; bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
 OUT=${1:?usage: next_round.sh OUT_DIR}
@@ -33,26 +29,22 @@ grep -E 'tests passed|tests failed|Failed|Passed' "$OUT/check/summary.txt" 2>/de
 
 CLI=${BUILD_DIR:-build-gpu}/app/trackscope-cli
 [ -x "$CLI" ] || { say "no $CLI: the build failed (check/logs.tar.gz)"; exit 1; }
-AB_ARGS="--device cuda:0 --model small,base --points 256,1024 --precision fp16 --repeats 5 --warmup 2 --no-peaks"
-if [ "$(left)" -gt 300 ]; then
-  bash tools/gpu/source_ab.sh --run "$OUT/kernels-ab" "$AB_ARGS" 2 2>&1 | tail -30 | tee -a "$LOG"
-  tar -C "$OUT" -czf "$OUT/kernels-ab.tar.gz" kernels-ab && rm -rf "$OUT/kernels-ab"
-  say "kernel A/B: done at $((SECONDS - T0)) s"
+OFFICIAL="--device cuda:0 --model small,base --points 256,1024 --precision fp16,fp32 --repeats 5 --warmup 2 --no-peaks"
+if [ "$(left)" -gt 200 ]; then
+  # shellcheck disable=SC2086
+  timeout 150 "$CLI" bench $OFFICIAL --json "$OUT/bench-official.json" > "$OUT/bench-official.txt" 2>&1
+  say "official cases: rc=$? at $((SECONDS - T0)) s"
+  tail -20 "$OUT/bench-official.txt" | tee -a "$LOG"
 fi
-profile() {  # profile_kernels.sh for the given cases, within the budget
-  [ "$(left)" -gt 100 ] || return 0
-  timeout "$(( $(left) - 60 ))" bash tools/gpu/profile_kernels.sh /tmp/prof "$@" >> /tmp/prof.log 2>&1
-  say "profile $*: rc=$? at $((SECONDS - T0)) s"
-  cp /tmp/prof.log /tmp/prof/ 2>/dev/null
-  tar -C /tmp -czf "$OUT/prof.tar.gz" prof 2>/dev/null
-}
-profile small:256:fp16
-
-if [ "$(left)" -gt 90 ]; then
-  timeout "$(( $(left) - 30 ))" bash tools/gpu/kernel_details.sh /tmp/details small:1024:fp16 mixer_input_kernel \
-    > /dev/null 2>&1
-  say "kernel details: rc=$? at $((SECONDS - T0)) s"
-  cp /tmp/details/details.txt "$OUT/" 2>/dev/null
+details() {  # kernel_details.sh for one case, within the budget
+  [ "$(left)" -gt 80 ] || return 0
+  local case=$1
+  shift
+  timeout "$(( $(left) - 40 ))" bash tools/gpu/kernel_details.sh "/tmp/details/${case//:/-}" "$case" "$@" > /dev/null 2>&1
+  say "kernel details $case: rc=$? at $((SECONDS - T0)) s"
+  cat "/tmp/details/${case//:/-}/details.txt" >> "$OUT/details.txt" 2>/dev/null
   tar -C /tmp -czf "$OUT/details.tar.gz" details 2>/dev/null
-fi
+}
+details small:1024:fp16 cmdtop_mma_kernel local_corr4d_mma_pipelined
+details base:1024:fp16 cmdtop_mma_kernel
 say "total: $((SECONDS - T0)) s"
