@@ -11,13 +11,15 @@
 // Per layer the GEMM is [rows, K] x [K, C_out], rows = (pair, output position), pair = (sample, branch), K = (tap,
 // channel) (cmdtop_mma_layout.h):
 //  * A fragments come straight from the layer's input images in shared memory (no im2col tile): a thread's
-//    registers hold 32-bit words of one tap (two K-consecutive 16-bit elements, or one float), one load each, at row
-//    origin + tap offset; the tap offsets of this thread's K columns come from a per-layer table (built once per
-//    block), the SAME padding is a per-row tap mask. An m16 tile is one pair (16 positions), four pairs (4 positions)
-//    or 16 pairs (1).
+//    registers hold 32-bit words of one tap (two K-consecutive 16-bit elements, or one float), one load each, at the
+//    pair's image + an offset from a per-layer table of (k step, output position, K column) entries (built once per
+//    block). A tap in the SAME padding (or a K column past K) points at the pair image's zero word, a word of the
+//    image no data occupies, kept zero: the K loop has no masks and no branches. An m16 tile is one pair (16
+//    positions), four pairs (4 positions) or 16 pairs (1).
 //  * B fragments come from the prepared weight in fragment order, one (16-bit) or two (3xTF32: part, remainder)
 //    16-byte read-only global loads per 16 output channels and k step (L1/L2 resident: every block reads the same
-//    weights), prefetched one step ahead.
+//    weights), prefetched one or two steps ahead (a ring of registers; the loads are unconditional, the last steps
+//    reload the last step's words).
 //  * The accumulators start at the conv bias. GroupNorm (C/16 groups, two-pass fp32 statistics) is computed in
 //    registers: a warp's tile always holds whole (pair, 16-channel group) blocks, reduced with warp shuffles. The
 //    normalised, ReLU'd values go (rounded once to the compute dtype) into the next layer's input images (which alias
@@ -48,7 +50,6 @@ constexpr int kCorrPaddedRow = core::locotrack::kCorrPaddedRow;
 constexpr int kCorrCells = core::locotrack::kSupportTaps;
 constexpr int kChannelsPerGroup = 16;
 constexpr int kOutputChannels = 256;  // [branch 1 | branch 2] x 128
-constexpr int kRegionSlack = 512;     // elements after the images: loads of masked taps never leave the allocation
 
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 constexpr int max_of(int a, int b) { return a > b ? a : b; }
@@ -149,18 +150,22 @@ struct Conv {
   static constexpr int k_steps = A::k_padded(InChannels, Kernel) / A::k_step;
   static constexpr int out_channels = OutChannels;
   static constexpr int e = A::elements_per_word;
+  // The pair image's zero word (an element index, word-aligned): cell 0's first spare channel where the channel
+  // stride leaves one, else the first element past the last cell. No data is ever stored there.
+  static constexpr int zero_element = ChannelStride - k_channels >= e ? k_channels : InSide * InSide * ChannelStride;
+  static_assert(zero_element % e == 0 && zero_element + e <= ImageStride,
+                "each pair image needs a spare word for the SAME padding's zeros");
   static_assert(k_channels % e == 0 && ChannelStride >= k_channels && ChannelStride % e == 0 && ImageStride % e == 0 &&
                     ImageStride >= InSide * InSide * ChannelStride,
                 "whole 32-bit words per register, images that do not overlap");
-  static_assert(taps <= 32, "the tap mask is 32 bits");
-  static_assert(padded || k_steps * A::k_step == k, "padding K needs the tap mask");
   static_assert(positions == 16 || positions == 4 || positions == 1, "an m16 tile holds whole pairs");
   static_assert(OutChannels % kChannelsPerGroup == 0, "GroupNorm uses C/16 groups");
 };
 
 // A layer's warp tiling: WarpsM warps along the rows, each MT m16 tiles; kWarps / WarpsM along the output channels,
 // each NT n8 tiles (NT even: whole 16-channel groups).
-template <class L, int Pairs, int WarpsM, int MT, int NT>
+// BAhead: how many k steps ahead the B fragments are loaded (1 or 2: registers for 2 + 1 steps of B).
+template <class L, int Pairs, int WarpsM, int MT, int NT, int BAhead = 1>
 struct Tiling {
   using Layer = L;
   static constexpr int pairs = Pairs;
@@ -170,8 +175,10 @@ struct Tiling {
   static constexpr int warps_n = kWarps / WarpsM;
   static constexpr int mt = MT;
   static constexpr int nt = NT;
+  static constexpr int b_ahead = BAhead;
   static constexpr int pairs_per_m_tile = 16 / L::positions;
   static constexpr int m_tile_words = pairs_per_m_tile * L::image_stride / L::e;
+  static_assert(BAhead == 1 || BAhead == 2, "B is loaded one or two k steps ahead");
   static_assert(rows % 16 == 0 && WarpsM * MT == m_tiles && kWarps % WarpsM == 0, "the warps tile the rows");
   static_assert(warps_n * NT * 8 == L::out_channels && NT % 2 == 0, "the warps tile the output channels");
 };
@@ -186,7 +193,7 @@ struct SmallConfig<A, 16> {
   static constexpr int samples = 16, pairs = 32, min_blocks = 1;
   using L0 = Conv<A, 7, 49, 5, 4, 64, 50, 2452>;
   using L1 = Conv<A, 2, 64, 2, 2, 128, 68, 280>;
-  using T0 = Tiling<L0, pairs, 4, 2, 4>;
+  using T0 = Tiling<L0, pairs, 4, 2, 4, 2>;
   using T1 = Tiling<L1, pairs, 1, 2, 2>;
   static constexpr int layers = 2;
 };
@@ -196,7 +203,7 @@ struct SmallConfig<A, 8> {
   static constexpr int samples = 8, pairs = 16, min_blocks = 2;
   using L0 = Conv<A, 7, 49, 5, 4, 64, 50, 2452>;
   using L1 = Conv<A, 2, 64, 2, 2, 128, 68, 280>;
-  using T0 = Tiling<L0, pairs, 4, 1, 4>;
+  using T0 = Tiling<L0, pairs, 4, 1, 4, 2>;
   using T1 = Tiling<L1, pairs, 1, 1, 2>;
   static constexpr int layers = 2;
 };
@@ -232,7 +239,7 @@ struct SmallTf32Config {
   static constexpr int samples = 8, pairs = 16, min_blocks = 1;
   using L0 = Conv<Arithmetic, 7, 49, 5, 4, 64, 49, 2410>;
   using L1 = Conv<Arithmetic, 2, 64, 2, 2, 128, 64, 260>;
-  using T0 = Tiling<L0, pairs, 4, 1, 4>;
+  using T0 = Tiling<L0, pairs, 4, 1, 4, 2>;
   using T1 = Tiling<L1, pairs, 1, 1, 2>;
   static constexpr int layers = 2;
 };
@@ -248,16 +255,17 @@ struct BaseTf32Config {
   static constexpr int layers = 3;
 };
 
-// Where a thread's two K columns of one k16 step read, relative to its row origin (32-bit words), and which tap
-// they belong to (bit in the row's tap mask; 0 for the zero rows that pad K).
-struct alignas(16) TapEntry {
+// Where a thread's two K columns of one k step read for one output position, in 32-bit words from the start of the
+// row's pair image: the tap's element, or the pair's zero word for a tap in the SAME padding and for the zero
+// columns that pad K.
+struct alignas(8) TapEntry {
   int32_t offset[2];
-  uint32_t bit[2];
 };
 
+// Entries (k step s, output position, threadID_in_group t) at index (s * positions + position) * 4 + t.
 template <class L>
 constexpr int table_entries() {
-  return L::k_steps * 4;
+  return L::k_steps * L::positions * 4;
 }
 
 // The third layer's share of the shared memory (base only).
@@ -283,7 +291,7 @@ struct Layout {
   static constexpr int entries = table2 + ThirdLayer<Config>::entries;
   static constexpr int region_stride =
       max_of(max_of(L0::image_stride, L1::image_stride), ThirdLayer<Config>::image_stride);
-  static constexpr int region_elements = Config::pairs * region_stride + kRegionSlack;
+  static constexpr int region_elements = Config::pairs * region_stride;
   static constexpr int64_t shared_bytes =
       static_cast<int64_t>(entries) * static_cast<int64_t>(sizeof(TapEntry)) +
       static_cast<int64_t>(sizeof(typename Config::Arithmetic::Raw)) * static_cast<int64_t>(region_elements);
@@ -301,27 +309,40 @@ struct Params {
   LayerParams layer[3];
 };
 
-// The tap table of one layer: entry (s, t) for the K columns of lanes with threadID_in_group t in k step s.
+// The tap table of one layer (table_entries's order).
 template <class L>
 TRACKSCOPE_DEVICE_FN void build_table(TapEntry* table) {
   for (int index = thread_index(); index < table_entries<L>(); index += kThreads) {
-    const int s = index / 4;
     const int t = index % 4;
+    const int position = (index / 4) % L::positions;
+    const int s = index / (4 * L::positions);
+    const int oy = position / L::out_side;
+    const int ox = position - oy * L::out_side;
     TapEntry entry;
     for (int j = 0; j < 2; ++j) {
       const int k = L::Arithmetic::k_step * s + L::Arithmetic::k_column(t, j);
-      entry.offset[j] = 0;
-      entry.bit[j] = 0u;
+      int element = L::zero_element;
       if (k < L::k) {
         const int tap = k / L::k_channels;
         const int c = k % L::k_channels;
-        const int ky = tap / L::kernel;
-        const int kx = tap % L::kernel;
-        entry.offset[j] = ((ky * L::in_side + kx) * L::channel_stride + c) / L::e;
-        entry.bit[j] = 1u << tap;
+        const int y = oy * L::stride - L::pad_before + tap / L::kernel;
+        const int x = ox * L::stride - L::pad_before + tap % L::kernel;
+        if (y >= 0 && y < L::in_side && x >= 0 && x < L::in_side)
+          element = (y * L::in_side + x) * L::channel_stride + c;
       }
+      entry.offset[j] = element / L::e;
     }
     shared_store(table + index, entry);
+  }
+}
+
+// Zeros the zero word of every pair image of layer L (before the layer runs; the region's earlier contents there
+// are another layer's data).
+template <class L, int Pairs>
+TRACKSCOPE_DEVICE_FN void clear_zero_words(typename L::Arithmetic::Raw* region) {
+  using Raw = typename L::Arithmetic::Raw;
+  for (int index = thread_index(); index < Pairs * L::e; index += kThreads) {
+    shared_store(region + (index / L::e) * L::image_stride + L::zero_element + index % L::e, static_cast<Raw>(0));
   }
 }
 
@@ -349,6 +370,7 @@ TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __
       shared_store(region + pair * is + cell * cs + kCorrCells + extra, static_cast<Raw>(0));
     }
   }
+  clear_zero_words<L0, Config::pairs>(region);
   auto scatter = [&](int sample, int e, Raw value) {
     const int p = e / kCorrCells;      // (h, w)
     const int c = e - p * kCorrCells;  // (i, j)
@@ -450,87 +472,65 @@ TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const TapEntry* _
   }
 
   // This thread's rows in its first m-tile: h = 0 -> row g, h = 1 -> row g + 8 (later m-tiles: + m_tile_words).
-  int origin[2];
-  uint32_t mask[2];
-  TRACKSCOPE_UNROLL
-  for (int h = 0; h < 2; ++h) {
-    const int row = m_tile0 * 16 + g + 8 * h;
-    const int pair = row / P;
-    const int position = row - pair * P;
-    const int oy = position / L::out_side;
-    const int ox = position - oy * L::out_side;
-    const int y0 = oy * L::stride - L::pad_before;
-    const int x0 = ox * L::stride - L::pad_before;
-    origin[h] = (pair * L::image_stride + (y0 * L::in_side + x0) * L::channel_stride) / L::e;
-    uint32_t bits = 0u;
-    for (int ky = 0; ky < L::kernel; ++ky) {
-      for (int kx = 0; kx < L::kernel; ++kx) {
-        const bool inside = y0 + ky >= 0 && y0 + ky < L::in_side && x0 + kx >= 0 && x0 + kx < L::in_side;
-        if (inside) bits |= 1u << (ky * L::kernel + kx);
-      }
-    }
-    mask[h] = bits;
-  }
+  // Row 8 below a row is the same position two pairs on (4 positions), eight pairs on (1 position), or the same
+  // pair eight positions on (16 positions: a table entry of its own).
+  constexpr bool own_position = P == 16;
+  constexpr int second_row_words = own_position ? 0 : (8 / P) * L::image_stride / L::e;
+  const int row0 = m_tile0 * 16 + g;
+  const int pair0 = row0 / P;
+  const int position0 = row0 - pair0 * P;
+  const int pair_words = pair0 * L::image_stride / L::e;
 
   const uint32_t* words = static_cast<const uint32_t*>(region);
   // B vectors of (k step s, 16-column block q, lane): b_source[(s * kColumnBlocks + q) * 32 * BV + v] (v < BV).
   constexpr int BV = A::b_vectors;
+  constexpr int kAhead = T::b_ahead;
+  constexpr int kRing = kAhead + 1;
+  constexpr int kStepVectors = kColumnBlocks * 32 * BV;
   const Words4* b_source = p.weight + ((n0 / 16) * 32 + lane) * BV;
-  Words4 b_current[NT / 2][BV];
-  Words4 b_next[NT / 2][BV];
+  Words4 b[kRing][NT / 2][BV];
+  auto load_b = [&](Words4(&into)[NT / 2][BV], int s) {
+    const int step = s < L::k_steps ? s : L::k_steps - 1;  // past the end: the last step again (never used)
+    TRACKSCOPE_UNROLL
+    for (int q = 0; q < NT / 2; ++q) {
+      TRACKSCOPE_UNROLL
+      for (int v = 0; v < BV; ++v) into[q][v] = global_load16(b_source + step * kStepVectors + q * 32 * BV + v);
+    }
+  };
   TRACKSCOPE_UNROLL
-  for (int q = 0; q < NT / 2; ++q) {
-    TRACKSCOPE_UNROLL
-    for (int v = 0; v < BV; ++v) b_current[q][v] = global_load16(b_source + q * 32 * BV + v);
-  }
+  for (int u = 0; u < kAhead; ++u) load_b(b[u], u);
 
-  for (int s = 0; s < L::k_steps; ++s) {
-    if (s + 1 < L::k_steps) {
-      TRACKSCOPE_UNROLL
-      for (int q = 0; q < NT / 2; ++q) {
-        TRACKSCOPE_UNROLL
-        for (int v = 0; v < BV; ++v) {
-          b_next[q][v] = global_load16(b_source + ((s + 1) * kColumnBlocks + q) * 32 * BV + v);
-        }
-      }
-    }
-    const TapEntry entry = shared_load(table + 4 * s + t);
-    // A padding tap still loads (branch-free) from its in-bounds address (the region has slack on both sides: the
-    // tables before it, kRegionSlack after it) and is then masked to zero.
-    int address[2][2];
-    uint32_t keep[2][2];
-    TRACKSCOPE_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      TRACKSCOPE_UNROLL
-      for (int j = 0; j < 2; ++j) {
-        address[h][j] = origin[h] + entry.offset[j];
-        keep[h][j] = !L::padded || (mask[h] & entry.bit[j]) != 0u ? 0xffffffffu : 0u;
-      }
-    }
+  const TapEntry* entries = table + position0 * 4 + t;
+  // One k step with the B words of ring slot `slot`, after starting the loads of step s + kAhead into the slot
+  // that step s - 1 used.
+  auto step = [&](int s, Words4(&current)[NT / 2][BV], Words4(&ahead)[NT / 2][BV]) {
+    load_b(ahead, s + kAhead);
+    const TapEntry entry = shared_load(entries + s * (P * 4));
+    TapEntry entry_second = entry;
+    if constexpr (own_position) entry_second = shared_load(entries + s * (P * 4) + 8 * 4);
     TRACKSCOPE_UNROLL
     for (int mt = 0; mt < MT; ++mt) {
       // A registers: {row g, k 2t..}, {row g+8, k 2t..}, {row g, k 2t+8..}, {row g+8, k 2t+8..}.
-      uint32_t a[4];
-      TRACKSCOPE_UNROLL
-      for (int r = 0; r < 4; ++r) {
-        const int h = r & 1;
-        const int j = r >> 1;
-        a[r] = L::padded ? shared_load_masked(words + address[h][j] + mt * T::m_tile_words, keep[h][j])
-                         : shared_load(words + address[h][j] + mt * T::m_tile_words);
-      }
+      const uint32_t* first = words + pair_words + mt * T::m_tile_words;
+      const uint32_t a[4] = {
+          shared_load(first + entry.offset[0]), shared_load(first + second_row_words + entry_second.offset[0]),
+          shared_load(first + entry.offset[1]), shared_load(first + second_row_words + entry_second.offset[1])};
       const typename A::Fragment fragment = A::fragment(a);
       TRACKSCOPE_UNROLL
-      for (int nt = 0; nt < NT; ++nt) A::mma(acc[mt][nt], fragment, b_current[nt / 2], nt % 2);
+      for (int nt = 0; nt < NT; ++nt) A::mma(acc[mt][nt], fragment, current[nt / 2], nt % 2);
     }
-    if (s + 1 < L::k_steps) {
-      TRACKSCOPE_UNROLL
-      for (int q = 0; q < NT / 2; ++q) {
-        TRACKSCOPE_UNROLL
-        for (int v = 0; v < BV; ++v) b_current[q][v] = b_next[q][v];
-      }
+  };
+  // The ring's slots are compile-time indices: the loop advances kRing steps at a time.
+  for (int s0 = 0; s0 < L::k_steps; s0 += kRing) {
+    TRACKSCOPE_UNROLL
+    for (int u = 0; u < kRing; ++u) {
+      if (s0 + u < L::k_steps) step(s0 + u, b[u], b[(u + kAhead) % kRing]);
     }
   }
-  if constexpr (!last) block_sync();  // every warp is done reading the input images: they may be overwritten
+  if constexpr (!last) {
+    block_sync();  // every warp is done reading the input images: they may be overwritten
+    clear_zero_words<NextLayer, T::pairs>(static_cast<typename A::Raw*>(region));
+  }
 
   // GroupNorm + ReLU per (pair, 16-channel group) = (m-tile rows of one pair, n8 tiles 2 grp and 2 grp + 1).
   constexpr int count = P * kChannelsPerGroup;
