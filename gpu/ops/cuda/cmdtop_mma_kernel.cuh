@@ -164,8 +164,10 @@ struct Conv {
 
 // A layer's warp tiling: WarpsM warps along the rows, each MT m16 tiles; kWarps / WarpsM along the output channels,
 // each NT n8 tiles (NT even: whole 16-channel groups).
-// BAhead: how many k steps ahead the B fragments are loaded (1 or 2: registers for 2 + 1 steps of B).
-template <class L, int Pairs, int WarpsM, int MT, int NT, int BAhead = 1>
+// BAhead: how many k steps ahead the B fragments are loaded (1 or 2: registers for 2 + 1 steps of B). AAhead: 1 loads
+// the next step's A words (and the table entry of the step after) before this step's MMAs, 0 loads them in the step
+// (base's first layer: its 64 accumulators per m-tile leave no registers for a second A fragment).
+template <class L, int Pairs, int WarpsM, int MT, int NT, int BAhead = 1, int AAhead = 1>
 struct Tiling {
   using Layer = L;
   static constexpr int pairs = Pairs;
@@ -176,6 +178,7 @@ struct Tiling {
   static constexpr int mt = MT;
   static constexpr int nt = NT;
   static constexpr int b_ahead = BAhead;
+  static constexpr bool a_ahead = AAhead == 1;
   static constexpr int pairs_per_m_tile = 16 / L::positions;
   static constexpr int m_tile_words = pairs_per_m_tile * L::image_stride / L::e;
   static_assert(BAhead == 1 || BAhead == 2, "B is loaded one or two k steps ahead");
@@ -216,7 +219,7 @@ struct BaseConfig<A, 16> {
   using L0 = Conv<A, 7, 49, 3, 2, 64, 54, 2646>;
   using L1 = Conv<A, 4, 64, 3, 2, 128, 68, 1104>;
   using L2 = Conv<A, 2, 128, 2, 2, 128, 132, 536>;
-  using T0 = Tiling<L0, pairs, 8, 4, 8>;
+  using T0 = Tiling<L0, pairs, 8, 4, 8, 1, 0>;
   using T1 = Tiling<L1, pairs, 4, 2, 8>;
   using T2 = Tiling<L2, pairs, 1, 2, 2>;
   static constexpr int layers = 3;
@@ -228,7 +231,7 @@ struct BaseConfig<A, 8> {
   using L0 = Conv<A, 7, 49, 3, 2, 64, 54, 2646>;
   using L1 = Conv<A, 4, 64, 3, 2, 128, 68, 1104>;
   using L2 = Conv<A, 2, 128, 2, 2, 128, 132, 536>;
-  using T0 = Tiling<L0, pairs, 8, 2, 8>;
+  using T0 = Tiling<L0, pairs, 8, 2, 8, 1, 0>;
   using T1 = Tiling<L1, pairs, 2, 2, 4>;
   using T2 = Tiling<L2, pairs, 1, 1, 2>;
   static constexpr int layers = 3;
@@ -249,23 +252,25 @@ struct BaseTf32Config {
   using L0 = Conv<Arithmetic, 7, 49, 3, 2, 64, 53, 2597>;
   using L1 = Conv<Arithmetic, 4, 64, 3, 2, 128, 66, 1064>;
   using L2 = Conv<Arithmetic, 2, 128, 2, 2, 128, 128, 516>;
-  using T0 = Tiling<L0, pairs, 8, 2, 8>;
+  using T0 = Tiling<L0, pairs, 8, 2, 8, 1, 0>;
   using T1 = Tiling<L1, pairs, 2, 2, 4>;
   using T2 = Tiling<L2, pairs, 1, 1, 2>;
   static constexpr int layers = 3;
 };
 
-// Where a thread's two K columns of one k step read for one output position, in 32-bit words from the start of the
-// row's pair image: the tap's element, or the pair's zero word for a tap in the SAME padding and for the zero
-// columns that pad K.
+// Where a thread's two K columns of one k step read for one output position, in bytes from the start of the row's
+// pair image: the tap's element, or the pair's zero word for a tap in the SAME padding and for the zero columns that
+// pad K.
 struct alignas(8) TapEntry {
   int32_t offset[2];
 };
 
-// Entries (k step s, output position, threadID_in_group t) at index (s * positions + position) * 4 + t.
+// Entries (k step s, output position, threadID_in_group t) at index (s * positions + position) * 4 + t, for
+// k_steps + 2 steps: the K loop reads the entries of two steps past the end (all on the zero word) instead of
+// testing for it.
 template <class L>
 constexpr int table_entries() {
-  return L::k_steps * L::positions * 4;
+  return (L::k_steps + 2) * L::positions * 4;
 }
 
 // The third layer's share of the shared memory (base only).
@@ -330,7 +335,7 @@ TRACKSCOPE_DEVICE_FN void build_table(TapEntry* table) {
         if (y >= 0 && y < L::in_side && x >= 0 && x < L::in_side)
           element = (y * L::in_side + x) * L::channel_stride + c;
       }
-      entry.offset[j] = element / L::e;
+      entry.offset[j] = element * static_cast<int>(sizeof(typename L::Arithmetic::Raw));
     }
     shared_store(table + index, entry);
   }
@@ -400,14 +405,32 @@ TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __
         const int sample = index / vectors;
         const int e0 = per_vector * (index - sample * vectors);
         const uint32_t parts[4] = {words[u].x, words[u].y, words[u].z, words[u].w};
-        TRACKSCOPE_UNROLL
-        for (int j = 0; j < per_vector; ++j) {
-          if (e0 + j < kCorrValues) {
-            if constexpr (sizeof(Raw) == 2) {
-              scatter(sample, e0 + j, static_cast<Raw>(j % 2 == 0 ? parts[j / 2] & 0xffffu : parts[j / 2] >> 16));
-            } else {
-              scatter(sample, e0 + j, static_cast<Raw>(parts[j]));
-            }
+        auto value = [&](int j) -> Raw {
+          if constexpr (sizeof(Raw) == 2) {
+            return static_cast<Raw>(j % 2 == 0 ? parts[j / 2] & 0xffffu : parts[j / 2] >> 16);
+          } else {
+            return static_cast<Raw>(parts[j]);
+          }
+        };
+        if (e0 + per_vector <= kCorrValues) {
+          // One division per vector: element e0 + j is (p0, c0 + j) until c0 + j reaches 49, then (p0 + 1,
+          // c0 + j - 49) (a vector is shorter than a cell: at most one wrap). Each branch's destination moves by a
+          // fixed amount at the wrap: branch 1 (p * cs + c) by cs - 49, branch 2 (c * cs + p) by 1 - 49 cs.
+          const int p0 = e0 / kCorrCells;
+          const int c0 = e0 - p0 * kCorrCells;
+          const int wrap_from = kCorrCells - c0;
+          Raw* const first1 = region + (2 * sample) * is + p0 * cs + c0;
+          Raw* const first2 = region + (2 * sample + 1) * is + c0 * cs + p0;
+          TRACKSCOPE_UNROLL
+          for (int j = 0; j < per_vector; ++j) {
+            const bool wrapped = j >= wrap_from;
+            shared_store(first1 + j + (wrapped ? cs - kCorrCells : 0), value(j));
+            shared_store(first2 + j * cs + (wrapped ? 1 - kCorrCells * cs : 0), value(j));
+          }
+        } else {
+          TRACKSCOPE_UNROLL
+          for (int j = 0; j < per_vector; ++j) {
+            if (e0 + j < kCorrValues) scatter(sample, e0 + j, value(j));
           }
         }
       }
@@ -475,13 +498,15 @@ TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const TapEntry* _
   // Row 8 below a row is the same position two pairs on (4 positions), eight pairs on (1 position), or the same
   // pair eight positions on (16 positions: a table entry of its own).
   constexpr bool own_position = P == 16;
-  constexpr int second_row_words = own_position ? 0 : (8 / P) * L::image_stride / L::e;
+  constexpr int second_row_bytes =
+      own_position ? 0 : (8 / P) * L::image_stride * static_cast<int>(sizeof(typename A::Raw));
+  constexpr int m_tile_bytes = T::m_tile_words * 4;
   const int row0 = m_tile0 * 16 + g;
   const int pair0 = row0 / P;
   const int position0 = row0 - pair0 * P;
-  const int pair_words = pair0 * L::image_stride / L::e;
+  const char* const pair_bytes =
+      static_cast<const char*>(region) + pair0 * L::image_stride * static_cast<int>(sizeof(typename A::Raw));
 
-  const uint32_t* words = static_cast<const uint32_t*>(region);
   // B vectors of (k step s, 16-column block q, lane): b_source[(s * kColumnBlocks + q) * 32 * BV + v] (v < BV).
   constexpr int BV = A::b_vectors;
   constexpr int kAhead = T::b_ahead;
@@ -500,24 +525,58 @@ TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const TapEntry* _
   TRACKSCOPE_UNROLL
   for (int u = 0; u < kAhead; ++u) load_b(b[u], u);
 
+  // The table entries of one step: this thread's first rows' and (16 positions) its second rows'.
   const TapEntry* entries = table + position0 * 4 + t;
-  // One k step with the B words of ring slot `slot`, after starting the loads of step s + kAhead into the slot
-  // that step s - 1 used.
-  auto step = [&](int s, Words4(&current)[NT / 2][BV], Words4(&ahead)[NT / 2][BV]) {
-    load_b(ahead, s + kAhead);
-    const TapEntry entry = shared_load(entries + s * (P * 4));
-    TapEntry entry_second = entry;
-    if constexpr (own_position) entry_second = shared_load(entries + s * (P * 4) + 8 * 4);
+  struct Entries {
+    TapEntry first, second;
+  };
+  auto load_entries = [&](int s) {
+    Entries e;
+    e.first = shared_load(entries + s * (P * 4));
+    e.second = e.first;
+    if constexpr (own_position) e.second = shared_load(entries + s * (P * 4) + 8 * 4);
+    return e;
+  };
+  // A registers: {row g, k 2t..}, {row g+8, k 2t..}, {row g, k 2t+8..}, {row g+8, k 2t+8..}.
+  auto load_a = [&](uint32_t(&a)[MT][4], const Entries& e) {
     TRACKSCOPE_UNROLL
     for (int mt = 0; mt < MT; ++mt) {
-      // A registers: {row g, k 2t..}, {row g+8, k 2t..}, {row g, k 2t+8..}, {row g+8, k 2t+8..}.
-      const uint32_t* first = words + pair_words + mt * T::m_tile_words;
-      const uint32_t a[4] = {
-          shared_load(first + entry.offset[0]), shared_load(first + second_row_words + entry_second.offset[0]),
-          shared_load(first + entry.offset[1]), shared_load(first + second_row_words + entry_second.offset[1])};
-      const typename A::Fragment fragment = A::fragment(a);
+      const char* const first = pair_bytes + mt * m_tile_bytes;
+      a[mt][0] = shared_load(reinterpret_cast<const uint32_t*>(first + e.first.offset[0]));
+      a[mt][1] = shared_load(reinterpret_cast<const uint32_t*>(first + second_row_bytes + e.second.offset[0]));
+      a[mt][2] = shared_load(reinterpret_cast<const uint32_t*>(first + e.first.offset[1]));
+      a[mt][3] = shared_load(reinterpret_cast<const uint32_t*>(first + second_row_bytes + e.second.offset[1]));
+    }
+  };
+  uint32_t a_current[MT][4];
+  Entries entries_next;  // a_ahead: the entries of the step after the one whose A is loaded
+  if constexpr (T::a_ahead) {
+    load_a(a_current, load_entries(0));
+    entries_next = load_entries(1);
+  }
+  // One k step with the B words of one ring slot, after starting the loads of step s + kAhead into the slot that
+  // step s - 1 used (and, a_ahead, the A words of step s + 1 and the entries of step s + 2).
+  auto step = [&](int s, Words4(&current)[NT / 2][BV], Words4(&ahead)[NT / 2][BV]) {
+    load_b(ahead, s + kAhead);
+    uint32_t a_next[MT][4];
+    if constexpr (T::a_ahead) {
+      load_a(a_next, entries_next);
+      entries_next = load_entries(s + 2);
+    } else {
+      load_a(a_current, load_entries(s));
+    }
+    TRACKSCOPE_UNROLL
+    for (int mt = 0; mt < MT; ++mt) {
+      const typename A::Fragment fragment = A::fragment(a_current[mt]);
       TRACKSCOPE_UNROLL
       for (int nt = 0; nt < NT; ++nt) A::mma(acc[mt][nt], fragment, current[nt / 2], nt % 2);
+    }
+    if constexpr (T::a_ahead) {
+      TRACKSCOPE_UNROLL
+      for (int mt = 0; mt < MT; ++mt) {
+        TRACKSCOPE_UNROLL
+        for (int r = 0; r < 4; ++r) a_current[mt][r] = a_next[mt][r];
+      }
     }
   };
   // The ring's slots are compile-time indices: the loop advances kRing steps at a time.
