@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# The second GPU call of 2026-12-05's fourth session: the CMDTop kernel without masks in its K loop (689ae1e: tap
-# tables per output position, SAME-padding taps on a zero word, B loaded unconditionally, two steps ahead in small's
-# first layer).
+# The third GPU call of 2026-12-05's fourth session: the CMDTop kernel's image scatter (one division per 16-byte
+# vector) and its K loop with the next step's A words loaded ahead (the commit after 689ae1e).
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda (the CUDA CMDTop
 #      against the CPU reference) and gpu/engine_cuda (exact-mode parity: 3xTF32 CMDTop);
-#   2. the source A/B (tools/gpu/source_ab.sh): 265bb87's cmdtop_mma_kernel.cuh against the new one, fp16 and fp32,
-#      small/base, N=256/1024, two rounds;
+#   2. the source A/B (tools/gpu/source_ab.sh): 689ae1e's cmdtop_mma_kernel.cuh (masks gone, the previous call's
+#      "new") against this one, fp16 and fp32, small/base, N=256/1024, two rounds;
 #   3. Nsight Compute details + stall reasons of the new cmdtop_mma_kernel (small and base, N=1024), and its SASS.
 #
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
-#   bash tools/gpu/source_ab.sh --prepare 265bb87 gpu/ops/cuda/cmdtop_mma_kernel.cuh
+#   bash tools/gpu/source_ab.sh --prepare 689ae1e gpu/ops/cuda/cmdtop_mma_kernel.cuh
 # The call (device tool, carry [".gpu-carry", ".gpu-carry-old"], timeout_s 600):
 #   source .gpu-carry/gpu_env.sh || exit 1; bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
