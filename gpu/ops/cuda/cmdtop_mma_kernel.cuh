@@ -32,6 +32,7 @@
 // with the CPU emulation test (tests/gpu/cuda_emulation.h): the hardware is reached only through mma_primitives.cuh.
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/tracking/locotrack_shape.h"
 #include "gpu/ops/cuda/cmdtop_mma_layout.h"
@@ -179,6 +180,9 @@ struct Tiling {
   static constexpr int nt = NT;
   static constexpr int b_ahead = BAhead;
   static constexpr bool a_ahead = AAhead == 1;
+  // The K loop runs whole rounds of BAhead + 1 steps (its ring of B registers): the steps past k_steps read the
+  // zero word (their table entries) and multiply it with the last step's B.
+  static constexpr int loop_steps = ceil_div(L::k_steps, BAhead + 1) * (BAhead + 1);
   static constexpr int pairs_per_m_tile = 16 / L::positions;
   static constexpr int m_tile_words = pairs_per_m_tile * L::image_stride / L::e;
   static_assert(BAhead == 1 || BAhead == 2, "B is loaded one or two k steps ahead");
@@ -264,24 +268,37 @@ struct BaseTf32Config {
 struct alignas(8) TapEntry {
   int32_t offset[2];
 };
+// The same two offsets as 16-bit halves (offset[0] low), for the layers with 16 output positions (base's first):
+// their table is 16 positions deep, and at 8 bytes an entry base's 8-sample tile would no longer fit the 99 KiB of
+// shared memory a block gets on compute capability 8.6 / 8.9. One unpacking per entry costs little there (16 MMAs
+// per k step).
+struct alignas(4) PackedTapEntry {
+  uint32_t offsets;
+};
+template <class T>
+using TableEntry = std::conditional_t<T::Layer::positions == 16, PackedTapEntry, TapEntry>;
 
-// Entries (k step s, output position, threadID_in_group t) at index (s * positions + position) * 4 + t, for
-// k_steps + 2 steps: the K loop reads the entries of two steps past the end (all on the zero word) instead of
+// Entries (k step s, output position, threadID_in_group t) at index (s * positions + position) * 4 + t, for the
+// loop's steps + 2: the K loop reads the entries of two steps past its end (all on the zero word) instead of
 // testing for it.
-template <class L>
+template <class T>
 constexpr int table_entries() {
-  return (L::k_steps + 2) * L::positions * 4;
+  return (T::loop_steps + 2) * T::Layer::positions * 4;
+}
+template <class T>
+constexpr int table_bytes() {
+  return table_entries<T>() * static_cast<int>(sizeof(TableEntry<T>));
 }
 
 // The third layer's share of the shared memory (base only).
 template <class Config, bool = (Config::layers == 3)>
 struct ThirdLayer {
-  static constexpr int entries = 0;
+  static constexpr int bytes = 0;
   static constexpr int image_stride = 0;
 };
 template <class Config>
 struct ThirdLayer<Config, true> {
-  static constexpr int entries = table_entries<typename Config::L2>();
+  static constexpr int bytes = table_bytes<typename Config::T2>();
   static constexpr int image_stride = Config::L2::image_stride;
 };
 
@@ -290,15 +307,17 @@ template <class Config>
 struct Layout {
   using L0 = typename Config::L0;
   using L1 = typename Config::L1;
+  // Byte offsets of the tables (each a multiple of 32 bytes long) and of the image region.
   static constexpr int table0 = 0;
-  static constexpr int table1 = table0 + table_entries<L0>();
-  static constexpr int table2 = table1 + table_entries<L1>();
-  static constexpr int entries = table2 + ThirdLayer<Config>::entries;
+  static constexpr int table1 = table0 + table_bytes<typename Config::T0>();
+  static constexpr int table2 = table1 + table_bytes<typename Config::T1>();
+  static constexpr int region = table2 + ThirdLayer<Config>::bytes;
+  static_assert(table1 % 32 == 0 && table2 % 32 == 0 && region % 32 == 0, "aligned tables and region");
   static constexpr int region_stride =
       max_of(max_of(L0::image_stride, L1::image_stride), ThirdLayer<Config>::image_stride);
   static constexpr int region_elements = Config::pairs * region_stride;
   static constexpr int64_t shared_bytes =
-      static_cast<int64_t>(entries) * static_cast<int64_t>(sizeof(TapEntry)) +
+      static_cast<int64_t>(region) +
       static_cast<int64_t>(sizeof(typename Config::Arithmetic::Raw)) * static_cast<int64_t>(region_elements);
   static_assert(L0::in_channels == kCorrCells && L0::in_side == 7, "layer 0 reads the 7x7x49 correlation views");
 };
@@ -315,9 +334,11 @@ struct Params {
 };
 
 // The tap table of one layer (table_entries's order).
-template <class L>
-TRACKSCOPE_DEVICE_FN void build_table(TapEntry* table) {
-  for (int index = thread_index(); index < table_entries<L>(); index += kThreads) {
+template <class T>
+TRACKSCOPE_DEVICE_FN void build_table(void* table_bytes_start) {
+  auto* const table = static_cast<TableEntry<T>*>(table_bytes_start);
+  using L = typename T::Layer;
+  for (int index = thread_index(); index < table_entries<T>(); index += kThreads) {
     const int t = index % 4;
     const int position = (index / 4) % L::positions;
     const int s = index / (4 * L::positions);
@@ -337,7 +358,13 @@ TRACKSCOPE_DEVICE_FN void build_table(TapEntry* table) {
       }
       entry.offset[j] = element * static_cast<int>(sizeof(typename L::Arithmetic::Raw));
     }
-    shared_store(table + index, entry);
+    if constexpr (std::is_same_v<TableEntry<T>, PackedTapEntry>) {
+      static_assert(L::image_stride * sizeof(typename L::Arithmetic::Raw) <= 0x10000, "16-bit byte offsets");
+      shared_store(table + index, PackedTapEntry{static_cast<uint32_t>(entry.offset[0]) |
+                                                 static_cast<uint32_t>(entry.offset[1]) << 16});
+    } else {
+      shared_store(table + index, entry);
+    }
   }
 }
 
@@ -358,6 +385,13 @@ TRACKSCOPE_DEVICE_FN uint32_t global_load_raw(const uint32_t* p) { return global
 // image[(h*7 + w)][(i*7 + j)] = X[h][w][i][j]; pair 2s + 1 (branch 2) = channels (h, w) over space (i, j). K channels
 // past 49 (16-bit: channel 49) are zero. Samples past the end of the input are zeros (their outputs are not written).
 // Elements move as raw bit patterns.
+//
+// Padded rows (vector_rows: 16-byte aligned rows of >= 2408 elements, the engine's) go a cell at a time: one thread
+// per (sample, cell (h, w)) reads the cell's 49 values (16-bit: 25 aligned 32-bit words, realigned with a funnel
+// shift for odd cells) and stores them as branch 1's channel run (32-bit words, channel 49's zero included) and as
+// branch 2's column (channel (h, w) of every cell (i, j)). No division or bounds test per element: the per-element
+// scatter of 16-byte vectors took ~15 instructions per element (SASS, 2026-12-05), a quarter of the kernel's.
+// Plain rows (2401 elements, any alignment) take the element-wise scatter.
 template <class Config>
 TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __restrict__ corr, int valid,
                                       int64_t row_stride, bool vector_rows,
@@ -367,6 +401,58 @@ TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __
   constexpr int cs = L0::channel_stride;
   constexpr int is = L0::image_stride;
   constexpr int extra_channels = L0::k_channels - kCorrCells;
+  static_assert(extra_channels == (sizeof(Raw) == 2 ? 1 : 0), "16-bit: one zero channel; float: none");
+  clear_zero_words<L0, Config::pairs>(region);
+  if (vector_rows) {
+    for (int unit = thread_index(); unit < Config::samples * kCorrCells; unit += kThreads) {
+      const int sample = unit / kCorrCells;
+      const int cell = unit - sample * kCorrCells;  // (h, w): branch 1's cell, branch 2's channel
+      const bool live = sample < valid;
+      Raw* const run = region + (2 * sample) * is + cell * cs;    // branch 1: channels (i, j) of this cell
+      Raw* const column = region + (2 * sample + 1) * is + cell;  // branch 2: element (i, j) at (i, j) * cs + cell
+      const Raw* const values = corr + sample * row_stride + cell * kCorrCells;
+      if constexpr (sizeof(Raw) == 2) {
+        // Words 0..24 from the aligned word at or below the cell's first value: for an odd cell the values are
+        // the upper half of word k and the lower half of word k + 1. The last word may hold the next cell's first
+        // value (or, for cell 48, row padding): channel 49 is stored as 0 instead.
+        const bool odd = (cell & 1) != 0;
+        const uint32_t* const source = reinterpret_cast<const uint32_t*>(values - (odd ? 1 : 0));
+        uint32_t words[25];
+        TRACKSCOPE_UNROLL
+        for (int k = 0; k < 25; ++k) words[k] = live ? global_load_u32(source + k) : 0u;
+        uint32_t* const run_words = reinterpret_cast<uint32_t*>(run);
+        // Branch 2's channel 49 is the zero channel of every cell: cell 48 (even) stores its column as words.
+        const bool last_channel = cell == kCorrCells - 1;
+        TRACKSCOPE_UNROLL
+        for (int k = 0; k < 25; ++k) {
+          uint32_t pair = odd ? (words[k] >> 16) | (k < 24 ? words[k + 1] << 16 : 0u) : words[k];
+          if (k == 24) pair &= 0xffffu;  // channel 48, then the zero channel 49
+          shared_store(run_words + k, pair);
+          if (last_channel) {
+            shared_store(reinterpret_cast<uint32_t*>(column + (2 * k) * cs), pair & 0xffffu);
+            if (k < 24) shared_store(reinterpret_cast<uint32_t*>(column + (2 * k + 1) * cs), pair >> 16);
+          } else {
+            shared_store(column + (2 * k) * cs, static_cast<Raw>(pair & 0xffffu));
+            if (k < 24) shared_store(column + (2 * k + 1) * cs, static_cast<Raw>(pair >> 16));
+          }
+        }
+      } else {
+        constexpr int kChunk = 7;  // values in registers at a time
+        TRACKSCOPE_UNROLL
+        for (int c0 = 0; c0 < kCorrCells; c0 += kChunk) {
+          Raw chunk[kChunk];
+          TRACKSCOPE_UNROLL
+          for (int c = 0; c < kChunk; ++c) chunk[c] = live ? global_load_raw(values + c0 + c) : static_cast<Raw>(0);
+          TRACKSCOPE_UNROLL
+          for (int c = 0; c < kChunk; ++c) {
+            shared_store(run + c0 + c, chunk[c]);
+            shared_store(column + (c0 + c) * cs, chunk[c]);
+          }
+        }
+      }
+    }
+    return;
+  }
   if constexpr (extra_channels > 0) {
     for (int index = thread_index(); index < Config::pairs * kCorrCells * extra_channels; index += kThreads) {
       const int extra = index % extra_channels;
@@ -375,72 +461,14 @@ TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __
       shared_store(region + pair * is + cell * cs + kCorrCells + extra, static_cast<Raw>(0));
     }
   }
-  clear_zero_words<L0, Config::pairs>(region);
-  auto scatter = [&](int sample, int e, Raw value) {
+  for (int index = thread_index(); index < Config::samples * kCorrValues; index += kThreads) {
+    const int sample = index / kCorrValues;
+    const int e = index - sample * kCorrValues;
+    const Raw value = sample < valid ? global_load_raw(corr + sample * row_stride + e) : static_cast<Raw>(0);
     const int p = e / kCorrCells;      // (h, w)
     const int c = e - p * kCorrCells;  // (i, j)
     shared_store(region + (2 * sample) * is + p * cs + c, value);
     shared_store(region + (2 * sample + 1) * is + c * cs + p, value);
-  };
-  if (vector_rows) {
-    constexpr int per_vector = 16 / static_cast<int>(sizeof(Raw));  // elements per 16-byte load
-    constexpr int vectors = kCorrPaddedRow / per_vector;            // covers the 2401 values
-    constexpr int kBatch = 4;                                       // loads in flight per thread before their scatters
-    for (int first = thread_index(); first < Config::samples * vectors; first += kBatch * kThreads) {
-      Words4 words[kBatch];
-      TRACKSCOPE_UNROLL
-      for (int u = 0; u < kBatch; ++u) {
-        const int index = first + u * kThreads;
-        const int sample = index / vectors;
-        const int vector = index - sample * vectors;
-        words[u] = Words4{};
-        if (index < Config::samples * vectors && sample < valid) {
-          words[u] = global_load16(corr + sample * row_stride + per_vector * vector);
-        }
-      }
-      TRACKSCOPE_UNROLL
-      for (int u = 0; u < kBatch; ++u) {
-        const int index = first + u * kThreads;
-        if (index >= Config::samples * vectors) break;
-        const int sample = index / vectors;
-        const int e0 = per_vector * (index - sample * vectors);
-        const uint32_t parts[4] = {words[u].x, words[u].y, words[u].z, words[u].w};
-        auto value = [&](int j) -> Raw {
-          if constexpr (sizeof(Raw) == 2) {
-            return static_cast<Raw>(j % 2 == 0 ? parts[j / 2] & 0xffffu : parts[j / 2] >> 16);
-          } else {
-            return static_cast<Raw>(parts[j]);
-          }
-        };
-        if (e0 + per_vector <= kCorrValues) {
-          // One division per vector: element e0 + j is (p0, c0 + j) until c0 + j reaches 49, then (p0 + 1,
-          // c0 + j - 49) (a vector is shorter than a cell: at most one wrap). Each branch's destination moves by a
-          // fixed amount at the wrap: branch 1 (p * cs + c) by cs - 49, branch 2 (c * cs + p) by 1 - 49 cs.
-          const int p0 = e0 / kCorrCells;
-          const int c0 = e0 - p0 * kCorrCells;
-          const int wrap_from = kCorrCells - c0;
-          Raw* const first1 = region + (2 * sample) * is + p0 * cs + c0;
-          Raw* const first2 = region + (2 * sample + 1) * is + c0 * cs + p0;
-          TRACKSCOPE_UNROLL
-          for (int j = 0; j < per_vector; ++j) {
-            const bool wrapped = j >= wrap_from;
-            shared_store(first1 + j + (wrapped ? cs - kCorrCells : 0), value(j));
-            shared_store(first2 + j * cs + (wrapped ? 1 - kCorrCells * cs : 0), value(j));
-          }
-        } else {
-          TRACKSCOPE_UNROLL
-          for (int j = 0; j < per_vector; ++j) {
-            if (e0 + j < kCorrValues) scatter(sample, e0 + j, value(j));
-          }
-        }
-      }
-    }
-  } else {
-    for (int index = thread_index(); index < Config::samples * kCorrValues; index += kThreads) {
-      const int sample = index / kCorrValues;
-      const int e = index - sample * kCorrValues;
-      scatter(sample, e, sample < valid ? global_load_raw(corr + sample * row_stride + e) : static_cast<Raw>(0));
-    }
   }
 }
 
@@ -460,8 +488,9 @@ struct Next : L {
 // One layer: GEMM from the input images, + bias, GroupNorm, ReLU -> the next layer's images (or the output rows
 // after the last layer). Starts after a barrier that published its input; ends with a barrier when it wrote images.
 template <class T, class NextLayer>
-TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const TapEntry* __restrict__ table, const LayerParams& p,
-                                    float eps, void* __restrict__ out, int64_t sample0, int valid) {
+TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const void* __restrict__ table_start,
+                                    const LayerParams& p, float eps, void* __restrict__ out, int64_t sample0,
+                                    int valid) {
   using L = typename T::Layer;
   using A = typename L::Arithmetic;
   constexpr int P = L::positions;
@@ -526,15 +555,23 @@ TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const TapEntry* _
   for (int u = 0; u < kAhead; ++u) load_b(b[u], u);
 
   // The table entries of one step: this thread's first rows' and (16 positions) its second rows'.
-  const TapEntry* entries = table + position0 * 4 + t;
+  using Entry = TableEntry<T>;
+  const Entry* entries = static_cast<const Entry*>(table_start) + position0 * 4 + t;
   struct Entries {
     TapEntry first, second;
   };
+  auto unpack = [](const Entry& entry) {
+    if constexpr (std::is_same_v<Entry, PackedTapEntry>) {
+      return TapEntry{{static_cast<int32_t>(entry.offsets & 0xffffu), static_cast<int32_t>(entry.offsets >> 16)}};
+    } else {
+      return entry;
+    }
+  };
   auto load_entries = [&](int s) {
     Entries e;
-    e.first = shared_load(entries + s * (P * 4));
+    e.first = unpack(shared_load(entries + s * (P * 4)));
     e.second = e.first;
-    if constexpr (own_position) e.second = shared_load(entries + s * (P * 4) + 8 * 4);
+    if constexpr (own_position) e.second = unpack(shared_load(entries + s * (P * 4) + 8 * 4));
     return e;
   };
   // A registers: {row g, k 2t..}, {row g+8, k 2t..}, {row g, k 2t+8..}, {row g+8, k 2t+8..}.
@@ -580,11 +617,10 @@ TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const TapEntry* _
     }
   };
   // The ring's slots are compile-time indices: the loop advances kRing steps at a time.
-  for (int s0 = 0; s0 < L::k_steps; s0 += kRing) {
+  static_assert(T::loop_steps % kRing == 0, "whole rounds of the ring");
+  for (int s0 = 0; s0 < T::loop_steps; s0 += kRing) {
     TRACKSCOPE_UNROLL
-    for (int u = 0; u < kRing; ++u) {
-      if (s0 + u < L::k_steps) step(s0 + u, b[u], b[(u + kAhead) % kRing]);
-    }
+    for (int u = 0; u < kRing; ++u) step(s0 + u, b[u], b[(u + kAhead) % kRing]);
   }
   if constexpr (!last) {
     block_sync();  // every warp is done reading the input images: they may be overwritten
@@ -677,11 +713,11 @@ cmdtop_mma_kernel(const void* __restrict__ corr, int64_t samples, int64_t row_st
                   float eps, void* __restrict__ out) {
   using Shape = Layout<Config>;
   using Raw = typename Config::Arithmetic::Raw;
-  TapEntry* const tables = static_cast<TapEntry*>(dynamic_shared());
-  Raw* const region = reinterpret_cast<Raw*>(tables + Shape::entries);
-  build_table<typename Config::L0>(tables + Shape::table0);
-  build_table<typename Config::L1>(tables + Shape::table1);
-  if constexpr (Config::layers == 3) build_table<typename Config::L2>(tables + Shape::table2);
+  char* const tables = static_cast<char*>(dynamic_shared());
+  Raw* const region = reinterpret_cast<Raw*>(tables + Shape::region);
+  build_table<typename Config::T0>(tables + Shape::table0);
+  build_table<typename Config::T1>(tables + Shape::table1);
+  if constexpr (Config::layers == 3) build_table<typename Config::T2>(tables + Shape::table2);
 
   const int64_t sample0 = block_index() * Config::samples;
   const int valid = static_cast<int>(samples - sample0 < Config::samples ? samples - sample0 : Config::samples);
