@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# The third GPU call of 2026-12-05's fourth session: the CMDTop kernel's image scatter (one division per 16-byte
-# vector) and its K loop with the next step's A words loaded ahead (the commit after 689ae1e).
+# The fourth GPU call of 2026-12-05's fourth session: the CMDTop kernel's cell-per-thread image load, its K loop in
+# whole ring rounds and the packed 16-position tables (d24dea1), against the previous call's "new" (21e2050).
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda (the CUDA CMDTop
 #      against the CPU reference) and gpu/engine_cuda (exact-mode parity: 3xTF32 CMDTop);
-#   2. the source A/B (tools/gpu/source_ab.sh): 689ae1e's cmdtop_mma_kernel.cuh (masks gone, the previous call's
-#      "new") against this one, fp16 and fp32, small/base, N=256/1024, two rounds;
-#   3. Nsight Compute details + stall reasons of the new cmdtop_mma_kernel (small and base, N=1024), and its SASS.
+#   2. the source A/B (tools/gpu/source_ab.sh): 21e2050's cmdtop_mma_kernel.cuh against d24dea1's, fp16 and fp32,
+#      small/base, N=256/1024, two rounds;
+#   3. Nsight Compute details + stall reasons of the new cmdtop_mma_kernel (small and base, N=1024), and the SASS of
+#      it and of the correlation kernel (the next one to study).
 #
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
-#   bash tools/gpu/source_ab.sh --prepare 689ae1e gpu/ops/cuda/cmdtop_mma_kernel.cuh
+#   bash tools/gpu/source_ab.sh --prepare 21e2050 gpu/ops/cuda/cmdtop_mma_kernel.cuh
 # The call (device tool, carry [".gpu-carry", ".gpu-carry-old"], timeout_s 600):
 #   source .gpu-carry/gpu_env.sh || exit 1; bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
@@ -49,7 +50,7 @@ details base:1024:fp16 cmdtop_mma_kernel
 CUOBJDUMP=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump 2>/dev/null)
 if [ -n "$CUOBJDUMP" ]; then
   "$CUOBJDUMP" -sass "${BUILD_DIR:-build-gpu}/gpu/libtrackscope_gpu.so" 2>/dev/null |
-    awk '/Function : .*cmdtop_mma_kernel/{p=1} /Function : /&&!/cmdtop_mma_kernel/{p=0} p' > /tmp/details/cmdtop.sass
+    awk '/Function : .*(cmdtop_mma_kernel|local_corr4d_mma_pipelined)/{p=1} /Function : /&&!/(cmdtop_mma_kernel|local_corr4d_mma_pipelined)/{p=0} p' > /tmp/details/cmdtop.sass
   say "sass: $(wc -l < /tmp/details/cmdtop.sass) lines"
 fi
 tar -C /tmp -czf "$OUT/details.tar.gz" details 2>/dev/null
