@@ -287,10 +287,12 @@ TEST(CmdTopMmaEmulation, Tile8AndPlainRowsMatchTheReference) {
   check<mma::SmallConfig<mma::HalfArithmetic<cuda::Bf16Tag>, 16>, cuda::Bf16Tag>("small tile 16", false, 0, 1, 11);
 }
 
-// float32 as 3xTF32 (exact mode): a full block with padded rows, a partial one with plain rows.
+// float32 as 3xTF32 (exact mode): a full block with padded rows, a partial one with plain rows, and base's partial
+// block with padded rows (its zero word lies inside the staging copy of the padded-row load).
 TEST(CmdTopMmaEmulation, Tf32x3MatchesTheReference) {
   check<mma::SmallTf32Config, cuda::Tf32x3Tag>("small", true, 0, 1, 13);
   check<mma::BaseTf32Config, cuda::Tf32x3Tag>("base", false, 1, 1, 13);
+  check<mma::BaseTf32Config, cuda::Tf32x3Tag>("base", true, 1, 1, 13);
 }
 
 }  // namespace

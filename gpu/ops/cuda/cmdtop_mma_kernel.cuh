@@ -386,12 +386,15 @@ TRACKSCOPE_DEVICE_FN uint32_t global_load_raw(const uint32_t* p) { return global
 // past 49 (16-bit: channel 49) are zero. Samples past the end of the input are zeros (their outputs are not written).
 // Elements move as raw bit patterns.
 //
-// Padded rows (vector_rows: 16-byte aligned rows of >= 2408 elements, the engine's) go a cell at a time: one thread
-// per (sample, cell (h, w)) reads the cell's 49 values (16-bit: 25 aligned 32-bit words, realigned with a funnel
-// shift for odd cells) and stores them as branch 1's channel run (32-bit words, channel 49's zero included) and as
-// branch 2's column (channel (h, w) of every cell (i, j)). No division or bounds test per element: the per-element
-// scatter of 16-byte vectors took ~15 instructions per element (SASS, 2026-12-05), a quarter of the kernel's.
-// Plain rows (2401 elements, any alignment) take the element-wise scatter.
+// Padded rows (vector_rows: 16-byte aligned rows of >= 2408 elements, the engine's) go in three phases, each with
+// loads the hardware serves in bulk: (0) every sample's row, with coalesced 16-byte loads, into the shared memory of
+// its branch-2 image (a staging copy: 2408 elements fit an image); (1) a thread per (sample, cell (h, w)) reads the
+// cell's 49 values from there (25 aligned 32-bit words, realigned for odd cells) and writes branch 1's channel run as
+// words (channel 49's zero included); (2) a thread per (sample, cell (i, j)) gathers branch 2's channels (h, w) from
+// branch 1 and writes them as words over the dead staging copy. No division or bounds test per element. (Measured on
+// the H100, 2026-12-05: the per-element scatter of the 16-byte vectors took ~15 instructions per element, a quarter of
+// the kernel's; a cell per thread straight from global memory took a fifth of those, but its 32-bit loads, 98 bytes
+// apart across a warp, made it no faster.) Plain rows (2401 elements, any alignment) take the element-wise scatter.
 template <class Config>
 TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __restrict__ corr, int valid,
                                       int64_t row_stride, bool vector_rows,
@@ -402,57 +405,85 @@ TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __
   constexpr int is = L0::image_stride;
   constexpr int extra_channels = L0::k_channels - kCorrCells;
   static_assert(extra_channels == (sizeof(Raw) == 2 ? 1 : 0), "16-bit: one zero channel; float: none");
-  clear_zero_words<L0, Config::pairs>(region);
   if (vector_rows) {
+    static_assert(kCorrPaddedRow <= is && (is * sizeof(Raw)) % 4 == 0, "a padded row fits an image, word-aligned");
+    constexpr int per_vector = 16 / static_cast<int>(sizeof(Raw));  // elements per 16-byte load
+    constexpr int vectors = kCorrPaddedRow / per_vector;
+    constexpr int kBatch = 4;  // loads in flight per thread before their stores
+    for (int first = thread_index(); first < Config::samples * vectors; first += kBatch * kThreads) {
+      Words4 words[kBatch];
+      TRACKSCOPE_UNROLL
+      for (int u = 0; u < kBatch; ++u) {
+        const int index = first + u * kThreads;
+        const int sample = index / vectors;
+        const int vector = index - sample * vectors;
+        words[u] = Words4{};
+        if (index < Config::samples * vectors && sample < valid) {
+          words[u] = global_load16(corr + sample * row_stride + per_vector * vector);
+        }
+      }
+      TRACKSCOPE_UNROLL
+      for (int u = 0; u < kBatch; ++u) {
+        const int index = first + u * kThreads;
+        if (index >= Config::samples * vectors) break;
+        const int sample = index / vectors;
+        const int vector = index - sample * vectors;
+        auto* const staged = reinterpret_cast<uint32_t*>(region + (2 * sample + 1) * is) + 4 * vector;
+        shared_store(staged, words[u].x);
+        shared_store(staged + 1, words[u].y);
+        shared_store(staged + 2, words[u].z);
+        shared_store(staged + 3, words[u].w);
+      }
+    }
+    block_sync();
     for (int unit = thread_index(); unit < Config::samples * kCorrCells; unit += kThreads) {
       const int sample = unit / kCorrCells;
-      const int cell = unit - sample * kCorrCells;  // (h, w): branch 1's cell, branch 2's channel
-      const bool live = sample < valid;
-      Raw* const run = region + (2 * sample) * is + cell * cs;    // branch 1: channels (i, j) of this cell
-      Raw* const column = region + (2 * sample + 1) * is + cell;  // branch 2: element (i, j) at (i, j) * cs + cell
-      const Raw* const values = corr + sample * row_stride + cell * kCorrCells;
+      const int cell = unit - sample * kCorrCells;  // (h, w)
+      const Raw* const values = region + (2 * sample + 1) * is + cell * kCorrCells;
+      Raw* const run = region + (2 * sample) * is + cell * cs;
       if constexpr (sizeof(Raw) == 2) {
-        // Words 0..24 from the aligned word at or below the cell's first value: for an odd cell the values are
-        // the upper half of word k and the lower half of word k + 1. The last word may hold the next cell's first
-        // value (or, for cell 48, row padding): channel 49 is stored as 0 instead.
+        // 25 words from the aligned word at or below the cell's first value: for an odd cell the values are the
+        // upper half of word k and the lower half of word k + 1. The last word's other half (the next cell's first
+        // value, or row padding) becomes the zero channel 49.
         const bool odd = (cell & 1) != 0;
-        const uint32_t* const source = reinterpret_cast<const uint32_t*>(values - (odd ? 1 : 0));
+        const auto* const source = reinterpret_cast<const uint32_t*>(values - (odd ? 1 : 0));
+        auto* const run_words = reinterpret_cast<uint32_t*>(run);
         uint32_t words[25];
         TRACKSCOPE_UNROLL
-        for (int k = 0; k < 25; ++k) words[k] = live ? global_load_u32(source + k) : 0u;
-        uint32_t* const run_words = reinterpret_cast<uint32_t*>(run);
-        // Branch 2's channel 49 is the zero channel of every cell: cell 48 (even) stores its column as words.
-        const bool last_channel = cell == kCorrCells - 1;
+        for (int k = 0; k < 25; ++k) words[k] = shared_load(source + k);
         TRACKSCOPE_UNROLL
         for (int k = 0; k < 25; ++k) {
-          uint32_t pair = odd ? (words[k] >> 16) | (k < 24 ? words[k + 1] << 16 : 0u) : words[k];
-          if (k == 24) pair &= 0xffffu;  // channel 48, then the zero channel 49
-          shared_store(run_words + k, pair);
-          if (last_channel) {
-            shared_store(reinterpret_cast<uint32_t*>(column + (2 * k) * cs), pair & 0xffffu);
-            if (k < 24) shared_store(reinterpret_cast<uint32_t*>(column + (2 * k + 1) * cs), pair >> 16);
-          } else {
-            shared_store(column + (2 * k) * cs, static_cast<Raw>(pair & 0xffffu));
-            if (k < 24) shared_store(column + (2 * k + 1) * cs, static_cast<Raw>(pair >> 16));
-          }
+          const uint32_t pair = odd ? (words[k] >> 16) | (k < 24 ? words[k + 1] << 16 : 0u) : words[k];
+          shared_store(run_words + k, k == 24 ? pair & 0xffffu : pair);
         }
       } else {
-        constexpr int kChunk = 7;  // values in registers at a time
         TRACKSCOPE_UNROLL
-        for (int c0 = 0; c0 < kCorrCells; c0 += kChunk) {
-          Raw chunk[kChunk];
-          TRACKSCOPE_UNROLL
-          for (int c = 0; c < kChunk; ++c) chunk[c] = live ? global_load_raw(values + c0 + c) : static_cast<Raw>(0);
-          TRACKSCOPE_UNROLL
-          for (int c = 0; c < kChunk; ++c) {
-            shared_store(run + c0 + c, chunk[c]);
-            shared_store(column + (c0 + c) * cs, chunk[c]);
-          }
+        for (int c = 0; c < kCorrCells; ++c) shared_store(run + c, shared_load(values + c));
+      }
+    }
+    block_sync();
+    clear_zero_words<L0, Config::pairs>(region);  // after the staging copies died (base's lie inside them)
+    for (int unit = thread_index(); unit < Config::samples * kCorrCells; unit += kThreads) {
+      const int sample = unit / kCorrCells;
+      const int cell = unit - sample * kCorrCells;                  // (i, j)
+      const Raw* const column = region + (2 * sample) * is + cell;  // branch 1's element (h, w; i, j) at (h, w) * cs
+      Raw* const branch2 = region + (2 * sample + 1) * is + cell * cs;
+      if constexpr (sizeof(Raw) == 2) {
+        auto* const branch2_words = reinterpret_cast<uint32_t*>(branch2);
+        TRACKSCOPE_UNROLL
+        for (int k = 0; k < 25; ++k) {
+          const uint32_t low = shared_load(column + (2 * k) * cs);
+          const uint32_t high = k < 24 ? shared_load(column + (2 * k + 1) * cs) : 0u;  // channel 49: zero
+          shared_store(branch2_words + k, low | high << 16);
         }
+      } else {
+        TRACKSCOPE_UNROLL
+        for (int c = 0; c < kCorrCells; ++c) shared_store(branch2 + c, shared_load(column + c * cs));
       }
     }
     return;
   }
+  clear_zero_words<L0, Config::pairs>(region);
   if constexpr (extra_channels > 0) {
     for (int index = thread_index(); index < Config::pairs * kCorrCells * extra_channels; index += kThreads) {
       const int extra = index % extra_channels;
