@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The fourth GPU call of 2026-12-05's fourth session: the CMDTop kernel's cell-per-thread image load, its K loop in
-# whole ring rounds and the packed 16-position tables (d24dea1), against the previous call's "new" (21e2050).
+# The fifth GPU call of 2026-12-05's fourth session: the CMDTop kernel's staged image load (coalesced 16-byte loads
+# into shared memory, then the two branch images from there), against 21e2050 (the per-vector scatter, the fastest
+# measured for small in the previous calls).
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda (the CUDA CMDTop
 #      against the CPU reference) and gpu/engine_cuda (exact-mode parity: 3xTF32 CMDTop);
-#   2. the source A/B (tools/gpu/source_ab.sh): 21e2050's cmdtop_mma_kernel.cuh against d24dea1's, fp16 and fp32,
+#   2. the source A/B (tools/gpu/source_ab.sh): 21e2050's cmdtop_mma_kernel.cuh against this one, fp16 and fp32,
 #      small/base, N=256/1024, two rounds;
-#   3. Nsight Compute details + stall reasons of the new cmdtop_mma_kernel (small and base, N=1024), and the SASS of
-#      it and of the correlation kernel (the next one to study).
+#   3. Nsight Compute details + stall reasons of the new cmdtop_mma_kernel (small and base, N=1024).
 #
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
