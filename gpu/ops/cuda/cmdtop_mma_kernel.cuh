@@ -180,9 +180,6 @@ struct Tiling {
   static constexpr int nt = NT;
   static constexpr int b_ahead = BAhead;
   static constexpr bool a_ahead = AAhead == 1;
-  // The K loop runs whole rounds of BAhead + 1 steps (its ring of B registers): the steps past k_steps read the
-  // zero word (their table entries) and multiply it with the last step's B.
-  static constexpr int loop_steps = ceil_div(L::k_steps, BAhead + 1) * (BAhead + 1);
   static constexpr int pairs_per_m_tile = 16 / L::positions;
   static constexpr int m_tile_words = pairs_per_m_tile * L::image_stride / L::e;
   static_assert(BAhead == 1 || BAhead == 2, "B is loaded one or two k steps ahead");
@@ -275,19 +272,19 @@ struct alignas(8) TapEntry {
 struct alignas(4) PackedTapEntry {
   uint32_t offsets;
 };
-template <class T>
-using TableEntry = std::conditional_t<T::Layer::positions == 16, PackedTapEntry, TapEntry>;
+template <class L>
+using TableEntry = std::conditional_t<L::positions == 16, PackedTapEntry, TapEntry>;
 
-// Entries (k step s, output position, threadID_in_group t) at index (s * positions + position) * 4 + t, for the
-// loop's steps + 2: the K loop reads the entries of two steps past its end (all on the zero word) instead of
+// Entries (k step s, output position, threadID_in_group t) at index (s * positions + position) * 4 + t, for
+// k_steps + 2 steps: the K loop reads the entries of two steps past the end (all on the zero word) instead of
 // testing for it.
-template <class T>
+template <class L>
 constexpr int table_entries() {
-  return (T::loop_steps + 2) * T::Layer::positions * 4;
+  return (L::k_steps + 2) * L::positions * 4;
 }
-template <class T>
+template <class L>
 constexpr int table_bytes() {
-  return table_entries<T>() * static_cast<int>(sizeof(TableEntry<T>));
+  return table_entries<L>() * static_cast<int>(sizeof(TableEntry<L>));
 }
 
 // The third layer's share of the shared memory (base only).
@@ -298,7 +295,7 @@ struct ThirdLayer {
 };
 template <class Config>
 struct ThirdLayer<Config, true> {
-  static constexpr int bytes = table_bytes<typename Config::T2>();
+  static constexpr int bytes = table_bytes<typename Config::L2>();
   static constexpr int image_stride = Config::L2::image_stride;
 };
 
@@ -309,8 +306,8 @@ struct Layout {
   using L1 = typename Config::L1;
   // Byte offsets of the tables (each a multiple of 32 bytes long) and of the image region.
   static constexpr int table0 = 0;
-  static constexpr int table1 = table0 + table_bytes<typename Config::T0>();
-  static constexpr int table2 = table1 + table_bytes<typename Config::T1>();
+  static constexpr int table1 = table0 + table_bytes<L0>();
+  static constexpr int table2 = table1 + table_bytes<L1>();
   static constexpr int region = table2 + ThirdLayer<Config>::bytes;
   static_assert(table1 % 32 == 0 && table2 % 32 == 0 && region % 32 == 0, "aligned tables and region");
   static constexpr int region_stride =
@@ -334,11 +331,10 @@ struct Params {
 };
 
 // The tap table of one layer (table_entries's order).
-template <class T>
-TRACKSCOPE_DEVICE_FN void build_table(void* table_bytes_start) {
-  auto* const table = static_cast<TableEntry<T>*>(table_bytes_start);
-  using L = typename T::Layer;
-  for (int index = thread_index(); index < table_entries<T>(); index += kThreads) {
+template <class L>
+TRACKSCOPE_DEVICE_FN void build_table(void* table_start) {
+  auto* const table = static_cast<TableEntry<L>*>(table_start);
+  for (int index = thread_index(); index < table_entries<L>(); index += kThreads) {
     const int t = index % 4;
     const int position = (index / 4) % L::positions;
     const int s = index / (4 * L::positions);
@@ -358,7 +354,7 @@ TRACKSCOPE_DEVICE_FN void build_table(void* table_bytes_start) {
       }
       entry.offset[j] = element * static_cast<int>(sizeof(typename L::Arithmetic::Raw));
     }
-    if constexpr (std::is_same_v<TableEntry<T>, PackedTapEntry>) {
+    if constexpr (std::is_same_v<TableEntry<L>, PackedTapEntry>) {
       static_assert(L::image_stride * sizeof(typename L::Arithmetic::Raw) <= 0x10000, "16-bit byte offsets");
       shared_store(table + index, PackedTapEntry{static_cast<uint32_t>(entry.offset[0]) |
                                                  static_cast<uint32_t>(entry.offset[1]) << 16});
@@ -385,16 +381,6 @@ TRACKSCOPE_DEVICE_FN uint32_t global_load_raw(const uint32_t* p) { return global
 // image[(h*7 + w)][(i*7 + j)] = X[h][w][i][j]; pair 2s + 1 (branch 2) = channels (h, w) over space (i, j). K channels
 // past 49 (16-bit: channel 49) are zero. Samples past the end of the input are zeros (their outputs are not written).
 // Elements move as raw bit patterns.
-//
-// Padded rows (vector_rows: 16-byte aligned rows of >= 2408 elements, the engine's) go in three phases, each with
-// loads the hardware serves in bulk: (0) every sample's row, with coalesced 16-byte loads, into the shared memory of
-// its branch-2 image (a staging copy: 2408 elements fit an image); (1) a thread per (sample, cell (h, w)) reads the
-// cell's 49 values from there (25 aligned 32-bit words, realigned for odd cells) and writes branch 1's channel run as
-// words (channel 49's zero included); (2) a thread per (sample, cell (i, j)) gathers branch 2's channels (h, w) from
-// branch 1 and writes them as words over the dead staging copy. No division or bounds test per element. (Measured on
-// the H100, 2026-12-05: the per-element scatter of the 16-byte vectors took ~15 instructions per element, a quarter of
-// the kernel's; a cell per thread straight from global memory took a fifth of those, but its 32-bit loads, 98 bytes
-// apart across a warp, made it no faster.) Plain rows (2401 elements, any alignment) take the element-wise scatter.
 template <class Config>
 TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __restrict__ corr, int valid,
                                       int64_t row_stride, bool vector_rows,
@@ -404,12 +390,25 @@ TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __
   constexpr int cs = L0::channel_stride;
   constexpr int is = L0::image_stride;
   constexpr int extra_channels = L0::k_channels - kCorrCells;
-  static_assert(extra_channels == (sizeof(Raw) == 2 ? 1 : 0), "16-bit: one zero channel; float: none");
+  if constexpr (extra_channels > 0) {
+    for (int index = thread_index(); index < Config::pairs * kCorrCells * extra_channels; index += kThreads) {
+      const int extra = index % extra_channels;
+      const int cell = (index / extra_channels) % kCorrCells;
+      const int pair = index / (extra_channels * kCorrCells);
+      shared_store(region + pair * is + cell * cs + kCorrCells + extra, static_cast<Raw>(0));
+    }
+  }
+  clear_zero_words<L0, Config::pairs>(region);
+  auto scatter = [&](int sample, int e, Raw value) {
+    const int p = e / kCorrCells;      // (h, w)
+    const int c = e - p * kCorrCells;  // (i, j)
+    shared_store(region + (2 * sample) * is + p * cs + c, value);
+    shared_store(region + (2 * sample + 1) * is + c * cs + p, value);
+  };
   if (vector_rows) {
-    static_assert(kCorrPaddedRow <= is && (is * sizeof(Raw)) % 4 == 0, "a padded row fits an image, word-aligned");
     constexpr int per_vector = 16 / static_cast<int>(sizeof(Raw));  // elements per 16-byte load
-    constexpr int vectors = kCorrPaddedRow / per_vector;
-    constexpr int kBatch = 4;  // loads in flight per thread before their stores
+    constexpr int vectors = kCorrPaddedRow / per_vector;            // covers the 2401 values
+    constexpr int kBatch = 4;                                       // loads in flight per thread before their scatters
     for (int first = thread_index(); first < Config::samples * vectors; first += kBatch * kThreads) {
       Words4 words[kBatch];
       TRACKSCOPE_UNROLL
@@ -427,79 +426,44 @@ TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __
         const int index = first + u * kThreads;
         if (index >= Config::samples * vectors) break;
         const int sample = index / vectors;
-        const int vector = index - sample * vectors;
-        auto* const staged = reinterpret_cast<uint32_t*>(region + (2 * sample + 1) * is) + 4 * vector;
-        shared_store(staged, words[u].x);
-        shared_store(staged + 1, words[u].y);
-        shared_store(staged + 2, words[u].z);
-        shared_store(staged + 3, words[u].w);
-      }
-    }
-    block_sync();
-    for (int unit = thread_index(); unit < Config::samples * kCorrCells; unit += kThreads) {
-      const int sample = unit / kCorrCells;
-      const int cell = unit - sample * kCorrCells;  // (h, w)
-      const Raw* const values = region + (2 * sample + 1) * is + cell * kCorrCells;
-      Raw* const run = region + (2 * sample) * is + cell * cs;
-      if constexpr (sizeof(Raw) == 2) {
-        // 25 words from the aligned word at or below the cell's first value: for an odd cell the values are the
-        // upper half of word k and the lower half of word k + 1. The last word's other half (the next cell's first
-        // value, or row padding) becomes the zero channel 49.
-        const bool odd = (cell & 1) != 0;
-        const auto* const source = reinterpret_cast<const uint32_t*>(values - (odd ? 1 : 0));
-        auto* const run_words = reinterpret_cast<uint32_t*>(run);
-        uint32_t words[25];
-        TRACKSCOPE_UNROLL
-        for (int k = 0; k < 25; ++k) words[k] = shared_load(source + k);
-        TRACKSCOPE_UNROLL
-        for (int k = 0; k < 25; ++k) {
-          const uint32_t pair = odd ? (words[k] >> 16) | (k < 24 ? words[k + 1] << 16 : 0u) : words[k];
-          shared_store(run_words + k, k == 24 ? pair & 0xffffu : pair);
+        const int e0 = per_vector * (index - sample * vectors);
+        const uint32_t parts[4] = {words[u].x, words[u].y, words[u].z, words[u].w};
+        auto value = [&](int j) -> Raw {
+          if constexpr (sizeof(Raw) == 2) {
+            return static_cast<Raw>(j % 2 == 0 ? parts[j / 2] & 0xffffu : parts[j / 2] >> 16);
+          } else {
+            return static_cast<Raw>(parts[j]);
+          }
+        };
+        if (e0 + per_vector <= kCorrValues) {
+          // One division per vector: element e0 + j is (p0, c0 + j) until c0 + j reaches 49, then (p0 + 1,
+          // c0 + j - 49) (a vector is shorter than a cell: at most one wrap). Each branch's destination moves by a
+          // fixed amount at the wrap: branch 1 (p * cs + c) by cs - 49, branch 2 (c * cs + p) by 1 - 49 cs.
+          const int p0 = e0 / kCorrCells;
+          const int c0 = e0 - p0 * kCorrCells;
+          const int wrap_from = kCorrCells - c0;
+          Raw* const first1 = region + (2 * sample) * is + p0 * cs + c0;
+          Raw* const first2 = region + (2 * sample + 1) * is + c0 * cs + p0;
+          TRACKSCOPE_UNROLL
+          for (int j = 0; j < per_vector; ++j) {
+            const bool wrapped = j >= wrap_from;
+            shared_store(first1 + j + (wrapped ? cs - kCorrCells : 0), value(j));
+            shared_store(first2 + j * cs + (wrapped ? 1 - kCorrCells * cs : 0), value(j));
+          }
+        } else {
+          TRACKSCOPE_UNROLL
+          for (int j = 0; j < per_vector; ++j) {
+            if (e0 + j < kCorrValues) scatter(sample, e0 + j, value(j));
+          }
         }
-      } else {
-        TRACKSCOPE_UNROLL
-        for (int c = 0; c < kCorrCells; ++c) shared_store(run + c, shared_load(values + c));
       }
     }
-    block_sync();
-    clear_zero_words<L0, Config::pairs>(region);  // after the staging copies died (base's lie inside them)
-    for (int unit = thread_index(); unit < Config::samples * kCorrCells; unit += kThreads) {
-      const int sample = unit / kCorrCells;
-      const int cell = unit - sample * kCorrCells;                  // (i, j)
-      const Raw* const column = region + (2 * sample) * is + cell;  // branch 1's element (h, w; i, j) at (h, w) * cs
-      Raw* const branch2 = region + (2 * sample + 1) * is + cell * cs;
-      if constexpr (sizeof(Raw) == 2) {
-        auto* const branch2_words = reinterpret_cast<uint32_t*>(branch2);
-        TRACKSCOPE_UNROLL
-        for (int k = 0; k < 25; ++k) {
-          const uint32_t low = shared_load(column + (2 * k) * cs);
-          const uint32_t high = k < 24 ? shared_load(column + (2 * k + 1) * cs) : 0u;  // channel 49: zero
-          shared_store(branch2_words + k, low | high << 16);
-        }
-      } else {
-        TRACKSCOPE_UNROLL
-        for (int c = 0; c < kCorrCells; ++c) shared_store(branch2 + c, shared_load(column + c * cs));
-      }
+  } else {
+    for (int index = thread_index(); index < Config::samples * kCorrValues; index += kThreads) {
+      const int sample = index / kCorrValues;
+      const int e = index - sample * kCorrValues;
+      scatter(sample, e, sample < valid ? global_load_raw(corr + sample * row_stride + e) : static_cast<Raw>(0));
     }
-    return;
-  }
-  clear_zero_words<L0, Config::pairs>(region);
-  if constexpr (extra_channels > 0) {
-    for (int index = thread_index(); index < Config::pairs * kCorrCells * extra_channels; index += kThreads) {
-      const int extra = index % extra_channels;
-      const int cell = (index / extra_channels) % kCorrCells;
-      const int pair = index / (extra_channels * kCorrCells);
-      shared_store(region + pair * is + cell * cs + kCorrCells + extra, static_cast<Raw>(0));
-    }
-  }
-  for (int index = thread_index(); index < Config::samples * kCorrValues; index += kThreads) {
-    const int sample = index / kCorrValues;
-    const int e = index - sample * kCorrValues;
-    const Raw value = sample < valid ? global_load_raw(corr + sample * row_stride + e) : static_cast<Raw>(0);
-    const int p = e / kCorrCells;      // (h, w)
-    const int c = e - p * kCorrCells;  // (i, j)
-    shared_store(region + (2 * sample) * is + p * cs + c, value);
-    shared_store(region + (2 * sample + 1) * is + c * cs + p, value);
   }
 }
 
@@ -586,7 +550,7 @@ TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const void* __res
   for (int u = 0; u < kAhead; ++u) load_b(b[u], u);
 
   // The table entries of one step: this thread's first rows' and (16 positions) its second rows'.
-  using Entry = TableEntry<T>;
+  using Entry = TableEntry<L>;
   const Entry* entries = static_cast<const Entry*>(table_start) + position0 * 4 + t;
   struct Entries {
     TapEntry first, second;
@@ -648,10 +612,11 @@ TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const void* __res
     }
   };
   // The ring's slots are compile-time indices: the loop advances kRing steps at a time.
-  static_assert(T::loop_steps % kRing == 0, "whole rounds of the ring");
-  for (int s0 = 0; s0 < T::loop_steps; s0 += kRing) {
+  for (int s0 = 0; s0 < L::k_steps; s0 += kRing) {
     TRACKSCOPE_UNROLL
-    for (int u = 0; u < kRing; ++u) step(s0 + u, b[u], b[(u + kAhead) % kRing]);
+    for (int u = 0; u < kRing; ++u) {
+      if (s0 + u < L::k_steps) step(s0 + u, b[u], b[(u + kAhead) % kRing]);
+    }
   }
   if constexpr (!last) {
     block_sync();  // every warp is done reading the input images: they may be overwritten
@@ -746,9 +711,9 @@ cmdtop_mma_kernel(const void* __restrict__ corr, int64_t samples, int64_t row_st
   using Raw = typename Config::Arithmetic::Raw;
   char* const tables = static_cast<char*>(dynamic_shared());
   Raw* const region = reinterpret_cast<Raw*>(tables + Shape::region);
-  build_table<typename Config::T0>(tables + Shape::table0);
-  build_table<typename Config::T1>(tables + Shape::table1);
-  if constexpr (Config::layers == 3) build_table<typename Config::T2>(tables + Shape::table2);
+  build_table<typename Config::L0>(tables + Shape::table0);
+  build_table<typename Config::L1>(tables + Shape::table1);
+  if constexpr (Config::layers == 3) build_table<typename Config::L2>(tables + Shape::table2);
 
   const int64_t sample0 = block_index() * Config::samples;
   const int valid = static_cast<int>(samples - sample0 < Config::samples ? samples - sample0 : Config::samples);
