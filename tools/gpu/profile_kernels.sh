@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Per-kernel GPU time of one forward pass under Nsight Compute, for deciding which kernel to write next (the
-# bench's stage medians say which stage is slow, this says which launches inside it). Written 2026-12-05 and not
-# yet run: no GPU machine was lent after it was written (check that ncu exists on the machine and that --nvtx
-# names the stages before trusting the CSV).
+# bench's stage medians say which stage is slow, this says which launches inside it). Summaries:
+# tools/gpu/summarise_ncu.py CSV --top N (run on the H200 and the H100 since 2026-12-05).
 #
 # On the GPU machine, after a build (tools/gpu/check.sh ... --targets trackscope-cli):
 #   bash tools/gpu/profile_kernels.sh OUT_DIR "small:256:fp16" "small:1024:fp16" ...
