@@ -27,9 +27,10 @@
 // Nothing but the correlation rows (read once) and the output reaches device memory.
 //
 // Every layer runs without barriers inside its K loop (A is resident, B comes from global memory); a block has
-// 8 warps. Tiles: 16-bit, 16 samples (1 block per SM, ~165-175 KiB of shared memory: compute capability 8.0 and 9.x)
-// or 8 samples (2 blocks per SM, < 99 KiB: 8.6 / 8.9); 3xTF32, 8 samples (~170-180 KiB: 9.x). The source is shared
-// with the CPU emulation test (tests/gpu/cuda_emulation.h): the hardware is reached only through mma_primitives.cuh.
+// 8 warps. Tiles (shared memory, small / base): 16-bit, 8 samples (87 / 96 KiB: two blocks per SM on compute
+// capability 8.0 and 9.x, one on 8.6 / 8.9; the default) or 16 samples (164 / 179 KiB: 9.x, for tuning); 3xTF32,
+// 8 samples (171 / 188 KiB: 9.x). The source is shared with the CPU emulation test (tests/gpu/cuda_emulation.h): the
+// hardware is reached only through mma_primitives.cuh.
 
 #include <cstdint>
 #include <type_traits>
@@ -380,7 +381,9 @@ TRACKSCOPE_DEVICE_FN uint32_t global_load_raw(const uint32_t* p) { return global
 // Both branch images of every sample of the tile: pair 2s (branch 1) = channels (i, j) over space (h, w), i.e.
 // image[(h*7 + w)][(i*7 + j)] = X[h][w][i][j]; pair 2s + 1 (branch 2) = channels (h, w) over space (i, j). K channels
 // past 49 (16-bit: channel 49) are zero. Samples past the end of the input are zeros (their outputs are not written).
-// Elements move as raw bit patterns.
+// Elements move as raw bit patterns. (Measured on the H100, 2026-12-05: this phase is bound by its loads, not its
+// instructions: a thread per cell reading its 49 values with 32-bit loads, and a staged copy through shared memory,
+// both cutting the kernel's instructions by a quarter to a third, were no faster; docs/kernels.md §3c.)
 template <class Config>
 TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __restrict__ corr, int valid,
                                       int64_t row_stride, bool vector_rows,
