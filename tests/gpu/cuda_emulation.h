@@ -173,8 +173,8 @@ class Block {
 
   void* shared() { return storage.data(); }
 
-  // Checks an access of `bytes` at p by `thread` in barrier epoch `epoch`; `checked` false = bounds only.
-  void access(const void* p, size_t bytes, bool write, int thread, int epoch, bool checked) {
+  // Checks an access of `bytes` at p by `thread` in barrier epoch `epoch`.
+  void access(const void* p, size_t bytes, bool write, int thread, int epoch) {
     const auto* base = reinterpret_cast<const unsigned char*>(storage.data());
     const auto* at = static_cast<const unsigned char*>(p);
     if (at < base || at + bytes > base + shared_bytes_) {
@@ -183,7 +183,6 @@ class Block {
            std::to_string(thread));
       return;
     }
-    if (!checked) return;
     const auto offset = static_cast<size_t>(at - base);
     const std::lock_guard<std::mutex> lock(mutex_);
     for (size_t i = offset; i < offset + bytes; ++i) {
@@ -341,22 +340,15 @@ inline void* dynamic_shared() {
 
 template <class T>
 T shared_load(const T* p) {
-  emu::context.block->access(p, sizeof(T), false, emu::context.thread, emu::context.epoch, true);
+  emu::context.block->access(p, sizeof(T), false, emu::context.thread, emu::context.epoch);
   T v;
   std::memcpy(static_cast<void*>(&v), static_cast<const void*>(p), sizeof(T));
   return v;
 }
 template <class T>
 void shared_store(T* p, const T& v) {
-  emu::context.block->access(p, sizeof(T), true, emu::context.thread, emu::context.epoch, true);
+  emu::context.block->access(p, sizeof(T), true, emu::context.thread, emu::context.epoch);
   std::memcpy(static_cast<void*>(p), static_cast<const void*>(&v), sizeof(T));
-}
-inline uint32_t shared_load_masked(const uint32_t* p, uint32_t keep) {
-  emu::context.block->access(p, 4, false, emu::context.thread, emu::context.epoch, keep != 0u);
-  uint32_t v = 0;
-  std::memcpy(&v, p, 4);
-  if (keep != 0u && keep != 0xffffffffu) emu::context.block->fail("partial mask in shared_load_masked");
-  return v & keep;
 }
 
 inline Words4 global_load16(const void* p) {
@@ -391,7 +383,7 @@ inline void async_copy16(void* shared_destination, const void* global_source, bo
       (inside && reinterpret_cast<uintptr_t>(global_source) % 16 != 0)) {
     block.fail("misaligned cp.async");
   }
-  block.access(shared_destination, 16, true, emu::context.thread, emu::context.epoch, true);
+  block.access(shared_destination, 16, true, emu::context.thread, emu::context.epoch);
   if (inside) {
     std::memcpy(shared_destination, global_source, 16);
   } else {
@@ -404,7 +396,7 @@ inline void async_wait_all() {
   emu::Block& block = *emu::context.block;
   for (void* p : emu::context.copies_in_flight) {
     block.clear_pending(p, 16);
-    block.access(p, 16, true, emu::context.thread, emu::context.epoch, true);
+    block.access(p, 16, true, emu::context.thread, emu::context.epoch);
   }
   emu::context.copies_in_flight.clear();
 }

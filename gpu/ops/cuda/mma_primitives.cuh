@@ -38,9 +38,6 @@ template <class T>
 TRACKSCOPE_DEVICE_FN void shared_store(T* p, const T& v) {
   *p = v;
 }
-/// *p & keep, loading unconditionally: p must lie inside the block's shared memory even where keep is 0 (then the
-/// loaded value, possibly never written, does not matter).
-TRACKSCOPE_DEVICE_FN uint32_t shared_load_masked(const uint32_t* p, uint32_t keep) { return *p & keep; }
 
 /// Read-only global loads (the non-coherent path: the data does not change during the kernel).
 TRACKSCOPE_DEVICE_FN Words4 global_load16(const void* p) {
