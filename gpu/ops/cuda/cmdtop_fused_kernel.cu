@@ -462,7 +462,7 @@ cudaError_t launch_typed(const float* corr, int64_t samples, int64_t row_stride,
   const cudaError_t error =
       cudaFuncSetAttribute(cmdtop_fused_kernel<Config>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
   if (error != cudaSuccess) return error;
-  const bool vector_rows = row_stride % 4 == 0 && reinterpret_cast<uintptr_t>(corr) % 16 == 0;
+  const bool vector_rows = row_stride % 4 == 0 && is_aligned(corr, 16);
   cmdtop_fused_kernel<Config><<<static_cast<unsigned>(blocks), kThreads, shared_bytes, stream>>>(
       corr, samples, row_stride, vector_rows, params, eps, out);
   return cudaGetLastError();
@@ -480,14 +480,13 @@ cudaError_t launch_cmdtop_fused(CmdTopFusedShape shape, const float* corr, int64
                                 cudaStream_t stream) {
   if (samples == 0) return cudaSuccess;
   const int expected = shape == CmdTopFusedShape::base ? 3 : 2;
-  if (layer_count != expected || row_stride < kCorrValues || reinterpret_cast<uintptr_t>(out) % 16 != 0) {
+  if (layer_count != expected || row_stride < kCorrValues || !is_aligned(out, 16)) {
     return cudaErrorInvalidValue;
   }
   LayerParams params;
   for (int i = 0; i < layer_count; ++i) {
     params.layer[i] = layers[i];
-    if (reinterpret_cast<uintptr_t>(layers[i].weight) % 16 != 0 ||
-        reinterpret_cast<uintptr_t>(layers[i].bias) % 16 != 0) {
+    if (!is_aligned(layers[i].weight, 16) || !is_aligned(layers[i].bias, 16)) {
       return cudaErrorInvalidValue;
     }
   }

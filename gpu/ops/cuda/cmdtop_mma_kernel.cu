@@ -25,7 +25,7 @@ cudaError_t launch_typed(const void* corr, int64_t samples, int64_t row_stride, 
   const cudaError_t error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
   if (error != cudaSuccess) return error;
   const bool vector_rows = row_stride % (16 / sizeof(typename Config::Arithmetic::Raw)) == 0 &&
-                           row_stride >= cmdtop_mma::kCorrPaddedRow && reinterpret_cast<uintptr_t>(corr) % 16 == 0;
+                           row_stride >= cmdtop_mma::kCorrPaddedRow && is_aligned(corr, 16);
   kernel<<<static_cast<unsigned>(blocks), cmdtop_mma::kThreads, shared_bytes, stream>>>(corr, samples, row_stride,
                                                                                         vector_rows, params, eps, out);
   return cudaGetLastError();
@@ -65,14 +65,13 @@ cudaError_t launch_cmdtop_mma(CmdTopFusedShape shape, ElementType element_type, 
   const int expected = shape == CmdTopFusedShape::base ? 3 : 2;
   const int element_bytes = element_type == ElementType::float32 ? 4 : 2;
   if (layer_count != expected || row_stride < cmdtop_mma::kCorrValues ||
-      cmdtop_mma_shared_bytes(shape, element_type, tile_samples) < 0 ||
-      reinterpret_cast<uintptr_t>(out) % (2 * element_bytes) != 0 ||
-      reinterpret_cast<uintptr_t>(corr) % element_bytes != 0) {
+      cmdtop_mma_shared_bytes(shape, element_type, tile_samples) < 0 || !is_aligned(out, 2 * element_bytes) ||
+      !is_aligned(corr, element_bytes)) {
     return cudaErrorInvalidValue;
   }
   cmdtop_mma::Params params;
   for (int i = 0; i < layer_count; ++i) {
-    if (reinterpret_cast<uintptr_t>(layers[i].weight) % 16 != 0) return cudaErrorInvalidValue;
+    if (!is_aligned(layers[i].weight, 16)) return cudaErrorInvalidValue;
     params.layer[i].weight = static_cast<const Words4*>(layers[i].weight);
     params.layer[i].bias = layers[i].bias;
     params.layer[i].gamma = layers[i].gamma;

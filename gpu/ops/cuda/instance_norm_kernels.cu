@@ -242,8 +242,7 @@ bool instance_norm_eligible(const InstanceNormShape& s, ElementType element_type
   const int64_t vectors = s.channels / width;
   const bool vectors_ok = s.channels > 0 && s.channels % width == 0 && vectors <= kThreads && kThreads % vectors == 0;
   return vectors_ok && s.samples > 0 && s.samples <= kMaxGridY && s.positions > 0 &&
-         instance_norm_splits(s, element_type) <= 0x7fffffffLL && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
-         reinterpret_cast<uintptr_t>(y) % 16 == 0;
+         instance_norm_splits(s, element_type) <= 0x7fffffffLL && is_aligned(x, 16) && is_aligned(y, 16);
 }
 
 int64_t instance_norm_splits(const InstanceNormShape& s, ElementType element_type) {

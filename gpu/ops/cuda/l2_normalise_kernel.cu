@@ -41,8 +41,8 @@ int group_of(ElementType type, int channels) {
 }  // namespace
 
 bool l2_normalise_eligible(int64_t channels, ElementType element_type, const void* x, const void* y) {
-  return channels <= 0x7fffffff && group_of(element_type, static_cast<int>(channels)) > 0 &&
-         reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  return channels <= 0x7fffffff && group_of(element_type, static_cast<int>(channels)) > 0 && is_aligned(x, 16) &&
+         is_aligned(y, 16);
 }
 
 cudaError_t launch_l2_normalise(int64_t pixels, int64_t channels, ElementType element_type, const void* x, void* y,

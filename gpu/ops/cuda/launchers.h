@@ -19,6 +19,11 @@
 
 namespace trackscope::gpu::ops::cuda {
 
+/// Whether `pointer` is a multiple of `bytes` (the launchers' eligibility for vector loads and stores).
+inline bool is_aligned(const void* pointer, uintptr_t bytes) {
+  return reinterpret_cast<uintptr_t>(pointer) % bytes == 0;
+}
+
 enum class ElementType : int { float32 = 0, bfloat16 = 1, float16 = 2 };
 
 // -- local_corr4d ----------------------------------------------------------------------------------------

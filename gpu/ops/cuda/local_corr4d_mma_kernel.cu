@@ -206,9 +206,8 @@ bool local_corr4d_mma_eligible(const LocalCorr4dShape& s, ElementType element_ty
   if (element_type == ElementType::float32) return false;
   if (element_type == ElementType::bfloat16 && compute_capability < 80) return false;
   if (element_type == ElementType::float16 && compute_capability < 70) return false;
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   return s.channels % kChunk == 0 && s.stride_frame % 8 == 0 && s.stride_row % 8 == 0 && s.stride_column % 8 == 0 &&
-         aligned(features) && aligned(supports);
+         is_aligned(features, 16) && is_aligned(supports, 16);
 }
 
 cudaError_t launch_local_corr4d_mma(const LocalCorr4dShape& shape, ElementType element_type, const void* features,

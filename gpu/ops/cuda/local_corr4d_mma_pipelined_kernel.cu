@@ -45,14 +45,13 @@ cudaError_t launch_half(const LocalCorr4dShape& s, const void* features, const f
 
 bool local_corr4d_mma_pipelined_eligible(const LocalCorr4dShape& s, ElementType element_type, ElementType corr_type,
                                          const void* features, const void* supports, int compute_capability) {
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   const bool single = element_type == ElementType::float32;
   const int64_t chunk = single ? corr_mma::Tf32x3::chunk : corr_mma::Half<Fp16Tag>::chunk;
   const int64_t per_vector = single ? 4 : 8;  // elements per 16 bytes
   const bool output_ok = corr_type == ElementType::float32 || (!single && corr_type == element_type);
   return compute_capability >= 80 && output_ok && s.channels > 0 && s.channels % chunk == 0 &&
          s.stride_frame % per_vector == 0 && s.stride_row % per_vector == 0 && s.stride_column % per_vector == 0 &&
-         aligned(features) && aligned(supports);
+         is_aligned(features, 16) && is_aligned(supports, 16);
 }
 
 cudaError_t launch_local_corr4d_mma_pipelined(const LocalCorr4dShape& shape, ElementType element_type,

@@ -200,11 +200,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 bool local_corr4d_pipelined_eligible(const LocalCorr4dShape& s, ElementType element_type, const void* features,
                                      const void* supports, int compute_capability, int64_t shared_bytes_optin) {
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   return element_type == ElementType::float32 && compute_capability >= 80 &&
          shared_bytes_optin >= static_cast<int64_t>(kSharedBytes) && s.channels > 0 && s.channels % kChunk == 0 &&
-         s.stride_frame % 4 == 0 && s.stride_row % 4 == 0 && s.stride_column % 4 == 0 && aligned(features) &&
-         aligned(supports);
+         s.stride_frame % 4 == 0 && s.stride_row % 4 == 0 && s.stride_column % 4 == 0 && is_aligned(features, 16) &&
+         is_aligned(supports, 16);
 }
 
 cudaError_t launch_local_corr4d_pipelined(const LocalCorr4dShape& s, const float* features, const float* points,

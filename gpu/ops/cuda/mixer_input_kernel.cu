@@ -12,8 +12,7 @@ cudaError_t launch_typed(MixerInputShape s, const float* occlusion, const float*
                          const float* tracks, void* out, cudaStream_t stream) {
   if (s.row < kMixerInputColumns) return cudaErrorInvalidValue;
   s.paired = !std::is_same_v<Element, float> && s.row % 2 == 0 && s.encoded_stride_query % 2 == 0 &&
-             s.encoded_stride_frame % 2 == 0 && reinterpret_cast<uintptr_t>(encoded) % 4 == 0 &&
-             reinterpret_cast<uintptr_t>(out) % 4 == 0;
+             s.encoded_stride_frame % 2 == 0 && is_aligned(encoded, 4) && is_aligned(out, 4);
   const int64_t blocks = mixer_input::block_count(s);
   if (blocks == 0) return cudaSuccess;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
