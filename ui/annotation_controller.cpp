@@ -18,11 +18,6 @@
 #include "ui/workbench_actions.h"
 
 namespace trackscope::ui {
-namespace {
-
-constexpr int kMessageMs = 8000;
-
-}  // namespace
 
 AnnotationController::AnnotationController(const WorkbenchParts& parts, TrackerService* service, QObject* parent)
     : QObject(parent), parts_(parts), service_(service) {
@@ -143,7 +138,7 @@ void AnnotationController::set_quality_strip_visible(bool visible) {
 
 int64_t AnnotationController::shown_frame() const { return parts_.canvas->frame_index(); }
 
-void AnnotationController::message(const QString& text) { parts_.status_bar->showMessage(text, kMessageMs); }
+void AnnotationController::message(const QString& text) { parts_.status_bar->showMessage(text, kStatusMessageMs); }
 
 bool AnnotationController::retrack(core::RetrackDirection direction) {
   const std::optional<core::PointId> selected = parts_.editor->selected_point();

@@ -17,7 +17,7 @@ namespace {
 
 constexpr double kWheelZoomStep = 1.25;  // per wheel notch (120 eighths of a degree)
 constexpr double kButtonZoomStep = 1.5;
-const QColor kBackground(40, 40, 44);
+const QColor kCanvasBackground(40, 40, 44);
 
 }  // namespace
 
@@ -133,7 +133,7 @@ bool VideoCanvas::event(QEvent* event) {
 
 void VideoCanvas::paintEvent(QPaintEvent* /*event*/) {
   QPainter painter(this);
-  painter.fillRect(rect(), kBackground);
+  painter.fillRect(rect(), kCanvasBackground);
   if (image_.isNull()) {
     painter.setPen(QColor(200, 200, 200));
     painter.drawText(rect(), Qt::AlignCenter, tr("Open a video (Ctrl+O) or drop a file here"));

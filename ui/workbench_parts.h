@@ -15,6 +15,9 @@ class QWidget;
 
 namespace trackscope::ui {
 
+/// How long a controller's status-bar message stays up: long enough to read two lines.
+inline constexpr int kStatusMessageMs = 8000;
+
 class AnnotationEditor;
 class PointListPanel;
 class Settings;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/tracking/locotrack_shape.h"
+
 namespace trackscope::core {
 
 namespace {
@@ -18,7 +20,7 @@ constexpr double kSupport = 49.0;             // 7x7 support / neighbourhood cel
 constexpr double kCorrelation = 49.0 * 49.0;  // 7x7x7x7 per level and frame
 constexpr double kLevels = 3.0;
 constexpr double kCmdtopOutputs = 768.0;  // 3 levels x 256 features
-constexpr double kMixerInput = 854.0;
+constexpr double kMixerInput = locotrack::kMixerInputChannels;
 constexpr double kMixerOutput = 388.0;
 constexpr double kMixerLayers = 3.0;
 // Softmax over 20x logits, the windowed soft-argmax and the mean/max/min statistics (with the 2x upsample) per

@@ -14,8 +14,7 @@ namespace {
 constexpr int64_t kGridElementsPerFrame = 32 * 32 * 256 + 64 * 64 * 128 + 128 * 128 * 64;  // 1,835,008
 constexpr int64_t kFramePixels = 256 * 256 * 3;
 constexpr int64_t kSupportElements = 49 * (256 + 128 + 64);
-constexpr int64_t kCorrelation = locotrack::kCorrPaddedRow;  // 7^4 per level, rows padded to a multiple of 8
-constexpr int64_t kMixerInput = 854;
+constexpr int64_t kCorrelationRow = locotrack::kCorrPaddedRow;  // 7^4 per level, rows padded to a multiple of 8
 constexpr int64_t kEncoded = 3 * 256;
 // Live activations of the backbone per frame: measured peak of the ResNet forward (stem output, block input,
 // normalised copy, two conv outputs, residual sum at 128x128x64 = 1 M elements each, and the smaller groups).
@@ -57,7 +56,8 @@ int64_t chunk_memory_bytes(const TrackerMemoryInput& input, int chunk) {
   // Per (query, frame): correlations of the three levels, CMDTop outputs, mixer input and relative-motion
   // features, ~12 D of hidden states (residual stream, LN outputs, q/k/v, attention output) and the 4 D MLP
   // twice (linear output and GELU), the float32 state (tracks, logits, update, probabilities).
-  int64_t per_query_frame = e * (3 * kCorrelation + kEncoded + kMixerInput + 84 + 12 * dim + 8 * dim) + 4 * 16;
+  int64_t per_query_frame =
+      e * (3 * kCorrelationRow + kEncoded + locotrack::kMixerInputChannels + 84 + 12 * dim + 8 * dim) + 4 * 16;
   if (input.attention_materialised) per_query_frame += 2 * heads * frames * e;
   if (!input.fused) per_query_frame += kEagerNeighbourhoodBytes;
   const int64_t pass = std::min<int64_t>(chunk, input.init_queries_per_pass);
@@ -276,7 +276,8 @@ int64_t long_mixer_bytes(const TrackerMemoryInput& input, int queries, int mixer
   // queries, normalised copies, the MLP's hidden layer (twice), and one head's scores and probabilities against
   // at most every frame.
   const int64_t whole = int64_t{queries} * frames * (3 * dim * e + 4 * 4);
-  const int64_t block = int64_t{queries} * mixer_block * ((kMixerInput + 8 * dim + 2 * 4 * dim) * e + 2 * frames * 4);
+  const int64_t block =
+      int64_t{queries} * mixer_block * ((locotrack::kMixerInputChannels + 8 * dim + 2 * 4 * dim) * e + 2 * frames * 4);
   return whole + block;
 }
 
@@ -287,7 +288,8 @@ int64_t whole_axis_mixer_bytes(const TrackerMemoryInput& input, int queries) {
   const int64_t frames = input.frames;
   // Per (query, frame): the input, ~12 D of hidden states and the 4 D MLP twice, every head's scores and
   // probabilities against every frame, the float32 state (as chunk_memory_bytes counts the transformer).
-  return int64_t{queries} * frames * (e * (kMixerInput + 12 * dim + 8 * dim + 2 * heads * frames) + 4 * 16);
+  return int64_t{queries} * frames *
+         (e * (locotrack::kMixerInputChannels + 12 * dim + 8 * dim + 2 * heads * frames) + 4 * 16);
 }
 
 std::string RunPlan::summary() const {

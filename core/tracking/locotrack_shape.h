@@ -11,5 +11,8 @@ inline constexpr int kSupportTaps = kSupportSize * kSupportSize;    // cells of 
 inline constexpr int kCorrPerSample = kSupportTaps * kSupportTaps;  // values of one [7, 7, 7, 7] correlation
 /// A correlation row padded to a multiple of 8 elements (16-byte aligned bf16/fp16 rows: ops::kCorrPaddedRow).
 inline constexpr int kCorrPaddedRow = (kCorrPerSample + 7) / 8 * 8;
+/// Channels of the temporal mixer's input per (query, frame): the occlusion and distance logits, the CMDTop outputs
+/// of the three levels and the relative motion encoding (docs/locotrack-spec.md §2).
+inline constexpr int kMixerInputChannels = 854;
 
 }  // namespace trackscope::core::locotrack

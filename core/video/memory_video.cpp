@@ -5,12 +5,11 @@
 #include <chrono>
 
 #include "core/video/image_resize.h"
+#include "core/video/still_image.h"
 
 namespace trackscope::core {
 
 namespace {
-
-constexpr int kMaxFrameSide = 16384;
 
 int64_t pts_of(int64_t index, Rational frame_rate) {
   // index / (num / den) seconds, in microseconds, rounded down (exact for integer rates).
@@ -27,9 +26,9 @@ Expected<std::unique_ptr<MemoryVideoSource>> MemoryVideoSource::create(std::vect
                                         frame_rate.num, frame_rate.den));
   }
   const int width = frames.front().width, height = frames.front().height;
-  if (width < 1 || height < 1 || width > kMaxFrameSide || height > kMaxFrameSide) {
+  if (width < 1 || height < 1 || width > still_image::kMaxImageSide || height > still_image::kMaxImageSide) {
     return invalid_argument(fmt::format("in-memory video '{}': frame size {}x{} not within 1..{} px", name.string(),
-                                        width, height, kMaxFrameSide));
+                                        width, height, still_image::kMaxImageSide));
   }
   std::unique_ptr<MemoryVideoSource> source(new MemoryVideoSource());
   source->frames_.reserve(frames.size());
@@ -82,9 +81,10 @@ Expected<FramePtr> MemoryVideoSource::read_frame(int64_t index, FrameSize size) 
   const FramePtr& stored = frames_[static_cast<size_t>(index)];
   FramePtr result = stored;
   if (!size.native() && (size.width != info_.width || size.height != info_.height)) {
-    if (size.width < 1 || size.height < 1 || size.width > kMaxFrameSide || size.height > kMaxFrameSide) {
+    if (size.width < 1 || size.height < 1 || size.width > still_image::kMaxImageSide ||
+        size.height > still_image::kMaxImageSide) {
       return invalid_argument(
-          fmt::format("requested size {}x{} not within 1..{} px", size.width, size.height, kMaxFrameSide));
+          fmt::format("requested size {}x{} not within 1..{} px", size.width, size.height, still_image::kMaxImageSide));
     }
     Expected<Frame> resized = resize_image(*stored, size, ResizeFilter::lanczos);
     if (!resized) return resized.status();

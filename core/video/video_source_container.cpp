@@ -24,6 +24,7 @@ extern "C" {
 #include "core/log.h"
 #include "core/video/ffmpeg_support.h"
 #include "core/video/memory_input.h"
+#include "core/video/still_image.h"
 #include "core/video/video_source_backends.h"
 
 namespace trackscope::core::video_backends {
@@ -33,14 +34,14 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kMaxFrameSide = 16384;
 constexpr int kMaxConsecutiveDecodeErrors = 64;
 
 Status check_frame_size(FrameSize size) {
   if (size.native()) return {};
-  if (size.width < 1 || size.height < 1 || size.width > kMaxFrameSide || size.height > kMaxFrameSide) {
+  if (size.width < 1 || size.height < 1 || size.width > still_image::kMaxImageSide ||
+      size.height > still_image::kMaxImageSide) {
     return invalid_argument(fmt::format("frame size must be 0x0 (native) or within 1..{} per side, got {}x{}",
-                                        kMaxFrameSide, size.width, size.height));
+                                        still_image::kMaxImageSide, size.width, size.height));
   }
   return {};
 }

@@ -26,7 +26,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kMaxFrameSide = 16384;
 
 struct ImageHeader {
   int width = 0;
@@ -332,10 +331,10 @@ Status ImageSequenceSource::open() {
 
 Expected<FramePtr> ImageSequenceSource::read_frame(int64_t index, FrameSize size) {
   const auto start = Clock::now();
-  if (!size.native() &&
-      (size.width < 1 || size.height < 1 || size.width > kMaxFrameSide || size.height > kMaxFrameSide)) {
+  if (!size.native() && (size.width < 1 || size.height < 1 || size.width > still_image::kMaxImageSide ||
+                         size.height > still_image::kMaxImageSide)) {
     return invalid_argument(fmt::format("frame size must be 0x0 (native) or within 1..{} per side, got {}x{}",
-                                        kMaxFrameSide, size.width, size.height));
+                                        still_image::kMaxImageSide, size.width, size.height));
   }
   if (index < 0 || index >= info_.frame_count) {
     return invalid_argument(fmt::format("frame index {} is out of range [0, {})", index, info_.frame_count));

@@ -17,6 +17,7 @@ extern "C" {
 #include "core/io/atomic_file.h"
 #include "core/log.h"
 #include "core/video/ffmpeg_support.h"
+#include "core/video/still_image.h"
 
 namespace trackscope::core {
 
@@ -295,8 +296,9 @@ Status FfmpegVideoWriter::finish() {
 }  // namespace
 
 Status VideoWriterOptions::check() const {
-  if (width < 1 || height < 1 || width > 16384 || height > 16384) {
-    return invalid_argument(fmt::format("video size must be within 1..16384 per side, got {}x{}", width, height));
+  if (width < 1 || height < 1 || width > still_image::kMaxImageSide || height > still_image::kMaxImageSide) {
+    return invalid_argument(
+        fmt::format("video size must be within 1..{} per side, got {}x{}", still_image::kMaxImageSide, width, height));
   }
   if (codec != VideoCodec::mjpeg && chroma == ChromaFormat::yuv420 && (width % 2 != 0 || height % 2 != 0)) {
     return invalid_argument(

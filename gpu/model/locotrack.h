@@ -73,7 +73,7 @@ inline constexpr int kSupportRadius = 3;
 inline constexpr int kHeatmapSize = 64;
 inline constexpr double kSoftmaxTemperature = 20.0;
 inline constexpr int kSoftArgmaxRadius = 5;  // window radius in heatmap cells (strict: distance^2 < 25)
-inline constexpr int kMixerInputChannels = 854;
+using core::locotrack::kMixerInputChannels;
 inline constexpr int kMixerOutputChannels = 388;
 
 // ---------------------------------------------------------------------------------------------------------

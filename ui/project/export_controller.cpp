@@ -17,9 +17,8 @@
 #include "ui/workbench_actions.h"
 
 namespace trackscope::ui {
-namespace {
 
-constexpr int kMessageMs = 8000;
+namespace {
 
 QString filter_for(core::io::TrackFormat format) {
   switch (format) {
@@ -75,12 +74,12 @@ core::io::TrackVideo ExportController::track_video() const {
 
 bool ExportController::export_tracks(core::io::TrackFormat format, const QString& path) {
   if (!parts_.session->has_video()) {
-    parts_.status_bar->showMessage(tr("Open a video first"), kMessageMs);
+    parts_.status_bar->showMessage(tr("Open a video first"), kStatusMessageMs);
     return false;
   }
   const core::io::TrackTable table = core::io::track_table(parts_.editor->annotation(), track_video());
   if (table.tracks.empty()) {
-    parts_.status_bar->showMessage(tr("Nothing to export: track some points first"), kMessageMs);
+    parts_.status_bar->showMessage(tr("Nothing to export: track some points first"), kStatusMessageMs);
     return false;
   }
   const core::Status written = core::io::write_tracks(path_from_qstring(path), table, format);
@@ -90,7 +89,7 @@ bool ExportController::export_tracks(core::io::TrackFormat format, const QString
   }
   parts_.status_bar->showMessage(tr("Exported %n track(s) to %1", nullptr, static_cast<int>(table.tracks.size()))
                                      .arg(QDir::toNativeSeparators(path)),
-                                 kMessageMs);
+                                 kStatusMessageMs);
   return true;
 }
 
@@ -101,7 +100,7 @@ int ExportController::import_tracks(const QString& path) {
     return 0;
   }
   if (!parts_.session->has_video()) {
-    parts_.status_bar->showMessage(tr("Open the tracks' video first"), kMessageMs);
+    parts_.status_bar->showMessage(tr("Open the tracks' video first"), kStatusMessageMs);
     return 0;
   }
   core::io::TrackImportOptions options;
@@ -117,7 +116,7 @@ int ExportController::import_tracks(const QString& path) {
   const int added =
       parts_.editor->import_tracks(*table, tr("Import %n track(s)", nullptr, static_cast<int>(table->tracks.size())));
   parts_.status_bar->showMessage(tr("Imported %n track(s) from %1", nullptr, added).arg(QFileInfo(path).fileName()),
-                                 kMessageMs);
+                                 kStatusMessageMs);
   return added;
 }
 
@@ -176,7 +175,7 @@ void ExportController::on_video_finished(const core::Status& status, const QStri
     return;
   }
   const QString message = tr("Exported the annotated video to %1").arg(QDir::toNativeSeparators(path));
-  parts_.status_bar->showMessage(message, kMessageMs);
+  parts_.status_bar->showMessage(message, kStatusMessageMs);
   Q_EMIT video_export_finished(true, message);
 }
 

@@ -23,7 +23,6 @@
 namespace trackscope::ui {
 namespace {
 
-constexpr int kMessageMs = 8000;
 const char* const kProjectFilter = "Trackscope projects (*.trackscope);;All files (*)";
 const QString kRecoverySuffix = QStringLiteral(".trackscope-recovery");
 
@@ -119,7 +118,8 @@ void ProjectController::choose_and_open() {
 bool ProjectController::open_project(const QString& path) {
   if (loader_.joinable()) {
     parts_.status_bar->showMessage(
-        tr("Still reading %1: open %2 when it is done").arg(QFileInfo(loading_path_).fileName(), path), kMessageMs);
+        tr("Still reading %1: open %2 when it is done").arg(QFileInfo(loading_path_).fileName(), path),
+        kStatusMessageMs);
     return false;
   }
   loading_path_ = path;
@@ -178,7 +178,7 @@ bool ProjectController::start_open(core::io::Project project, const QString& pro
   const std::optional<QString> video = resolve_video(project, project_path.isEmpty() ? source : project_path);
   if (!video) {
     parts_.status_bar->showMessage(
-        tr("Opening %1 was cancelled; nothing was changed").arg(QFileInfo(source).fileName()), kMessageMs);
+        tr("Opening %1 was cancelled; nothing was changed").arg(QFileInfo(source).fileName()), kStatusMessageMs);
     return false;
   }
   pending_ = Pending{std::move(project), project_path, absolute(*video), clean, recovery_source};
@@ -302,7 +302,7 @@ bool ProjectController::save() {
 
 bool ProjectController::choose_and_save_as() {
   if (!parts_.session->has_video()) {
-    parts_.status_bar->showMessage(tr("Open a video first: a project belongs to a video"), kMessageMs);
+    parts_.status_bar->showMessage(tr("Open a video first: a project belongs to a video"), kStatusMessageMs);
     return false;
   }
   QString start = project_path_;
@@ -325,7 +325,7 @@ bool ProjectController::save_as(const QString& path) {
 bool ProjectController::write_project(const QString& path) {
   const std::optional<core::io::Project> project = current_project();
   if (!project) {
-    parts_.status_bar->showMessage(tr("Open a video first: a project belongs to a video"), kMessageMs);
+    parts_.status_bar->showMessage(tr("Open a video first: a project belongs to a video"), kStatusMessageMs);
     return false;
   }
   const core::Status saved = core::io::save_project(path_from_qstring(path), *project, options_.save_options);
@@ -338,7 +338,7 @@ bool ProjectController::write_project(const QString& path) {
   parts_.editor->mark_clean();
   autosaved_revision_ = parts_.editor->revision();
   remove_recovery_file();
-  parts_.status_bar->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), kMessageMs);
+  parts_.status_bar->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), kStatusMessageMs);
   Q_EMIT project_saved(path);
   Q_EMIT state_changed();
   return true;
@@ -361,7 +361,7 @@ bool ProjectController::autosave_now() {
   if (!written) {
     core::log::warn("autosave failed: {}", written.message());
     parts_.status_bar->showMessage(tr("Autosave failed: %1").arg(QString::fromStdString(written.message())),
-                                   kMessageMs);
+                                   kStatusMessageMs);
     return false;
   }
   autosaved_revision_ = revision;

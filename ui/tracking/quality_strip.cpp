@@ -16,7 +16,7 @@ namespace trackscope::ui {
 namespace {
 
 constexpr int kPaddingPx = 2;
-const QColor kBackground(34, 34, 38);
+const QColor kStripBackground(34, 34, 38);
 const QColor kUntracked(52, 52, 56);
 const QColor kLow(28, 40, 60);
 const QColor kOccluded(80, 150, 255);
@@ -117,7 +117,7 @@ void QualityStrip::rebuild_rows() {
 
 void QualityStrip::paintEvent(QPaintEvent* /*event*/) {
   QPainter painter(this);
-  painter.fillRect(rect(), kBackground);
+  painter.fillRect(rect(), kStripBackground);
   if (frame_count_ <= 0) return;
   for (size_t row = 0; row < rows_.size(); ++row) paint_row(painter, row, rows_[row]);
   const double x = x_of(current_frame_);

@@ -20,9 +20,8 @@
 #include "ui/workbench_actions.h"
 
 namespace trackscope::ui {
-namespace {
 
-constexpr int kMessageMs = 8000;
+namespace {
 
 QString qstring(const std::string& text) { return QString::fromStdString(text); }
 
@@ -97,19 +96,22 @@ void TrackingController::connect_service() {
     if (service_->state() == TrackingState::tracking)
       status_->show_progress(fraction, phase.isEmpty() ? tr("Tracking") : phase);
   });
-  connect(service_, &TrackerService::tracks_applied, this,
-          [this](int done, int total) { show_message(tr("%1 of %2 tracks done").arg(done).arg(total), kMessageMs); });
+  connect(service_, &TrackerService::tracks_applied, this, [this](int done, int total) {
+    show_message(tr("%1 of %2 tracks done").arg(done).arg(total), kStatusMessageMs);
+  });
   connect(service_, &TrackerService::job_finished, this, [this](bool /*completed*/, const QString& message) {
     if (service_->state() == TrackingState::idle) status_->finish();
-    show_message(message, kMessageMs);
+    show_message(message, kStatusMessageMs);
   });
-  connect(service_, &TrackerService::tracker_ready, this,
-          [this](const QString& description) { show_message(tr("Model ready: %1").arg(description), kMessageMs); });
-  connect(service_, &TrackerService::message, this, [this](const QString& text) { show_message(text, kMessageMs); });
+  connect(service_, &TrackerService::tracker_ready, this, [this](const QString& description) {
+    show_message(tr("Model ready: %1").arg(description), kStatusMessageMs);
+  });
+  connect(service_, &TrackerService::message, this,
+          [this](const QString& text) { show_message(text, kStatusMessageMs); });
   // The mode stays in the tracking status's tooltip while the job runs; the status bar shows it for a while.
   connect(service_, &TrackerService::plan_chosen, this, [this](const QString& headline) {
     status_->setToolTip(headline);
-    show_message(tr("Tracking mode: %1").arg(headline), 4 * kMessageMs);
+    show_message(tr("Tracking mode: %1").arg(headline), 4 * kStatusMessageMs);
   });
   connect(service_, &TrackerService::error, this, &TrackingController::error);
 }
@@ -176,7 +178,7 @@ void TrackingController::track_all() { service_->track({}); }
 void TrackingController::track_selected() {
   const std::optional<core::PointId> selected = parts_.editor->selected_point();
   if (!selected) {
-    show_message(tr("Select a point first (click it, or pick it in the point list)"), kMessageMs);
+    show_message(tr("Select a point first (click it, or pick it in the point list)"), kStatusMessageMs);
     return;
   }
   service_->track({*selected});
