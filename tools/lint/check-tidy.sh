@@ -20,13 +20,16 @@ if [ -z "$BASE" ] || ! git cat-file -e "$BASE^{commit}" 2>/dev/null; then
   BASE=HEAD~1
   git cat-file -e "$BASE^{commit}" 2>/dev/null || { echo "check-tidy: no history (shallow clone?): nothing to compare"; exit 0; }
 fi
+# Unity batches (TRACKSCOPE_UNITY_BUILD) hide their sources from compile_commands.json: give each its own entry.
+DB_DIR="$BUILD_DIR/tidy-db"
+python3 tools/lint/expand_unity_db.py "$BUILD_DIR" "$DB_DIR"
 mapfile -t changed < <(git diff --name-only --diff-filter=ACMR "$BASE" HEAD -- '*.cpp' '*.h')
 files=()
 for f in "${changed[@]}"; do
   cpp=$f
   [ "${f%.h}" != "$f" ] && cpp=${f%.h}.cpp
   [ -f "$cpp" ] || continue
-  grep -q "\"file\": \"[^\"]*/$cpp\"" "$BUILD_DIR/compile_commands.json" || continue  # not in this build
+  grep -q "\"file\": \"[^\"]*/$cpp\"" "$DB_DIR/compile_commands.json" || continue  # not in this build
   case "$cpp" in gpu/*|tests/gpu/*) grep -qE '#include <(ATen|torch|c10)/' "$cpp" && continue ;; esac
   files+=("$cpp")
 done
@@ -42,7 +45,7 @@ echo "check-tidy: ${#files[@]} of $total changed sources since $(git rev-parse -
 start=$SECONDS
 log=$(mktemp)
 # run-clang-tidy exits non-zero on any finding (WarningsAsErrors: '*' in .clang-tidy)
-if ! "$TIDY" -p "$BUILD_DIR" -j "$JOBS" -quiet "${files[@]/#/$PWD/}" > "$log" 2>&1; then
+if ! "$TIDY" -p "$DB_DIR" -j "$JOBS" -quiet "${files[@]/#/$PWD/}" > "$log" 2>&1; then
   grep -E '(error|warning): ' "$log" | grep -v 'warnings generated' | sort -u
   echo "check-tidy: findings above ($((SECONDS - start)) s); fix them or, for a false positive, NOLINT(check) with the why"
   exit 1
