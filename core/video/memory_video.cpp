@@ -81,11 +81,7 @@ Expected<FramePtr> MemoryVideoSource::read_frame(int64_t index, FrameSize size) 
   const FramePtr& stored = frames_[static_cast<size_t>(index)];
   FramePtr result = stored;
   if (!size.native() && (size.width != info_.width || size.height != info_.height)) {
-    if (size.width < 1 || size.height < 1 || size.width > still_image::kMaxImageSide ||
-        size.height > still_image::kMaxImageSide) {
-      return invalid_argument(
-          fmt::format("requested size {}x{} not within 1..{} px", size.width, size.height, still_image::kMaxImageSide));
-    }
+    TRACKSCOPE_RETURN_IF_ERROR(size.check());
     Expected<Frame> resized = resize_image(*stored, size, ResizeFilter::lanczos);
     if (!resized) return resized.status();
     result = std::make_shared<const Frame>(std::move(*resized));

@@ -16,11 +16,21 @@ extern "C" {
 #include <system_error>
 
 #include "core/video/ffmpeg_support.h"
+#include "core/video/still_image.h"
 #include "core/video/video_source_backends.h"
 
 namespace trackscope::core {
 
 namespace fs = std::filesystem;
+
+Status FrameSize::check() const {
+  if (native() ||
+      (width >= 1 && height >= 1 && width <= still_image::kMaxImageSide && height <= still_image::kMaxImageSide)) {
+    return {};
+  }
+  return invalid_argument(fmt::format("frame size must be 0x0 (native) or within 1..{} per side, got {}x{}",
+                                      still_image::kMaxImageSide, width, height));
+}
 
 Status VideoOpenOptions::check() const {
   if (decoder_threads < 0 || decoder_threads > 64) {

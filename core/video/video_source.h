@@ -88,6 +88,9 @@ struct FrameSize {
   int width = 0;
   int height = 0;
   bool native() const { return width == 0 && height == 0; }
+  /// What VideoSource::read_frame accepts: native, or both sides within 1..still_image::kMaxImageSide.
+  /// Errors: invalid_argument, saying so.
+  Status check() const;
 };
 
 /// What an image sequence does with images it cannot use as they are: unreadable files (not an image,

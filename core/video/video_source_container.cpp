@@ -1,7 +1,6 @@
 // The container VideoSource: libavformat demuxing and libavcodec decoding of the best video stream. Opening
 // demuxes every packet once (no decoding) to get the exact frame count and an index of presentation times and
 // keyframes; random access seeks to the keyframe at or before the target and decodes forward.
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -24,7 +23,6 @@ extern "C" {
 #include "core/log.h"
 #include "core/video/ffmpeg_support.h"
 #include "core/video/memory_input.h"
-#include "core/video/still_image.h"
 #include "core/video/video_source_backends.h"
 
 namespace trackscope::core::video_backends {
@@ -33,18 +31,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr int kMaxConsecutiveDecodeErrors = 64;
-
-Status check_frame_size(FrameSize size) {
-  if (size.native()) return {};
-  if (size.width < 1 || size.height < 1 || size.width > still_image::kMaxImageSide ||
-      size.height > still_image::kMaxImageSide) {
-    return invalid_argument(fmt::format("frame size must be 0x0 (native) or within 1..{} per side, got {}x{}",
-                                        still_image::kMaxImageSide, size.width, size.height));
-  }
-  return {};
-}
 
 // Demuxers that turn arbitrary text into "video" (ANSI art renderers): a text file is not a video to us.
 bool is_text_demuxer(const char* name) {
@@ -124,7 +111,7 @@ class ContainerVideoSource final : public VideoSource {
   Status open();
   const VideoInfo& info() const override { return info_; }
   Expected<FramePtr> read_frame(int64_t index, FrameSize size) override;
-  double last_decode_ms() const override { return last_decode_ms_; }
+  double last_decode_ms() const override { return last_frame_.last_read_ms(); }
   DecodeCounters decode_counters() const override { return counters_; }
   IntegrityReport integrity() const override;
   Expected<IntegrityReport> scan_integrity() override;
@@ -180,9 +167,7 @@ class ContainerVideoSource final : public VideoSource {
   bool demux_ended_ = false;
   bool draining_ = false;
 
-  FramePtr last_frame_;
-  FrameSize last_size_;
-  double last_decode_ms_ = 0.0;
+  LastFrame last_frame_;
   DecodeCounters counters_;
 
   // Damage seen so far. A frame's error flags are set (not added) each time it is decoded, so decoding a frame
@@ -406,7 +391,7 @@ Status ContainerVideoSource::open() {
   info_.color_matrix = conversion_.color_matrix;
   info_.color_range = conversion_.color_range;
   info_.rgb_conversion = conversion_.conversion;
-  last_frame_ = *first;
+  last_frame_.remember(*first);
   counters_ = {};
   log::debug("opened {}: {} {}x{} {} frames, {} seek points, rotation {}", path_.string(), info_.codec, info_.width,
              info_.height, info_.frame_count, seek_points_.size(), info_.rotation_deg);
@@ -716,21 +701,7 @@ Expected<IntegrityReport> ContainerVideoSource::scan_integrity() {
 }
 
 Expected<FramePtr> ContainerVideoSource::read_frame(int64_t index, FrameSize size) {
-  const auto start = Clock::now();
-  TRACKSCOPE_RETURN_IF_ERROR(check_frame_size(size));
-  if (index < 0 || index >= frame_count_) {
-    return invalid_argument(fmt::format("frame index {} is out of range [0, {})", index, frame_count_));
-  }
-  Expected<FramePtr> frame =
-      (last_frame_ && last_frame_->index == index && last_size_.width == size.width && last_size_.height == size.height)
-          ? Expected<FramePtr>(last_frame_)
-          : locate(index, size);
-  if (frame) {
-    last_frame_ = *frame;
-    last_size_ = size;
-  }
-  last_decode_ms_ = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  return frame;
+  return last_frame_.read(index, size, frame_count_, [this](int64_t i, FrameSize s) { return locate(i, s); });
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // The image-sequence VideoSource: one still image per frame, each file decoded on its own, so random access
 // costs the same as sequential access. JPEG and PNG go through libjpeg-turbo and libpng (still_image.h: the
 // pixels PIL and OpenCV give); other formats through FFmpeg's image2 demuxer and its decoders.
-#include <chrono>
 #include <map>
 
 extern "C" {
@@ -24,8 +23,6 @@ namespace trackscope::core::video_backends {
 namespace fs = std::filesystem;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct ImageHeader {
   int width = 0;
@@ -52,7 +49,7 @@ class ImageSequenceSource final : public VideoSource {
   Status open();
   const VideoInfo& info() const override { return info_; }
   Expected<FramePtr> read_frame(int64_t index, FrameSize size) override;
-  double last_decode_ms() const override { return last_decode_ms_; }
+  double last_decode_ms() const override { return last_frame_.last_read_ms(); }
   DecodeCounters decode_counters() const override { return counters_; }
   IntegrityReport integrity() const override;
   Expected<IntegrityReport> scan_integrity() override;
@@ -73,9 +70,7 @@ class ImageSequenceSource final : public VideoSource {
   ffmpeg::PacketPtr packet_ = ffmpeg::make_packet();
   ffmpeg::AvFramePtr decoded_ = ffmpeg::make_frame();
   ffmpeg::RgbConverter converter_;
-  FramePtr last_frame_;
-  FrameSize last_size_;
-  double last_decode_ms_ = 0.0;
+  LastFrame last_frame_;
   DecodeCounters counters_;
   bool orientation_reported_ = false;
   std::string first_description_;    // the first image's format, from its header
@@ -322,7 +317,7 @@ Status ImageSequenceSource::open() {
     if (format != nullptr) info_.pixel_format = format;
   }
   if (info_.pixel_format.empty()) info_.pixel_format = description;
-  last_frame_ = *first;
+  last_frame_.remember(*first);
   counters_ = {};
   log::debug("opened image sequence {}: {} {} images {}x{}", display_path_.string(), info_.codec, info_.frame_count,
              info_.width, info_.height);
@@ -330,25 +325,7 @@ Status ImageSequenceSource::open() {
 }
 
 Expected<FramePtr> ImageSequenceSource::read_frame(int64_t index, FrameSize size) {
-  const auto start = Clock::now();
-  if (!size.native() && (size.width < 1 || size.height < 1 || size.width > still_image::kMaxImageSide ||
-                         size.height > still_image::kMaxImageSide)) {
-    return invalid_argument(fmt::format("frame size must be 0x0 (native) or within 1..{} per side, got {}x{}",
-                                        still_image::kMaxImageSide, size.width, size.height));
-  }
-  if (index < 0 || index >= info_.frame_count) {
-    return invalid_argument(fmt::format("frame index {} is out of range [0, {})", index, info_.frame_count));
-  }
-  Expected<FramePtr> frame =
-      (last_frame_ && last_frame_->index == index && last_size_.width == size.width && last_size_.height == size.height)
-          ? Expected<FramePtr>(last_frame_)
-          : load(index, size);
-  if (frame) {
-    last_frame_ = *frame;
-    last_size_ = size;
-  }
-  last_decode_ms_ = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  return frame;
+  return last_frame_.read(index, size, info_.frame_count, [this](int64_t i, FrameSize s) { return load(i, s); });
 }
 
 IntegrityReport ImageSequenceSource::integrity() const {

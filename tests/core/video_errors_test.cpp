@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/video/image_io.h"
+#include "core/video/memory_video.h"
 #include "core/video/video_source.h"
 #include "core/video/video_writer.h"
 #include "video_test_support.h"
@@ -279,6 +280,42 @@ TEST(VideoErrors, BadRequests) {
     EXPECT_EQ(frame.status().code(), StatusCode::invalid_argument);
   }
   EXPECT_TRUE((*source)->read_frame(1));
+}
+
+TEST(VideoErrors, FrameSizeContractIsTheSameForEveryBackend) {
+  for (FrameSize good : {FrameSize{0, 0}, FrameSize{1, 1}, FrameSize{16384, 16384}, FrameSize{16384, 1}}) {
+    EXPECT_TRUE(good.check()) << good.width << "x" << good.height;
+  }
+  const std::vector<FrameSize> bad = {FrameSize{-1, 10},     FrameSize{0, 10},      FrameSize{10, 0},
+                                      FrameSize{16385, 100}, FrameSize{100, 16385}, FrameSize{1 << 30, 1 << 30}};
+  const auto folder = testing::test_folder("frame_size_contract");
+  for (int i = 0; i < 2; ++i)
+    testing::write_uncompressed_png(folder / fmt::format("{}.png", i), testing::make_index_frame(i, 64, 48));
+  std::vector<std::pair<std::string, std::unique_ptr<VideoSource>>> sources;
+  auto images = VideoSource::open(folder);
+  ASSERT_TRUE(images) << images.status().message();
+  sources.emplace_back("image sequence", std::move(*images));
+  auto container = VideoSource::open(make_video(folder / "clip.mp4", VideoCodec::h264, true));
+  ASSERT_TRUE(container) << container.status().message();
+  sources.emplace_back("container", std::move(*container));
+  std::vector<Frame> frames;
+  for (int i = 0; i < 2; ++i) frames.push_back(testing::make_index_frame(i, 64, 48));
+  auto memory = MemoryVideoSource::create(std::move(frames), {25, 1});
+  ASSERT_TRUE(memory) << memory.status().message();
+  sources.emplace_back("memory", std::move(*memory));
+  for (auto& [name, source] : sources) {
+    for (FrameSize size : bad) {
+      auto frame = source->read_frame(0, size);
+      ASSERT_FALSE(frame) << name << " " << size.width << "x" << size.height;
+      EXPECT_EQ(frame.status().code(), StatusCode::invalid_argument) << name;
+      EXPECT_EQ(frame.status().message(), size.check().message()) << name;
+      EXPECT_NE(frame.status().message().find("within 1..16384 per side"), std::string::npos) << name;
+    }
+    auto scaled = source->read_frame(1, FrameSize{32, 24});
+    ASSERT_TRUE(scaled) << name << ": " << scaled.status().message();
+    EXPECT_EQ((*scaled)->width, 32) << name;
+    EXPECT_EQ((*scaled)->height, 24) << name;
+  }
 }
 
 TEST(VideoErrors, WriterRejectsBadOptionsAndFrames) {
