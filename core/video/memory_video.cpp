@@ -26,7 +26,7 @@ Expected<std::unique_ptr<MemoryVideoSource>> MemoryVideoSource::create(std::vect
                                         frame_rate.num, frame_rate.den));
   }
   const int width = frames.front().width, height = frames.front().height;
-  if (width < 1 || height < 1 || width > still_image::kMaxImageSide || height > still_image::kMaxImageSide) {
+  if (!still_image::within_image_sides(width, height)) {
     return invalid_argument(fmt::format("in-memory video '{}': frame size {}x{} not within 1..{} px", name.string(),
                                         width, height, still_image::kMaxImageSide));
   }

@@ -170,8 +170,7 @@ Status check_jpeg_header(const jpeg_decompress_struct& info, std::string_view na
                     "disagree on CMYK): convert the images to RGB first",
                     name, jpeg_colour_name(info.jpeg_color_space)));
   }
-  if (info.image_width < 1 || info.image_height < 1 || info.image_width > kMaxImageSide ||
-      info.image_height > kMaxImageSide) {
+  if (!within_image_sides(info.image_width, info.image_height)) {
     return unsupported(fmt::format("{} is {}x{} pixels; images up to {} pixels per side are read", name,
                                    info.image_width, info.image_height, kMaxImageSide));
   }

@@ -45,6 +45,10 @@ StillFormat sniff_format(std::span<const uint8_t> head);
 
 /// The largest width or height accepted, as for every frame (a hostile header must not allocate gigabytes).
 inline constexpr int kMaxImageSide = 16384;
+/// Whether an image (or frame) of width x height pixels is within 1..kMaxImageSide on both sides.
+inline constexpr bool within_image_sides(int64_t width, int64_t height) {
+  return width >= 1 && height >= 1 && width <= kMaxImageSide && height <= kMaxImageSide;
+}
 
 struct StillHeader {
   StillFormat format = StillFormat::other;

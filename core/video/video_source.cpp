@@ -24,10 +24,7 @@ namespace trackscope::core {
 namespace fs = std::filesystem;
 
 Status FrameSize::check() const {
-  if (native() ||
-      (width >= 1 && height >= 1 && width <= still_image::kMaxImageSide && height <= still_image::kMaxImageSide)) {
-    return {};
-  }
+  if (native() || still_image::within_image_sides(width, height)) return {};
   return invalid_argument(fmt::format("frame size must be 0x0 (native) or within 1..{} per side, got {}x{}",
                                       still_image::kMaxImageSide, width, height));
 }

@@ -296,7 +296,7 @@ Status FfmpegVideoWriter::finish() {
 }  // namespace
 
 Status VideoWriterOptions::check() const {
-  if (width < 1 || height < 1 || width > still_image::kMaxImageSide || height > still_image::kMaxImageSide) {
+  if (!still_image::within_image_sides(width, height)) {
     return invalid_argument(
         fmt::format("video size must be within 1..{} per side, got {}x{}", still_image::kMaxImageSide, width, height));
   }
