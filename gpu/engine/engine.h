@@ -56,8 +56,9 @@ struct EngineOptions {
   int64_t cmdtop_samples_per_pass = 8192;  // bounds CMDTop's temporaries (ops::CmdTopFast; ~0.5 GB fp32 im2col patches)
   ops::CorrKernel corr_kernel = ops::CorrKernel::automatic;
   /// The glue ops (ops::sample_query_supports in bf16/fp16, ops::mixer_input_rows, the backbone's
-  /// ops::l2_normalise_channels): automatic = one CUDA kernel each on CUDA; composite = their ATen op sequences (on
-  /// CUDA, for A/B comparisons; the CPU keeps its own kernels and composites either way).
+  /// ops::l2_normalise_channels, and in bf16/fp16 the SAME padding of the backbone's stride-2 convolutions folded into
+  /// widened weights, Conv2dSame::add_widened_weight): automatic = one CUDA kernel each on CUDA; composite = their ATen
+  /// op sequences (on CUDA, for A/B comparisons; the CPU keeps its own kernels and composites either way).
   ops::GluePath glue_path = ops::GluePath::automatic;
   ops::CmdTopFast::Convolution cmdtop_convolution = ops::CmdTopFast::Convolution::automatic;
   /// cuDNN autotuning of the backbone's convolutions (CUDA): empty = on. Exact mode keeps its parity figures with

@@ -87,9 +87,17 @@ class Conv2dSame : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& input) const;
   /// The (left, right, top, bottom) zero padding SAME applies to an input of this size.
   std::array<std::int64_t, 4> same_padding(std::int64_t height, std::int64_t width) const;
+  /// Adds `widened_weight`: the weight with one zero row and column before its taps ([O, I, k+1, k+1], in the
+  /// weight's memory format). Where SAME pads one pixel more at the end than at the start on both axes (a stride-2
+  /// conv on an even size), forward() then convolves with it and the symmetric padding of the larger side instead
+  /// of copying a padded input: output[i] = sum_k w[k] x[s*i + k - before] = sum_k' w'[k'] x[s*i + k' - after] with
+  /// w'[0] = 0, w'[k + 1] = w[k]. The products with the zero taps add exact zeros; the sums may round in another
+  /// order. The weight must not change afterwards (the engine's reduced-precision copy, which is immutable).
+  void add_widened_weight();
 
   at::Tensor weight;
-  at::Tensor bias;  // undefined when the conv has no bias
+  at::Tensor bias;            // undefined when the conv has no bias
+  at::Tensor widened_weight;  // undefined unless add_widened_weight() ran; not a parameter
   std::int64_t kernel_size;
   std::int64_t stride;
 };

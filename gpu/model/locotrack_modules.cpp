@@ -71,11 +71,19 @@ std::array<std::int64_t, 4> Conv2dSame::same_padding(std::int64_t height, std::i
   return {pad_w / 2, pad_w - pad_w / 2, pad_h / 2, pad_h - pad_h / 2};
 }
 
+void Conv2dSame::add_widened_weight() {
+  at::NoGradGuard no_grad;
+  widened_weight = at::constant_pad_nd(weight, {1, 0, 1, 0}, 0.0).contiguous(weight.suggest_memory_format());
+}
+
 at::Tensor Conv2dSame::forward(const at::Tensor& input) const {
   const auto [left, right, top, bottom] = same_padding(input.size(-2), input.size(-1));
   if (left == right && top == bottom) {
     // Symmetric SAME padding is the conv's own zero padding: same numbers, no padded copy.
     return at::conv2d(input, weight, bias, {stride, stride}, {top, left});
+  }
+  if (widened_weight.defined() && right == left + 1 && bottom == top + 1) {
+    return at::conv2d(input, widened_weight, bias, {stride, stride}, {bottom, right});
   }
   return at::conv2d(at::constant_pad_nd(input, {left, right, top, bottom}, 0.0), weight, bias, {stride, stride});
 }

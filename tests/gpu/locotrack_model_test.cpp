@@ -407,6 +407,45 @@ TEST(LocoTrackStages, WindowedSoftArgmaxTakesTheFirstPeakAndAStrictRadius) {
   EXPECT_EQ(c[1][1].item<double>(), 0.0);
 }
 
+TEST(LocoTrackModules, WidenedWeightGivesTheSameConvolutionAsThePaddedInput) {
+  at::manual_seed(7);
+  for (const bool channels_last : {false, true}) {
+    for (const std::int64_t kernel : {1, 3, 7}) {
+      model::Conv2dSame conv(5, 6, kernel, 2, /*bias=*/true);
+      model::Conv2dSame widened(5, 6, kernel, 2, /*bias=*/true);
+      {
+        at::NoGradGuard no_grad;
+        widened.weight.copy_(conv.weight);
+        widened.bias.copy_(conv.bias);
+      }
+      if (channels_last) widened.weight.set_data(widened.weight.contiguous(at::MemoryFormat::ChannelsLast));
+      widened.add_widened_weight();
+      ASSERT_EQ(widened.widened_weight.sizes(), (std::vector<std::int64_t>{6, 5, kernel + 1, kernel + 1}));
+      EXPECT_EQ(widened.widened_weight.select(2, 0).abs().sum().item<double>(), 0.0);
+      EXPECT_EQ(widened.widened_weight.select(3, 0).abs().sum().item<double>(), 0.0);
+      // Even sizes pad one more pixel at the end (the widened weight), odd ones symmetrically or (kernel 1) not at
+      // all, and 16 x 15 on one axis only (the padded copy): every case equals the reference convolution.
+      for (const auto& [height, width] :
+           std::vector<std::pair<std::int64_t, std::int64_t>>{{16, 16}, {15, 15}, {16, 15}}) {
+        at::Tensor input = at::randn({2, 5, height, width}, at::kDouble).to(at::kFloat);
+        if (channels_last) input = input.contiguous(at::MemoryFormat::ChannelsLast);
+        const at::Tensor expected = conv.forward(input);
+        const at::Tensor actual = widened.forward(input);
+        ASSERT_EQ(actual.sizes(), expected.sizes()) << kernel << " " << height << "x" << width;
+        EXPECT_LT((actual - expected).abs().max().item<double>(), 1e-5)
+            << "kernel " << kernel << ", " << height << "x" << width << (channels_last ? ", channels-last" : "");
+      }
+      if (kernel == 1) continue;  // a 1x1 stride-2 conv needs no padding at even sizes
+      // The even size convolves with the widened weight (zeroed, only the bias is left); 15 x 15 does not.
+      widened.widened_weight.zero_();
+      const at::Tensor bias_only = widened.forward(at::randn({1, 5, 16, 16}));
+      EXPECT_TRUE(at::equal(bias_only, widened.bias.view({1, 6, 1, 1}).expand_as(bias_only))) << kernel;
+      const at::Tensor odd = at::randn({1, 5, 15, 15});
+      EXPECT_TRUE(at::allclose(widened.forward(odd), conv.forward(odd), 1e-5, 1e-5)) << kernel;
+    }
+  }
+}
+
 TEST(LocoTrackStages, AlibiBiasHasTheDocumentedSlopesAndMasks) {
   const at::Tensor small = model::alibi_bias(4, 5, at::TensorOptions());
   ASSERT_EQ(small.sizes(), (std::vector<std::int64_t>{4, 5, 5}));
