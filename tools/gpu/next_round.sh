@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# The last GPU call of 2026-12-05's fourth session: the final CMDTop kernel (21e2050's with 16-bit packed tables for
-# base's 16-position layer), tested and measured.
+# The GPU call of 2026-12-06 (branch next/corr-epilogue = main + the correlation kernel's separable epilogue):
+# tests, then two source A/Bs in one call, then a kernel's Nsight Compute details.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
-#   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and gpu/engine_cuda;
-#   2. the four official cases in fast (fp16) and exact (fp32) mode, medians of 5 (bench JSON: bench-official.json);
-#   3. per-launch kernel times of small N=1024 and N=256 fp16 under ncu (tools/gpu/profile_kernels.sh).
+#   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and gpu/engine_cuda
+#      (exact-mode parity, bf16/fp16 fidelity: the widened stride-2 convolutions and the new epilogue included);
+#   2. A/B "conv" (SOURCE_AB_OLD=.gpu-carry-old2, if carried): the fast path's widened stride-2 convolutions against
+#      the padded copies (the old gpu/engine/engine.cpp), small N=256 fp16, three rounds (the backbone stage);
+#   3. A/B "corr" (.gpu-carry-old, if carried): main's local_corr4d_mma_pipelined_kernel.cuh against the branch's,
+#      small/base N=1024, fp16 and fp32, two rounds (the refine_correlation stage);
+#   4. Nsight Compute details + stall reasons of DETAILS (default: the backbone's InstanceNorm statistics kernel and
+#      the correlation kernel).
 #
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
-# The call (device tool, carry [".gpu-carry"], timeout_s 600):
-#   source .gpu-carry/gpu_env.sh || exit 1; bash tools/gpu/next_round.sh "$OUT"
+#   SOURCE_AB_OLD=.gpu-carry-old2 bash tools/gpu/source_ab.sh --prepare REV_BEFORE_WIDENING gpu/engine/engine.cpp
+#   bash tools/gpu/source_ab.sh --prepare main gpu/ops/cuda/local_corr4d_mma_pipelined_kernel.cuh   # on the branch
+# The call (device tool, carry [".gpu-carry", ".gpu-carry-old", ".gpu-carry-old2"], timeout_s 600):
+#   source .gpu-carry/gpu_env.sh || exit 1; TOTAL_S=560 bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
 OUT=${1:?usage: next_round.sh OUT_DIR}
 cd "$(dirname "$0")/../.." || exit 1
@@ -19,6 +26,7 @@ LOG=$OUT/next-round.txt
 say() { echo "$*" | tee -a "$LOG"; }
 TOTAL_S=${TOTAL_S:-570}  # the seconds this call may take (the device tool stops it at its timeout)
 left() { echo $((TOTAL_S - (SECONDS - T0))); }
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee -a "$LOG"
 
 bash tools/gpu/check.sh "$OUT/check" --tests 'gpu/(ops|engine)_cuda' \
   --targets "trackscope-cli test_gpu_ops test_gpu_engine"
@@ -27,20 +35,22 @@ grep -E 'tests passed|tests failed|Failed|Passed' "$OUT/check/summary.txt" 2>/de
 
 CLI=${BUILD_DIR:-build-gpu}/app/trackscope-cli
 [ -x "$CLI" ] || { say "no $CLI: the build failed (check/logs.tar.gz)"; exit 1; }
-OFFICIAL="--device cuda:0 --model small,base --points 256,1024 --precision fp16,fp32 --repeats 5 --warmup 2 --no-peaks"
-if [ "$(left)" -gt 120 ]; then
-  # shellcheck disable=SC2086
-  timeout 100 "$CLI" bench $OFFICIAL --json "$OUT/bench-official.json" > "$OUT/bench-official.txt" 2>&1
-  say "official cases: rc=$? at $((SECONDS - T0)) s"
-  grep -E 'median' "$OUT/bench-official.txt" | tee -a "$LOG"
-fi
-profile() {  # profile_kernels.sh for the given cases, within the budget
-  [ "$(left)" -gt 70 ] || return 0
-  timeout "$(( $(left) - 30 ))" bash tools/gpu/profile_kernels.sh /tmp/prof "$@" >> /tmp/prof.log 2>&1
-  say "profile $*: rc=$? at $((SECONDS - T0)) s"
-  cp /tmp/prof.log /tmp/prof/ 2>/dev/null
-  tar -C /tmp -czf "$OUT/prof.tar.gz" prof 2>/dev/null
+source_ab() {  # source_ab NAME OLD_DIR MIN_SECONDS ROUNDS BENCH_ARGS
+  local name=$1 old=$2 need=$3 rounds=$4 args=$5
+  if [ ! -d "$old" ]; then say "A/B $name: $old not carried, skipped"; return 0; fi
+  if [ "$(left)" -lt "$need" ]; then say "A/B $name: $(left) s left, skipped"; return 0; fi
+  SOURCE_AB_OLD=$old bash tools/gpu/source_ab.sh --run "$OUT/ab-$name" "$args" "$rounds" 2>&1 | tail -30 | tee -a "$LOG"
+  tar -C "$OUT" -czf "$OUT/ab-$name.tar.gz" "ab-$name" && rm -rf "${OUT:?}/ab-$name"
+  say "A/B $name: done at $((SECONDS - T0)) s"
 }
-profile small:1024:fp16
-profile small:256:fp16
+COMMON="--device cuda:0 --repeats 5 --warmup 2 --no-peaks"
+source_ab conv .gpu-carry-old2 90 3 "$COMMON --model small --points 256 --precision fp16"
+source_ab corr .gpu-carry-old 200 2 "$COMMON --model small,base --points 1024 --precision fp16,fp32"
+DETAILS=${DETAILS:-"small:256:fp16 statistics_kernel local_corr4d_mma_pipelined"}
+if [ "$(left)" -gt 60 ]; then
+  # shellcheck disable=SC2086  # DETAILS is a case and regexes
+  timeout "$(( $(left) - 30 ))" bash tools/gpu/kernel_details.sh /tmp/details $DETAILS > /dev/null 2>&1
+  say "kernel details: rc=$? at $((SECONDS - T0)) s"
+  cp /tmp/details/details.txt "$OUT/" 2>/dev/null
+fi
 say "total: $((SECONDS - T0)) s"

@@ -13,7 +13,8 @@
 # recompiles only the swapped files and relinks; the tree is restored and rebuilt as "new" before returning.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-OLD_DIR=.gpu-carry-old
+# SOURCE_AB_OLD names another folder for the old files (two A/Bs in one call: prepare and run each with its own).
+OLD_DIR=${SOURCE_AB_OLD:-.gpu-carry-old}
 case "${1:-}" in
   --prepare)
     rev=${2:?usage: source_ab.sh --prepare REV FILE...}
