@@ -66,6 +66,18 @@ std::shared_ptr<const model::LocoTrack> converted_copy(const model::LocoTrack& s
   return copy;
 }
 
+// `t` [..., W] as a view into storage whose rows are padded to a multiple of 16 elements. For the attention bias:
+// PyTorch's memory-efficient attention wants the bias's row stride a multiple of 8 (16 for some versions) elements
+// and otherwise pads a copy of it on every call (a fill and a copy per layer, 24 kernels per forward pass at T = 47:
+// Nsight Compute, H100, 2026-12-05); the cached bias is then padded once.
+at::Tensor with_aligned_rows(const at::Tensor& t) {
+  constexpr int64_t kAlignment = 16;
+  std::vector<int64_t> sizes = t.sizes().vec();
+  const int64_t width = sizes.back();
+  sizes.back() = (width + kAlignment - 1) / kAlignment * kAlignment;
+  return at::zeros(sizes, t.options()).narrow(-1, 0, width).copy_(t);
+}
+
 // The mixer's 854 input channels padded with zeros to a multiple of 32 elements: the input projection's GEMM then
 // reads 16-byte aligned rows (with 854-element rows cuBLAS leaves its fast reduced-precision kernels, as it did with
 // the 2401-element correlation rows: ops::kCorrPaddedRow). The zero columns add nothing to the products.
@@ -435,7 +447,9 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
   } else {
     const model::TemporalMixer& mixer = *compute_model_->torch_pips_mixer;
     at::Tensor& bias = alibi_biases_[frames];
-    if (!bias.defined()) bias = model::alibi_bias(mixer.layers.front()->attn->heads, frames, input.options());
+    if (!bias.defined()) {
+      bias = with_aligned_rows(model::alibi_bias(mixer.layers.front()->attn->heads, frames, input.options()));
+    }
     const PaddedMixerWeights weights{mixer_input_weight_, mixer_qkv_weights_, mixer_qkv_biases_};
     update = padded_mixer_forward(mixer, weights, input, bias, options_.glue_path).to(at::kFloat);
   }

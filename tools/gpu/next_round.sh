@@ -4,8 +4,10 @@
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and gpu/engine_cuda
 #      (exact-mode parity, bf16/fp16 fidelity: the widened stride-2 convolutions and the new epilogue included);
-#   2. A/B "conv" (SOURCE_AB_OLD=.gpu-carry-old2, if carried): the fast path's widened stride-2 convolutions against
-#      the padded copies (the old gpu/engine/engine.cpp), small N=256 fp16, three rounds (the backbone stage);
+#   2. A/B "engine" (SOURCE_AB_OLD=.gpu-carry-old2, if carried): gpu/engine/engine.cpp before this session, i.e.
+#      the fast path's widened stride-2 convolutions against the padded copies (the backbone stage) and the attention
+#      bias with aligned rows against the per-call padded copies (the transformer stage), small N=256 fp16, three
+#      rounds;
 #   3. A/B "corr" (.gpu-carry-old, if carried): main's local_corr4d_mma_pipelined_kernel.cuh against the branch's,
 #      small/base N=1024, fp16 and fp32, two rounds (the refine_correlation stage);
 #   4. Nsight Compute details + stall reasons of DETAILS (default: the backbone's InstanceNorm statistics kernel and
@@ -13,7 +15,7 @@
 #
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
-#   SOURCE_AB_OLD=.gpu-carry-old2 bash tools/gpu/source_ab.sh --prepare REV_BEFORE_WIDENING gpu/engine/engine.cpp
+#   SOURCE_AB_OLD=.gpu-carry-old2 bash tools/gpu/source_ab.sh --prepare f5c604d gpu/engine/engine.cpp
 #   bash tools/gpu/source_ab.sh --prepare main gpu/ops/cuda/local_corr4d_mma_pipelined_kernel.cuh   # on the branch
 # The call (device tool, carry [".gpu-carry", ".gpu-carry-old", ".gpu-carry-old2"], timeout_s 600):
 #   source .gpu-carry/gpu_env.sh || exit 1; TOTAL_S=560 bash tools/gpu/next_round.sh "$OUT"
@@ -44,7 +46,7 @@ source_ab() {  # source_ab NAME OLD_DIR MIN_SECONDS ROUNDS BENCH_ARGS
   say "A/B $name: done at $((SECONDS - T0)) s"
 }
 COMMON="--device cuda:0 --repeats 5 --warmup 2 --no-peaks"
-source_ab conv .gpu-carry-old2 90 3 "$COMMON --model small --points 256 --precision fp16"
+source_ab engine .gpu-carry-old2 90 3 "$COMMON --model small --points 256 --precision fp16"
 source_ab corr .gpu-carry-old 200 2 "$COMMON --model small,base --points 1024 --precision fp16,fp32"
 DETAILS=${DETAILS:-"small:256:fp16 statistics_kernel local_corr4d_mma_pipelined"}
 if [ "$(left)" -gt 60 ]; then
