@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU call of 2026-12-06 (branch next/corr-epilogue = main + the correlation kernel's separable epilogue):
-# tests, then two source A/Bs in one call, then a kernel's Nsight Compute details.
+# The GPU call of 2026-12-06 (branch next/gpu-round = main + the correlation kernel's separable epilogue + the
+# InstanceNorm kernels' rewrite, branches next/corr-epilogue and next/norm-v2):
+# tests, then up to three source A/Bs in one call, then kernels' Nsight Compute details.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and gpu/engine_cuda
 #      (exact-mode parity, bf16/fp16 fidelity: the widened stride-2 convolutions and the new epilogue included);
@@ -8,6 +9,8 @@
 #      the fast path's widened stride-2 convolutions against the padded copies (the backbone stage) and the attention
 #      bias with aligned rows against the per-call padded copies (the transformer stage), small N=256 fp16, three
 #      rounds;
+#   2b. A/B "norm" (.gpu-carry-old3, if carried): gpu/ops/cuda/instance_norm_kernels.cu of main against the branch's
+#      (the backbone stage), small N=256 fp16, three rounds;
 #   3. A/B "corr" (.gpu-carry-old, if carried): main's local_corr4d_mma_pipelined_kernel.cuh against the branch's,
 #      small/base N=1024, fp16 and fp32, two rounds (the refine_correlation stage);
 #   4. Nsight Compute details + stall reasons of DETAILS (default: the backbone's InstanceNorm statistics kernel and
@@ -16,8 +19,9 @@
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
 #   SOURCE_AB_OLD=.gpu-carry-old2 bash tools/gpu/source_ab.sh --prepare f5c604d gpu/engine/engine.cpp
+#   SOURCE_AB_OLD=.gpu-carry-old3 bash tools/gpu/source_ab.sh --prepare main gpu/ops/cuda/instance_norm_kernels.cu
 #   bash tools/gpu/source_ab.sh --prepare main gpu/ops/cuda/local_corr4d_mma_pipelined_kernel.cuh   # on the branch
-# The call (device tool, carry [".gpu-carry", ".gpu-carry-old", ".gpu-carry-old2"], timeout_s 600):
+# The call (device tool, carry [".gpu-carry", ".gpu-carry-old", ".gpu-carry-old2", ".gpu-carry-old3"], timeout_s 600):
 #   source .gpu-carry/gpu_env.sh || exit 1; TOTAL_S=560 bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
 OUT=${1:?usage: next_round.sh OUT_DIR}
@@ -45,10 +49,12 @@ source_ab() {  # source_ab NAME OLD_DIR MIN_SECONDS ROUNDS BENCH_ARGS
   tar -C "$OUT" -czf "$OUT/ab-$name.tar.gz" "ab-$name" && rm -rf "${OUT:?}/ab-$name"
   say "A/B $name: done at $((SECONDS - T0)) s"
 }
+# Each A/B runs if its folder of old files was carried (prepare it with SOURCE_AB_OLD=FOLDER source_ab.sh --prepare).
 COMMON="--device cuda:0 --repeats 5 --warmup 2 --no-peaks"
 source_ab engine .gpu-carry-old2 90 3 "$COMMON --model small --points 256 --precision fp16"
+source_ab norm .gpu-carry-old3 90 3 "$COMMON --model small --points 256 --precision fp16"
 source_ab corr .gpu-carry-old 200 2 "$COMMON --model small,base --points 1024 --precision fp16,fp32"
-DETAILS=${DETAILS:-"small:256:fp16 statistics_kernel local_corr4d_mma_pipelined"}
+DETAILS=${DETAILS:-"small:256:fp16 statistics_kernel apply_kernel local_corr4d_mma_pipelined"}
 if [ "$(left)" -gt 60 ]; then
   # shellcheck disable=SC2086  # DETAILS is a case and regexes
   timeout "$(( $(left) - 30 ))" bash tools/gpu/kernel_details.sh /tmp/details $DETAILS > /dev/null 2>&1
