@@ -370,24 +370,34 @@ local_corr4d_mma_pipelined_kernel(Params p) {
   block_sync();
 
   // corr[h, w, s] from the four window cells around target (h, w): 2401 outputs per frame, then the padding zeros.
+  // Separable: a thread takes a column (w, s) of a frame, interpolates along x once per window row (X[r] =
+  // P[r, w] + fx (P[r, w + 1] - P[r, w]), r = 0..7, in registers), then along y for the column's 7 outputs
+  // (X[h] + fy (X[h + 1] - X[h])): 16 shared loads per 7 outputs instead of 28, and one division per column instead of
+  // two per output. Lanes take consecutive supports, so each output row's stores stay coalesced.
   for (int slot = 0; slot < kFrames; ++slot) {
     const int64_t frame = first_frame + slot;
     if (frame >= p.frames) break;
     const float fx = shared_load(fraction_x + slot), fy = shared_load(fraction_y + slot);
-    const float w00 = (1.0f - fy) * (1.0f - fx), w01 = (1.0f - fy) * fx, w10 = fy * (1.0f - fx), w11 = fy * fx;
     const float* const product = products + slot * kCells * kProductPitch;
     auto* const out = static_cast<typename Out::Raw*>(p.corr) + (query * p.frames + frame) * p.corr_row_pitch;
     for (int64_t o = core::locotrack::kCorrPerSample + tid; o < p.corr_row_pitch; o += kThreads)
       Out::store(out + o, 0.0f);
-    for (int o = tid; o < core::locotrack::kCorrPerSample; o += kThreads) {
-      const int target = o / kTaps;
-      const int support = o - target * kTaps;
-      const int cell = (target / kSide) * kWindow + target % kSide;
-      const float value = w00 * shared_load(product + cell * kProductPitch + support) +
-                          w01 * shared_load(product + (cell + 1) * kProductPitch + support) +
-                          w10 * shared_load(product + (cell + kWindow) * kProductPitch + support) +
-                          w11 * shared_load(product + (cell + kWindow + 1) * kProductPitch + support);
-      Out::store(out + o, value);
+    for (int column = tid; column < kSide * kTaps; column += kThreads) {
+      const int w = column / kTaps;
+      const int support = column - w * kTaps;
+      const float* const cells = product + w * kProductPitch + support;  // P[row 0, w], then + kWindow rows
+      float x_interpolated[kWindow];
+      TRACKSCOPE_UNROLL
+      for (int r = 0; r < kWindow; ++r) {
+        const float left = shared_load(cells + r * kWindow * kProductPitch);
+        const float right = shared_load(cells + (r * kWindow + 1) * kProductPitch);
+        x_interpolated[r] = left + fx * (right - left);
+      }
+      TRACKSCOPE_UNROLL
+      for (int h = 0; h < kSide; ++h) {
+        const float value = x_interpolated[h] + fy * (x_interpolated[h + 1] - x_interpolated[h]);
+        Out::store(out + (h * kSide + w) * kTaps + support, value);
+      }
     }
   }
 }
