@@ -1,28 +1,23 @@
 #!/usr/bin/env bash
-# The GPU call of 2026-12-06 (branch next/gpu-round = main + the correlation kernel's separable epilogue + the
-# InstanceNorm kernels' rewrite, branches next/corr-epilogue and next/norm-v2):
-# tests, then up to three source A/Bs in one call, then kernels' Nsight Compute details.
+# A GPU call of 2026-12-06 (branch next/gpu-round = main + next/norm-v2: the InstanceNorm kernels on the emulation
+# primitives, shifted-sum statistics in about 512 blocks): tests, source A/Bs, the official cases, kernel details.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and gpu/engine_cuda
-#      (exact-mode parity, bf16/fp16 fidelity: the widened stride-2 convolutions and the new epilogue included);
-#   2. A/B "engine" (SOURCE_AB_OLD=.gpu-carry-old2, if carried): gpu/engine/engine.cpp before this session, i.e.
-#      the fast path's widened stride-2 convolutions against the padded copies (the backbone stage) and the attention
-#      bias with aligned rows against the per-call padded copies (the transformer stage), small N=256 fp16, three
-#      rounds;
-#   2b. A/B "norm" (.gpu-carry-old3, if carried): gpu/ops/cuda/instance_norm_kernels.cu of main against the branch's
-#      (the backbone stage), small N=256 fp16, three rounds;
-#   3. A/B "corr" (.gpu-carry-old, if carried): main's local_corr4d_mma_pipelined_kernel.cuh against the branch's,
-#      small/base N=1024, fp16 and fp32, two rounds (the refine_correlation stage);
-#   4. Nsight Compute details + stall reasons of DETAILS (default: the backbone's InstanceNorm statistics kernel and
-#      the correlation kernel).
+#      (the CUDA InstanceNorm against float64, exact-mode parity, bf16/fp16 fidelity);
+#   2. each A/B whose folder of old files was carried (SOURCE_AB_OLD; prepare with
+#      SOURCE_AB_OLD=FOLDER bash tools/gpu/source_ab.sh --prepare REV FILE...):
+#        engine  .gpu-carry-old2  small N=256 fp16, 3 rounds
+#        norm    .gpu-carry-old3  small N=256 fp16, 3 rounds (main's gpu/ops/cuda/instance_norm_kernels.cu)
+#        corr    .gpu-carry-old   small/base N=1024 fp16+fp32, 2 rounds
+#   3. the four official cases in fast (fp16) and exact (fp32) mode, medians of 5 (bench-official.json);
+#   4. Nsight Compute details + stall reasons of DETAILS (default: the InstanceNorm statistics and apply kernels);
+#   5. per-launch kernel times of small N=256 fp16 under ncu (tools/gpu/profile_kernels.sh), if time is left.
 #
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
-#   SOURCE_AB_OLD=.gpu-carry-old2 bash tools/gpu/source_ab.sh --prepare f5c604d gpu/engine/engine.cpp
 #   SOURCE_AB_OLD=.gpu-carry-old3 bash tools/gpu/source_ab.sh --prepare main gpu/ops/cuda/instance_norm_kernels.cu
-#   bash tools/gpu/source_ab.sh --prepare main gpu/ops/cuda/local_corr4d_mma_pipelined_kernel.cuh   # on the branch
-# The call (device tool, carry [".gpu-carry", ".gpu-carry-old", ".gpu-carry-old2", ".gpu-carry-old3"], timeout_s 600):
-#   source .gpu-carry/gpu_env.sh || exit 1; TOTAL_S=560 bash tools/gpu/next_round.sh "$OUT"
+# The call (device tool, carry [".gpu-carry", ".gpu-carry-old3"], timeout_s 600):
+#   source .gpu-carry/gpu_env.sh || exit 1; TOTAL_S=540 bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
 OUT=${1:?usage: next_round.sh OUT_DIR}
 cd "$(dirname "$0")/../.." || exit 1
@@ -54,11 +49,24 @@ COMMON="--device cuda:0 --repeats 5 --warmup 2 --no-peaks"
 source_ab engine .gpu-carry-old2 90 3 "$COMMON --model small --points 256 --precision fp16"
 source_ab norm .gpu-carry-old3 90 3 "$COMMON --model small --points 256 --precision fp16"
 source_ab corr .gpu-carry-old 200 2 "$COMMON --model small,base --points 1024 --precision fp16,fp32"
-DETAILS=${DETAILS:-"small:256:fp16 statistics_kernel apply_kernel local_corr4d_mma_pipelined"}
+OFFICIAL="--device cuda:0 --model small,base --points 256,1024 --precision fp16,fp32 --repeats 5 --warmup 2 --no-peaks"
+if [ "$(left)" -gt 130 ]; then
+  # shellcheck disable=SC2086
+  timeout 110 "$CLI" bench $OFFICIAL --json "$OUT/bench-official.json" > "$OUT/bench-official.txt" 2>&1
+  say "official cases: rc=$? at $((SECONDS - T0)) s"
+  grep -E 'median' "$OUT/bench-official.txt" | tee -a "$LOG"
+fi
+DETAILS=${DETAILS:-"small:256:fp16 statistics_kernel apply_kernel"}
 if [ "$(left)" -gt 60 ]; then
   # shellcheck disable=SC2086  # DETAILS is a case and regexes
   timeout "$(( $(left) - 30 ))" bash tools/gpu/kernel_details.sh /tmp/details $DETAILS > /dev/null 2>&1
   say "kernel details: rc=$? at $((SECONDS - T0)) s"
   cp /tmp/details/details.txt "$OUT/" 2>/dev/null
+fi
+if [ "$(left)" -gt 70 ]; then
+  timeout "$(( $(left) - 20 ))" bash tools/gpu/profile_kernels.sh /tmp/prof small:256:fp16 > /tmp/prof.log 2>&1
+  say "profile small:256:fp16: rc=$? at $((SECONDS - T0)) s"
+  cp /tmp/prof.log /tmp/prof/ 2>/dev/null
+  tar -C /tmp -czf "$OUT/prof.tar.gz" prof 2>/dev/null
 fi
 say "total: $((SECONDS - T0)) s"
