@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# A GPU call of 2026-12-06 (branch next/gpu-round = main + next/norm-v2: the InstanceNorm kernels on the emulation
-# primitives, shifted-sum statistics in about 512 blocks): tests, source A/Bs, the official cases, kernel details.
+# The next GPU call (prepared 2026-12-06, not yet run: no device was lent after 00:55 UTC). Run it on branch
+# next/norm-v2 (main + the InstanceNorm kernels on the emulation primitives: shifted-sum statistics in about 512
+# blocks, a conflict-free tree, the apply with registers for scale/shift): tests, source A/Bs, the official cases,
+# kernel details. Merge next/norm-v2 only if gpu/ops_cuda and gpu/engine_cuda pass and the norm A/B gains.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and gpu/engine_cuda
 #      (the CUDA InstanceNorm against float64, exact-mode parity, bf16/fp16 fidelity);
