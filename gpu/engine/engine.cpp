@@ -36,8 +36,9 @@ at::Tensor fused_instance_norm_relu(const at::Tensor& x, const at::Tensor& weigh
 // `widen_block_convs`: the residual blocks' convolutions get their widened weights (Conv2dSame::add_widened_weight),
 // so the two stride-2 3x3 convolutions convolve 4x4 without a padded copy of their input. Before, each padded copy
 // (a fill and a strided copy of the 98 MB / 49 MB fp16 input at 47 frames) and, for the 129x129 one, cuDNN's NCHW
-// fallback with two layout conversions took 0.6 ms of the H100's 4.1 ms backbone (Nsight Compute, 2026-12-05). The
-// first convolution (7x7, 3 channels) keeps its padded copy: cuDNN runs it with a kernel specialised for 7x7 images.
+// fallback with two layout conversions took 0.6 ms of the H100's 4.1 ms backbone (Nsight Compute, 2026-12-05); the
+// widened convolutions do 16/9 of the work and the backbone went 3.94 -> 3.76 ms (H100, 2026-12-06). The first
+// convolution (7x7, 3 channels) keeps its padded copy: cuDNN runs it with a kernel specialised for 7x7 images.
 std::shared_ptr<const model::LocoTrack> converted_copy(const model::LocoTrack& source, c10::Device device,
                                                        at::ScalarType dtype, bool widen_block_convs) {
   auto copy = std::make_shared<model::LocoTrack>(source.config());
@@ -57,7 +58,9 @@ std::shared_ptr<const model::LocoTrack> converted_copy(const model::LocoTrack& s
       for (const auto& group : copy->resnet_torch->groups) {
         for (const auto& block : group) {
           for (const auto& conv : {block->proj_conv, block->conv_0, block->conv_1}) {
-            if (conv != nullptr) conv->add_widened_weight();
+            // Only a strided conv with taps can pad asymmetrically (a stride-1 SAME conv pads k - 1, split evenly
+            // for odd k; a 1x1 conv does not pad).
+            if (conv != nullptr && conv->stride > 1 && conv->kernel_size > 1) conv->add_widened_weight();
           }
         }
       }
