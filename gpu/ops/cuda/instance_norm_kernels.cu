@@ -3,18 +3,23 @@
 //
 // Two launches instead of the ~12 elementwise/reduction passes of the written-out norm:
 //  1. statistics: block (split, sample) reduces a slab of positions; each thread takes one 16-byte vector of
-//     channels (8 in 16-bit, 4 in fp32) at every rows-th position (rows = 256 / vectors per position), Welford in
-//     fp32 (one reciprocal per vector: the count is the vector's), the rows merged with Chan's formula in shared
-//     memory; writes (mean, M2) per (sample, split, channel). The last block of a sample to finish (an atomic
-//     ticket per sample, zeroed by a memset before the launch: the workspace is the caching allocator's) merges the
-//     sample's splits and folds weight/bias into scale/shift;
-//  2. apply: y = max(x * scale + shift, 0), 16-byte vectors.
+//     channels (8 in 16-bit, 4 in fp32) at every rows-th position (rows = 256 / vectors per position), four loads in
+//     flight, sums of (x - shift) and their squares in fp32 with the thread's first value as the shift, turned into
+//     (mean, M2) per thread and merged over the block's rows with Chan's formula as a tree in shared memory; writes
+//     (mean, M2) per (sample, split, channel). The last block of a sample to finish (an atomic ticket per sample,
+//     zeroed by a memset before the launch: the workspace is the caching allocator's) merges the sample's splits and
+//     folds weight/bias into scale/shift;
+//  2. apply: y = max(x * scale + shift, 0), 16-byte vectors, a grid row per sample, each thread's scale/shift in
+//     registers.
 // Bytes: the activation is read twice and written once (3 passes; the written-out norm needs ~12).
-// Welford instead of sum/sum-of-squares: E[x^2] - E[x]^2 loses digits on un-normalised activations, and exact
-// mode keeps parity with the two-pass reference.
+// Shifted sums or Welford, not plain sum/sum-of-squares: E[x^2] - E[x]^2 loses digits on un-normalised activations,
+// and exact mode keeps parity with the two-pass reference.
 // Until 2026-12-05 the statistics read one 2-byte channel per thread (a reciprocal per element) and a third kernel
 // merged the splits: Nsight Compute on an H100 put the statistics at 60 us per launch (31% of DRAM bandwidth, issue
-// bound) and that merge at 18.5 us (12 blocks, 12% occupancy), 1.3 ms per 47 frames together.
+// bound) and that merge at 18.5 us (12 blocks, 12% occupancy), 1.3 ms per 47 frames together. The version of
+// 2026-12-05 (Welford per vector, a serial merge of the rows by `channels` threads, the apply's two 64-bit divisions
+// per vector) ran at ~1.4 TB/s in the statistics and 1.6-2.9 TB/s in the apply on the H100 (3.35 TB/s): 0.64 + 0.78 ms
+// per 47 frames in fp16.
 
 #include <algorithm>
 #include <cstdint>
@@ -27,6 +32,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kMaxGridY = 65535;
+constexpr int64_t kApplyBlocks = 8192;
 
 struct Moments {
   float count;
@@ -41,6 +47,14 @@ __device__ __forceinline__ Moments merge(Moments a, Moments b) {
   const float share = b.count / count;
   return {count, a.mean + delta * share, a.m2 + b.m2 + delta * delta * a.count * share};
 }
+
+// Moments of one 16-byte vector's channels over the same positions (one count).
+template <int kWidth>
+struct VectorMoments {
+  float count;
+  float mean[kWidth];
+  float m2[kWidth];
+};
 
 template <typename T>
 struct Vector;  // 16 bytes of T
@@ -98,6 +112,25 @@ __device__ __forceinline__ void unpack(const uint4& raw, float (&v)[8], T) {
   v[0] = p0.x, v[1] = p0.y, v[2] = p1.x, v[3] = p1.y, v[4] = p2.x, v[5] = p2.y, v[6] = p3.x, v[7] = p3.y;
 }
 
+// The statistics of `kWidth` channels over one thread's positions: sums of x - shift and of its squares, the shift
+// the thread's first value (shifted sums: three operations per element and no reciprocal, where Welford needs a
+// reciprocal per vector and four; with the shift inside the data's spread the cancellation in q - s^2/n stays at a
+// few float32 rounding steps, as Welford's error does, also for activations far from zero).
+template <int kWidth>
+struct ShiftedSums {
+  float count = 0.0f;
+  float shift[kWidth], sum[kWidth], squares[kWidth];
+  __device__ __forceinline__ void add(const float (&v)[kWidth]) {
+    count += 1.0f;
+#pragma unroll
+    for (int j = 0; j < kWidth; ++j) {
+      const float d = v[j] - shift[j];
+      sum[j] += d;
+      squares[j] = fmaf(d, d, squares[j]);
+    }
+  }
+};
+
 template <typename T, typename W>
 __global__ void __launch_bounds__(kThreads)
     statistics_kernel(const T* __restrict__ x, int64_t positions, int64_t channels, int64_t positions_per_split,
@@ -105,9 +138,10 @@ __global__ void __launch_bounds__(kThreads)
                       const W* __restrict__ weight, const W* __restrict__ bias, float eps,
                       float2* __restrict__ scale_shift) {
   constexpr int kWidth = Vector<T>::kWidth;
-  __shared__ float row_mean[kThreads * kMaxVectorWidth];
-  __shared__ float row_m2[kThreads * kMaxVectorWidth];
-  __shared__ float row_count[kThreads];
+  constexpr int kBatch = 4;  // loads in flight per thread before their values are used
+  __shared__ float row_mean[kThreads / 2 * kMaxVectorWidth];
+  __shared__ float row_m2[kThreads / 2 * kMaxVectorWidth];
+  __shared__ float row_count[kThreads / 2];
   __shared__ bool last_block;
   const int vectors = static_cast<int>(channels / kWidth);  // a power of two <= kThreads (launcher)
   const int rows = kThreads / vectors;
@@ -119,35 +153,75 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t begin = split * positions_per_split;
   const int64_t end = begin + positions_per_split < positions ? begin + positions_per_split : positions;
 
-  float count = 0.0f, mean[kWidth], m2[kWidth];
-#pragma unroll
-  for (int j = 0; j < kWidth; ++j) mean[j] = m2[j] = 0.0f;
   const uint4* base = reinterpret_cast<const uint4*>(x + sample * positions * channels) + vector;
-#pragma unroll 4
-  for (int64_t p = begin + row; p < end; p += rows) {
-    float v[kWidth];
-    unpack(base[p * vectors], v, T{});
-    count += 1.0f;
-    const float inverse = __frcp_rn(count);
+  ShiftedSums<kWidth> sums;
+  int64_t p = begin + row;
+  if (p < end) {
+    unpack(base[p * vectors], sums.shift, T{});
+  } else {
 #pragma unroll
-    for (int j = 0; j < kWidth; ++j) {
-      const float delta = v[j] - mean[j];
-      mean[j] += delta * inverse;
-      m2[j] = fmaf(delta, v[j] - mean[j], m2[j]);
+    for (int j = 0; j < kWidth; ++j) sums.shift[j] = 0.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < kWidth; ++j) sums.sum[j] = sums.squares[j] = 0.0f;
+  for (; p + (kBatch - 1) * rows < end; p += kBatch * rows) {
+    uint4 raw[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) raw[b] = base[(p + b * rows) * vectors];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      float v[kWidth];
+      unpack(raw[b], v, T{});
+      sums.add(v);
     }
   }
+  for (; p < end; p += rows) {
+    float v[kWidth];
+    unpack(base[p * vectors], v, T{});
+    sums.add(v);
+  }
+  // This thread's moments, then a tree over the block's rows (log2(rows) steps, every thread of the lower half busy;
+  // one division per merge of a vector: the counts are the vector's).
+  VectorMoments<kWidth> mine;
+  mine.count = sums.count;
+  const float inverse_count = sums.count > 0.0f ? 1.0f / sums.count : 0.0f;
 #pragma unroll
   for (int j = 0; j < kWidth; ++j) {
-    row_mean[row * channels + vector * kWidth + j] = mean[j];
-    row_m2[row * channels + vector * kWidth + j] = m2[j];
+    const float mean_shift = sums.sum[j] * inverse_count;
+    mine.mean[j] = sums.shift[j] + mean_shift;
+    mine.m2[j] = fmaxf(sums.squares[j] - sums.sum[j] * mean_shift, 0.0f);
   }
-  if (vector == 0) row_count[row] = count;
-  __syncthreads();
-  for (int64_t channel = tid; channel < channels; channel += kThreads) {
-    Moments m{row_count[0], row_mean[channel], row_m2[channel]};
-    for (int r = 1; r < rows; ++r)
-      m = merge(m, Moments{row_count[r], row_mean[r * channels + channel], row_m2[r * channels + channel]});
-    partial[(sample * splits + split) * channels + channel] = make_float2(m.mean, m.m2);
+  for (int half = rows / 2; half > 0; half /= 2) {
+    if (row >= half && row < 2 * half) {
+      const int slot = row - half;
+#pragma unroll
+      for (int j = 0; j < kWidth; ++j) {
+        row_mean[slot * channels + vector * kWidth + j] = mine.mean[j];
+        row_m2[slot * channels + vector * kWidth + j] = mine.m2[j];
+      }
+      if (vector == 0) row_count[slot] = mine.count;
+    }
+    __syncthreads();
+    if (row < half) {
+      const float other_count = row_count[row];
+      const float count = mine.count + other_count;
+      const float share = count > 0.0f ? other_count / count : 0.0f;
+#pragma unroll
+      for (int j = 0; j < kWidth; ++j) {
+        const float other_mean = row_mean[row * channels + vector * kWidth + j];
+        const float delta = other_mean - mine.mean[j];
+        mine.mean[j] += delta * share;
+        mine.m2[j] += row_m2[row * channels + vector * kWidth + j] + delta * delta * mine.count * share;
+      }
+      mine.count = count;
+    }
+    __syncthreads();
+  }
+  if (row == 0) {
+#pragma unroll
+    for (int j = 0; j < kWidth; ++j) {
+      partial[(sample * splits + split) * channels + vector * kWidth + j] = make_float2(mine.mean[j], mine.m2[j]);
+    }
   }
 
   // The sample's last block merges its splits (the other blocks' partials are visible after their fence and the
@@ -172,31 +246,41 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// y = max(x * scale + shift, 0) over one sample per grid row (blockIdx.y). The grid's stride is a multiple of the
+// channels' vectors, so a thread meets the same channels at every step and keeps their scale/shift in registers:
+// until 2026-12-06 every vector recomputed its sample and channel with two 64-bit divisions and loaded its eight
+// (scale, shift) pairs.
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    apply_kernel(const T* __restrict__ x, int64_t samples, int64_t positions, int64_t channels,
-                 const float2* __restrict__ scale_shift, T* __restrict__ y) {
+__global__ void __launch_bounds__(kThreads) apply_kernel(const T* __restrict__ x, int64_t positions, int64_t channels,
+                                                         const float2* __restrict__ scale_shift, T* __restrict__ y) {
   constexpr int kWidth = Vector<T>::kWidth;
-  const int64_t vectors = samples * positions * channels / kWidth;  // channels % kWidth == 0 (launcher)
-  const int64_t per_sample = positions * channels;
-  for (int64_t v = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; v < vectors;
+  const int64_t vectors = channels / kWidth;  // a power of two dividing kThreads (launcher)
+  const int64_t sample = blockIdx.y;
+  const int64_t vector = threadIdx.x % vectors;
+  float scale[kWidth], shift[kWidth];
+#pragma unroll
+  for (int k = 0; k < kWidth; ++k) {
+    const float2 s = scale_shift[sample * channels + vector * kWidth + k];
+    scale[k] = s.x;
+    shift[k] = s.y;
+  }
+  const int64_t per_sample = positions * vectors;
+  const uint4* in = reinterpret_cast<const uint4*>(x) + sample * per_sample;
+  uint4* out = reinterpret_cast<uint4*>(y) + sample * per_sample;
+#pragma unroll 4
+  for (int64_t v = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; v < per_sample;
        v += static_cast<int64_t>(gridDim.x) * kThreads) {
-    const int64_t element = v * kWidth;
-    const int64_t sample = element / per_sample;
-    const int64_t channel = element % channels;
-    const float2* ss = scale_shift + sample * channels + channel;
     union {
       uint4 raw;
       T values[kWidth];
-    } in, out;
-    in.raw = reinterpret_cast<const uint4*>(x)[v];
+    } a, b;
+    a.raw = in[v];
 #pragma unroll
     for (int k = 0; k < kWidth; ++k) {
-      const float2 s = ss[k];
-      const float r = fmaf(to_float(in.values[k]), s.x, s.y);
-      out.values[k] = from_float<T>(r < 0.0f ? 0.0f : r);  // NaN stays NaN, as torch.relu
+      const float r = fmaf(to_float(a.values[k]), scale[k], shift[k]);
+      b.values[k] = from_float<T>(r < 0.0f ? 0.0f : r);  // NaN stays NaN, as torch.relu
     }
-    reinterpret_cast<uint4*>(y)[v] = out.raw;
+    out[v] = b.raw;
   }
 }
 
@@ -213,10 +297,13 @@ cudaError_t launch_typed(const InstanceNormShape& s, const void* x, const void* 
       static_cast<const W*>(weight), static_cast<const W*>(bias), eps, scale_shift);
   error = cudaGetLastError();
   if (error != cudaSuccess) return error;
-  const int64_t vectors = s.samples * s.positions * s.channels / Vector<T>::kWidth;
-  const int64_t blocks = (vectors + kThreads - 1) / kThreads;
-  apply_kernel<T><<<static_cast<unsigned>(blocks < 8192 ? blocks : 8192), kThreads, 0, stream>>>(
-      static_cast<const T*>(x), s.samples, s.positions, s.channels, scale_shift, static_cast<T*>(y));
+  // About 8192 blocks in all (a few waves of 132 SMs x 8 blocks), a sample's vectors spread over its grid row.
+  const int64_t per_sample = s.positions * s.channels / Vector<T>::kWidth;
+  const int64_t needed = (per_sample + kThreads - 1) / kThreads;
+  const int64_t share = std::max<int64_t>(1, kApplyBlocks / s.samples);
+  const dim3 apply_grid(static_cast<unsigned>(std::min(needed, share)), static_cast<unsigned>(s.samples));
+  apply_kernel<T><<<apply_grid, kThreads, 0, stream>>>(static_cast<const T*>(x), s.positions, s.channels, scale_shift,
+                                                       static_cast<T*>(y));
   return cudaGetLastError();
 }
 
