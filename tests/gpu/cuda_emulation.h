@@ -32,6 +32,7 @@
 #define TRACKSCOPE_DEVICE_FN inline
 #define TRACKSCOPE_KERNEL(threads, blocks) void
 #define TRACKSCOPE_UNROLL
+#define TRACKSCOPE_UNROLL_BY(n)
 
 namespace trackscope::test::cuda_emulation {
 
@@ -369,6 +370,19 @@ inline void global_store16(void* p, const Words4& w) {
   if (reinterpret_cast<uintptr_t>(p) % 16 != 0) emu::context.block->fail("misaligned 16-byte global store");
   std::memcpy(p, &w, 16);
 }
+// Global memory shared between blocks. run_blocks runs the blocks one after another, and a block's threads are
+// joined before the next block starts: every global write of an earlier block is visible to a later one, so the
+// fence has nothing to order (a no-op) and the L2 load is a plain load. The threads of one block do run at once:
+// the atomic add is a read-modify-write under a mutex.
+inline void global_fence() {}
+inline uint32_t global_atomic_add_u32(uint32_t* p, uint32_t v) {
+  static std::mutex mutex;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const uint32_t old = *p;
+  *p = old + v;
+  return old;
+}
+inline float global_load_f32_coherent(const float* p) { return *p; }
 // The build has no FP contraction (ISO C++ mode, no -ffp-contract=fast): each operation is rounded on its own.
 inline float mul_rn(float a, float b) { return a * b; }
 inline float add_rn(float a, float b) { return a + b; }

@@ -13,8 +13,12 @@
 #include "gpu/ops/cuda/cmdtop_mma_layout.h"
 
 #define TRACKSCOPE_DEVICE_FN __device__ __forceinline__
+/// blocks: the minimum of resident blocks per SM ptxas must allow (0: none, a plain __launch_bounds__(threads)).
 #define TRACKSCOPE_KERNEL(threads, blocks) __global__ void __launch_bounds__(threads, blocks)
 #define TRACKSCOPE_UNROLL _Pragma("unroll")
+#define TRACKSCOPE_PRAGMA(text) _Pragma(#text)
+/// Unrolls a loop whose trip count is not a constant n times (TRACKSCOPE_UNROLL leaves such a loop rolled).
+#define TRACKSCOPE_UNROLL_BY(n) TRACKSCOPE_PRAGMA(unroll n)
 
 namespace trackscope::gpu::ops::cuda::primitives {
 
@@ -58,6 +62,14 @@ TRACKSCOPE_DEVICE_FN void global_store_f32(float* p, float v) { *p = v; }
 TRACKSCOPE_DEVICE_FN void global_store16(void* p, const Words4& w) {
   *static_cast<uint4*>(p) = make_uint4(w.x, w.y, w.z, w.w);
 }
+
+/// Global memory shared between the blocks of one launch: global_fence() (__threadfence: this thread's global writes
+/// before it are seen by any thread of the device before its writes after it), an atomic add that returns the old
+/// value, and a load through L2 (ld.global.cg: not the non-coherent read-only path nor L1, so that it sees what
+/// another block wrote before its fence).
+TRACKSCOPE_DEVICE_FN void global_fence() { __threadfence(); }
+TRACKSCOPE_DEVICE_FN uint32_t global_atomic_add_u32(uint32_t* p, uint32_t v) { return atomicAdd(p, v); }
+TRACKSCOPE_DEVICE_FN float global_load_f32_coherent(const float* p) { return __ldcg(p); }
 
 /// One float product or sum rounded on its own: never contracted into a fused multiply-add, so that a kernel can
 /// reproduce an op-by-op (ATen) evaluation bit for bit.

@@ -1,0 +1,205 @@
+// The fused InstanceNorm + ReLU kernels (gpu/ops/cuda/instance_norm_kernel.cuh), their exact source, run on the CPU
+// through tests/gpu/cuda_emulation.h (a thread per CUDA thread: the tree merge of the block's rows goes through shared
+// memory and barriers, checked for races) against relu((x - mean) / sqrt(var + eps) * w + b) with the per (sample,
+// channel) mean and biased variance over the positions computed in double from the stored inputs. Channel counts of
+// the backbone (64, 128, 256) and small ones (one or two vectors per position: rows of 128 or 256 threads), position
+// counts that leave the last split partial (threads with no position, or with a batch of four and a tail), several
+// splits per sample so that the last block's merge of the splits runs, activations far from zero (100 + 20 N(0, 1) per
+// channel + N(0, 1): what breaks E[x^2] - E[x]^2), float32 and 16-bit weights. The statistics blocks run in a shuffled
+// order, so that the block that merges a sample (the last to take its ticket) is any of its splits; the apply runs
+// with the launcher's parts and with two parts (a grid-stride loop of several steps), both must agree bit for bit.
+// Inputs are fresh random values each run (the seed is printed; TRACKSCOPE_TEST_SEED repeats a run). Torch-free: it
+// builds in the CPU-only CI.
+#include "cuda_emulation.h"  // first: the kernel header takes its primitives from it
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gpu/ops/cuda/instance_norm_kernel.cuh"
+
+namespace trackscope::test {
+namespace {
+
+namespace cuda = gpu::ops::cuda;
+namespace norm = gpu::ops::cuda::instance_norm;
+namespace emu = cuda_emulation;
+
+template <class Element>
+using Bits = emu::ElementBits<Element>;
+
+constexpr float kEps = 1e-5f;
+
+// 16-byte aligned storage for `elements` values of T and a tail of kTail, all set to `fill` (the tail's poison).
+template <class T>
+struct Buffer {
+  static constexpr size_t kTail = 64;
+  Buffer(size_t elements, T fill) : size(elements), poison(fill), words((elements + kTail) * sizeof(T) / 16 + 1) {
+    std::fill(data(), data() + size + kTail, poison);
+  }
+  T* data() { return reinterpret_cast<T*>(words.data()); }
+  T& operator[](size_t i) { return data()[i]; }
+  // Tail values whose bits are not the poison's (a NaN poison differs from itself as a float).
+  int64_t tail_writes() {
+    int64_t writes = 0;
+    for (size_t i = size; i < size + kTail; ++i) writes += std::memcmp(&data()[i], &poison, sizeof(T)) != 0 ? 1 : 0;
+    return writes;
+  }
+  size_t size;
+  T poison;
+  std::vector<cuda::Words4> words;
+};
+
+const char* element_name(float) { return "float32"; }
+const char* element_name(cuda::Bf16Tag) { return "bfloat16"; }
+const char* element_name(cuda::Fp16Tag) { return "float16"; }
+
+template <class Element>
+double tolerance() {
+  // The CUDA test's (InstanceNormReluCuda.MatchesReferenceForTheBackboneShapes): max |diff| / max |y|.
+  return std::is_same_v<Element, float> ? 2e-5 : (std::is_same_v<Element, cuda::Bf16Tag> ? 8e-3 : 2e-3);
+}
+
+// `remainder`: positions in the sample's last split (the others are full); samples x (splits + 1) statistics blocks.
+template <class Element, class Weight>
+void check(int64_t channels, int64_t full_splits, int64_t remainder, int64_t samples) {
+  constexpr int64_t kWidth = norm::kVectorElements<Element>;
+  const int64_t split_positions = norm::positions_per_split(channels, kWidth);
+  const int64_t positions = full_splits * split_positions + remainder;
+  const int64_t splits = norm::split_count(positions, channels, kWidth);
+  const std::string name = std::string(element_name(Element{})) + " (weights " + element_name(Weight{}) +
+                           ") C=" + std::to_string(channels) + ", " + std::to_string(samples) + " samples x " +
+                           std::to_string(positions) + " positions (" + std::to_string(splits) + " splits of " +
+                           std::to_string(split_positions) + ")";
+  ASSERT_TRUE(norm::eligible_channels<Element>(channels)) << name;
+  ASSERT_GT(splits, 1) << name;
+  ASSERT_NE(positions % split_positions, 0) << name;
+
+  std::mt19937_64 rng(emu::test_seed("instance norm emulation") ^ std::hash<std::string>{}(name));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> gain(0.5f, 1.5f);
+  const size_t elements = static_cast<size_t>(samples * positions * channels);
+  const auto size = [](int64_t n) { return static_cast<size_t>(n); };
+  const Bits<Element> poison = static_cast<Bits<Element>>(0x7e7e7e7eu);
+  const float nan = std::nanf("");
+  Buffer<Bits<Element>> x(elements, 0), y(elements, poison), y_strided(elements, poison);
+  Buffer<Bits<Weight>> weight(size(channels), 0), bias(size(channels), 0);
+  Buffer<float> partial(size(samples * splits * channels * 2), nan), scale_shift(size(samples * channels * 2), nan);
+  Buffer<uint32_t> tickets(size(samples), 0x7e7e7e7eu);
+  std::vector<float> offset(size(channels));
+  for (float& o : offset) o = 100.0f + 20.0f * normal(rng);  // mean >> standard deviation
+  for (size_t i = 0; i < elements; ++i) x[i] = emu::value_to_bits<Element>(offset[i % size(channels)] + normal(rng));
+  for (size_t c = 0; c < size(channels); ++c) {
+    weight[c] = emu::value_to_bits<Weight>(gain(rng));
+    bias[c] = emu::value_to_bits<Weight>(normal(rng));
+  }
+  for (size_t s = 0; s < size(samples); ++s) tickets[s] = 0;  // the launcher's memset
+
+  // Statistics, the blocks in a shuffled order (each run by itself: the emulation runs blocks one after another).
+  std::vector<int64_t> order(size(samples * splits));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<std::string> errors;
+  for (const int64_t block : order) {
+    for (std::string& e : emu::run_blocks(block, 1, norm::kThreads, norm::statistics_shared_bytes<Element>(), [&] {
+           norm::statistics_kernel<Element, Weight>(x.data(), positions, channels, split_positions,
+                                                    static_cast<int>(splits), partial.data(), tickets.data(),
+                                                    weight.data(), bias.data(), kEps, scale_shift.data());
+         })) {
+      errors.push_back("statistics " + e);
+    }
+  }
+  // Apply (no barrier, no shared memory: its threads one after another), with the launcher's parts and with two.
+  const int64_t parts = norm::apply_parts(samples, positions, channels, kWidth);
+  for (Buffer<Bits<Element>>* out : {&y, &y_strided}) {
+    const int run_parts = out == &y ? static_cast<int>(parts) : 2;
+    for (std::string& e : emu::run_blocks_serially(0, samples * run_parts, norm::kThreads, [&] {
+           norm::apply_kernel<Element>(x.data(), positions, channels, run_parts, scale_shift.data(), out->data());
+         })) {
+      errors.push_back("apply " + e);
+    }
+  }
+  for (const std::string& e : errors) ADD_FAILURE() << name << ": " << e;
+
+  double max_diff = 0.0, max_expected = 0.0;
+  int64_t strided_mismatches = 0;
+  for (int64_t s = 0; s < samples; ++s) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const auto at = [&](int64_t p) { return size((s * positions + p) * channels + c); };
+      double mean = 0.0, variance = 0.0;
+      for (int64_t p = 0; p < positions; ++p) mean += emu::bits_to_value<Element>(x[at(p)]);
+      mean /= static_cast<double>(positions);
+      for (int64_t p = 0; p < positions; ++p) {
+        const double d = emu::bits_to_value<Element>(x[at(p)]) - mean;
+        variance += d * d;
+      }
+      variance /= static_cast<double>(positions);
+      const double w = emu::bits_to_value<Weight>(weight[size(c)]), b = emu::bits_to_value<Weight>(bias[size(c)]);
+      for (int64_t p = 0; p < positions; ++p) {
+        const double want =
+            std::max((emu::bits_to_value<Element>(x[at(p)]) - mean) / std::sqrt(variance + kEps) * w + b, 0.0);
+        const double got = emu::bits_to_value<Element>(y[at(p)]);
+        max_diff = std::max(max_diff, std::isfinite(got) ? std::fabs(got - want) : INFINITY);
+        max_expected = std::max(max_expected, std::fabs(want));
+        strided_mismatches += y_strided[at(p)] != y[at(p)] ? 1 : 0;
+      }
+    }
+  }
+  int64_t wrong_tickets = 0;
+  for (size_t s = 0; s < size(samples); ++s) wrong_tickets += tickets[s] != static_cast<uint32_t>(splits) ? 1 : 0;
+  const double relative = max_diff / max_expected;
+  std::printf("[instance norm emulation] %s: max |diff| %.3g, relative %.3g (tolerance %.3g)\n", name.c_str(), max_diff,
+              relative, tolerance<Element>());
+  EXPECT_LE(relative, tolerance<Element>()) << name;
+  EXPECT_EQ(strided_mismatches, 0) << name << ": two parts per sample must give the launcher's parts' bits";
+  EXPECT_EQ(wrong_tickets, 0) << name << ": each sample's ticket must end at its splits";
+  EXPECT_EQ(y.tail_writes() + y_strided.tail_writes(), 0) << name << ": elements written past y";
+  EXPECT_EQ(partial.tail_writes() + scale_shift.tail_writes() + tickets.tail_writes(), 0)
+      << name << ": workspace written past its end";
+}
+
+// The backbone's widths and a small one (`small_channels`: one or two vectors per position); the last split holds a
+// few positions (fewer than the block's rows: threads without a position, others only in the tail loop) or five rows
+// and two (a batch of four, then a tail).
+template <class Element, class Weight>
+void check_all(int64_t small_channels) {
+  constexpr int64_t kWidth = norm::kVectorElements<Element>;
+  const auto rows = [](int64_t channels) { return norm::kThreads / (channels / kWidth); };
+  check<Element, Weight>(64, 2, 3, 2);
+  check<Element, Weight>(128, 2, 5 * rows(128) + 2, 3);
+  check<Element, Weight>(256, 3, 3, 2);
+  check<Element, Weight>(small_channels, 1, 5 * rows(small_channels) + 2, 2);
+}
+
+TEST(InstanceNormEmulation, Float32MatchesFloat64) { check_all<float, float>(4); }
+TEST(InstanceNormEmulation, Bfloat16MatchesFloat64) { check_all<cuda::Bf16Tag, float>(16); }
+TEST(InstanceNormEmulation, Bfloat16WithBfloat16WeightsMatchesFloat64) { check_all<cuda::Bf16Tag, cuda::Bf16Tag>(8); }
+TEST(InstanceNormEmulation, Float16MatchesFloat64) { check_all<cuda::Fp16Tag, float>(8); }
+TEST(InstanceNormEmulation, Float16WithFloat16WeightsMatchesFloat64) { check_all<cuda::Fp16Tag, cuda::Fp16Tag>(16); }
+
+TEST(InstanceNormEmulation, EligibleChannelsAndSplits) {
+  EXPECT_FALSE(norm::eligible_channels<cuda::Fp16Tag>(24));  // three vectors: not a power of two
+  EXPECT_FALSE(norm::eligible_channels<cuda::Fp16Tag>(12));  // not whole vectors
+  EXPECT_FALSE(norm::eligible_channels<float>(2048));        // 512 vectors: more than the block's threads
+  EXPECT_TRUE(norm::eligible_channels<float>(1024));
+  EXPECT_TRUE(norm::eligible_channels<cuda::Bf16Tag>(8));
+  // The backbone's smallest plane: 8 rows x 16 = 128 positions per split in 16-bit, 8 splits at 32 x 32.
+  EXPECT_EQ(norm::positions_per_split(256, 8), 128);
+  EXPECT_EQ(norm::split_count(32 * 32, 256, 8), 8);
+  EXPECT_EQ(norm::positions_per_split(64, 4), 256);
+  EXPECT_EQ(norm::split_count(257, 64, 4), 2);
+  // The apply: a sample's vectors cover at most its parts; about kApplyBlocks blocks in all.
+  EXPECT_EQ(norm::apply_parts(47, 128 * 128, 64, 8), norm::kApplyBlocks / 47);
+  EXPECT_EQ(norm::apply_parts(2, 3, 64, 8), 1);
+}
+
+}  // namespace
+}  // namespace trackscope::test
