@@ -68,13 +68,12 @@ double tolerance() {
   return std::is_same_v<Element, float> ? 2e-5 : (std::is_same_v<Element, cuda::Bf16Tag> ? 8e-3 : 2e-3);
 }
 
-// `remainder`: positions in the sample's last split (the others are full); samples x (splits + 1) statistics blocks.
+// samples x splits statistics blocks; the shapes are chosen so that there are several splits and the last is short.
 template <class Element, class Weight>
-void check(int64_t channels, int64_t full_splits, int64_t remainder, int64_t samples) {
+void check(int64_t channels, int64_t positions, int64_t samples) {
   constexpr int64_t kWidth = norm::kVectorElements<Element>;
-  const int64_t split_positions = norm::positions_per_split(channels, kWidth);
-  const int64_t positions = full_splits * split_positions + remainder;
-  const int64_t splits = norm::split_count(positions, channels, kWidth);
+  const int64_t split_positions = norm::positions_per_split(samples, positions, channels, kWidth);
+  const int64_t splits = norm::split_count(samples, positions, channels, kWidth);
   const std::string name = std::string(element_name(Element{})) + " (weights " + element_name(Weight{}) +
                            ") C=" + std::to_string(channels) + ", " + std::to_string(samples) + " samples x " +
                            std::to_string(positions) + " positions (" + std::to_string(splits) + " splits of " +
@@ -166,17 +165,17 @@ void check(int64_t channels, int64_t full_splits, int64_t remainder, int64_t sam
       << name << ": workspace written past its end";
 }
 
-// The backbone's widths and a small one (`small_channels`: one or two vectors per position); the last split holds a
-// few positions (fewer than the block's rows: threads without a position, others only in the tail loop) or five rows
-// and two (a batch of four, then a tail).
+// The backbone's widths and a small one (`small_channels`: one or two vectors per position). 20 rows + 1 positions of
+// 2 samples: 5 splits of 4 rows, the last holding one position (threads without a position, one only in the tail
+// loop); 11 rows + 2 of 3 samples: 2 splits of 6 rows, the last of five rows and two (a batch of four, then a tail).
 template <class Element, class Weight>
 void check_all(int64_t small_channels) {
   constexpr int64_t kWidth = norm::kVectorElements<Element>;
   const auto rows = [](int64_t channels) { return norm::kThreads / (channels / kWidth); };
-  check<Element, Weight>(64, 2, 3, 2);
-  check<Element, Weight>(128, 2, 5 * rows(128) + 2, 3);
-  check<Element, Weight>(256, 3, 3, 2);
-  check<Element, Weight>(small_channels, 1, 5 * rows(small_channels) + 2, 2);
+  check<Element, Weight>(64, 20 * rows(64) + 1, 2);
+  check<Element, Weight>(128, 11 * rows(128) + 2, 3);
+  check<Element, Weight>(256, 20 * rows(256) + 1, 2);
+  check<Element, Weight>(small_channels, 11 * rows(small_channels) + 2, 3);
 }
 
 TEST(InstanceNormEmulation, Float32MatchesFloat64) { check_all<float, float>(4); }
@@ -191,11 +190,17 @@ TEST(InstanceNormEmulation, EligibleChannelsAndSplits) {
   EXPECT_FALSE(norm::eligible_channels<float>(2048));        // 512 vectors: more than the block's threads
   EXPECT_TRUE(norm::eligible_channels<float>(1024));
   EXPECT_TRUE(norm::eligible_channels<cuda::Bf16Tag>(8));
-  // The backbone's smallest plane: 8 rows x 16 = 128 positions per split in 16-bit, 8 splits at 32 x 32.
-  EXPECT_EQ(norm::positions_per_split(256, 8), 128);
-  EXPECT_EQ(norm::split_count(32 * 32, 256, 8), 8);
-  EXPECT_EQ(norm::positions_per_split(64, 4), 256);
-  EXPECT_EQ(norm::split_count(257, 64, 4), 2);
+  // The backbone's planes at 47 frames: 512 / 47 = 10 splits each, runs of whole rows of threads (32 / 16 / 8 rows
+  // in 16-bit at 64 / 128 / 256 channels), the last split shorter.
+  EXPECT_EQ(norm::positions_per_split(47, 128 * 128, 64, 8), 1664);
+  EXPECT_EQ(norm::split_count(47, 128 * 128, 64, 8), 10);
+  EXPECT_EQ(norm::positions_per_split(47, 64 * 64, 128, 8), 416);
+  EXPECT_EQ(norm::positions_per_split(47, 32 * 32, 256, 8), 104);
+  EXPECT_EQ(norm::split_count(47, 32 * 32, 256, 8), 10);
+  // At least kMinPositionsPerThread positions per thread: few positions make few splits; many samples one each.
+  EXPECT_EQ(norm::split_count(2, 257, 64, 4), 4);  // 16 rows: 257 / 64 = 4 splits of 80 positions
+  EXPECT_EQ(norm::split_count(2, 63, 64, 4), 1);
+  EXPECT_EQ(norm::split_count(1000, 128 * 128, 64, 8), 1);
   // The apply: a sample's vectors cover at most its parts; about kApplyBlocks blocks in all.
   EXPECT_EQ(norm::apply_parts(47, 128 * 128, 64, 8), norm::kApplyBlocks / 47);
   EXPECT_EQ(norm::apply_parts(2, 3, 64, 8), 1);

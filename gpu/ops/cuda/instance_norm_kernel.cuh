@@ -3,7 +3,8 @@
 // biased variance, eps, affine), on channels-last activations seen as x [samples, positions, channels].
 //
 // Two launches instead of the ~12 elementwise/reduction passes of the written-out norm:
-//  1. statistics: block (split, sample) reduces a slab of positions; each thread takes one 16-byte vector of
+//  1. statistics: block (split, sample) reduces a run of positions (about kTargetBlocks / samples runs per sample:
+//     one wave of blocks, long runs); each thread takes one 16-byte vector of
 //     channels (8 in 16-bit, 4 in fp32) at every rows-th position (rows = 256 / vectors per position), four loads in
 //     flight, sums of (x - shift) and their squares in fp32 with the thread's first value as the shift, turned into
 //     (mean, M2) per thread and merged over the block's rows with Chan's formula as a tree in shared memory; writes
@@ -43,9 +44,12 @@ using namespace primitives;
 using elements::kVectorElements;
 
 inline constexpr int kThreads = 256;
-// Positions per thread and split: enough blocks at the backbone's smallest plane (32 x 32 x 256 channels: 8 rows x 16
-// = 128 positions per split, 8 splits x 47 samples), few splits for the last block to merge at its largest.
-inline constexpr int kPositionsPerThread = 16;
+// Statistics blocks per launch: about one wave at 4 blocks per SM on 132 SMs (H100/H200), so that each block loads a
+// long run of positions and its merges (the tree, the ticket, the last block's) are a small part of its time. Until
+// 2026-12-06 a block took 16 positions per thread whatever the shape (1,504 blocks for 47 x 128 x 128 x 64): Nsight
+// Compute (H100) showed the statistics at 48% of DRAM bandwidth, stalled on memory and at the tree's barriers.
+inline constexpr int64_t kTargetBlocks = 512;
+inline constexpr int64_t kMinPositionsPerThread = 4;
 inline constexpr int kBatch = 4;  // loads in flight per thread before their values are used
 // Rows of threads that wait in shared memory for their partner at a step of the tree: at most half of the block's.
 inline constexpr int kTreeSlots = kThreads / 2;
@@ -59,14 +63,20 @@ inline bool eligible_channels(int64_t channels) {
   return channels > 0 && channels % kVector == 0 && vectors <= kThreads && kThreads % vectors == 0;
 }
 
-/// Positions per block of the statistics kernel: rows of threads (kThreads / vectors per position) x
-/// kPositionsPerThread, for channels of `width` elements per vector. The workspace's layout (instance_norm_splits) and
-/// the launch both derive the splits from it.
-inline int64_t positions_per_split(int64_t channels, int64_t width) {
-  return std::max<int64_t>(1, kThreads / std::max<int64_t>(1, channels / width)) * kPositionsPerThread;
+/// Positions per block of the statistics kernel for x [samples, positions, channels] with `width` elements per vector:
+/// the positions split into about kTargetBlocks / samples runs (at least kMinPositionsPerThread per thread), each a
+/// multiple of the block's rows of threads (kThreads / vectors per position). The workspace's layout
+/// (instance_norm_splits) and the launch both derive the splits from it.
+inline int64_t positions_per_split(int64_t samples, int64_t positions, int64_t channels, int64_t width) {
+  const int64_t rows = std::max<int64_t>(1, kThreads / std::max<int64_t>(1, channels / width));
+  const int64_t wanted = std::max<int64_t>(1, kTargetBlocks / std::max<int64_t>(1, samples));
+  const int64_t most = std::max<int64_t>(1, positions / (rows * kMinPositionsPerThread));
+  const int64_t splits = std::min(wanted, most);
+  const int64_t per_split = (positions + splits - 1) / splits;
+  return (per_split + rows - 1) / rows * rows;
 }
-inline int64_t split_count(int64_t positions, int64_t channels, int64_t width) {
-  const int64_t split_positions = positions_per_split(channels, width);
+inline int64_t split_count(int64_t samples, int64_t positions, int64_t channels, int64_t width) {
+  const int64_t split_positions = positions_per_split(samples, positions, channels, width);
   return (positions + split_positions - 1) / split_positions;
 }
 
@@ -150,9 +160,11 @@ statistics_kernel(const void* x, int64_t positions, int64_t channels, int64_t po
                   float* partial, uint32_t* tickets, const void* weight, const void* bias, float eps,
                   float* scale_shift) {
   constexpr int kWidth = kVectorElements<Element>;
-  float* const row_mean = static_cast<float*>(dynamic_shared());  // [rows / 2][channels]
-  float* const row_m2 = row_mean + kTreeSlots * kWidth;           // [rows / 2][channels]
-  float* const row_count = row_m2 + kTreeSlots * kWidth;          // [rows / 2]
+  // [kWidth][rows / 2][vectors]: a warp's lanes store and load consecutive words (no bank conflicts; with
+  // [rows / 2][channels] the lanes of a 16-bit row were 8 words apart).
+  float* const row_mean = static_cast<float*>(dynamic_shared());
+  float* const row_m2 = row_mean + kTreeSlots * kWidth;
+  float* const row_count = row_m2 + kTreeSlots * kWidth;  // [rows / 2]
   bool* const last_block = reinterpret_cast<bool*>(row_count + kTreeSlots);
   const int vectors = static_cast<int>(channels / kWidth);  // a power of two <= kThreads (launcher)
   const int rows = kThreads / vectors;
@@ -165,8 +177,6 @@ statistics_kernel(const void* x, int64_t positions, int64_t channels, int64_t po
   const int64_t sample = block / static_cast<uint32_t>(splits);
   const int64_t begin = split * positions_per_split;
   const int64_t end = begin + positions_per_split < positions ? begin + positions_per_split : positions;
-  // Shared memory: row slot s, channel c at s * channels + c; this thread's channels from first_channel.
-  const int row_channels = vectors * kWidth;
   const int first_channel = vector * kWidth;
 
   // This thread's vector at position p: base + p * vectors.
@@ -210,25 +220,26 @@ statistics_kernel(const void* x, int64_t positions, int64_t channels, int64_t po
   }
   for (int half = rows / 2; half > 0; half /= 2) {
     if (row >= half && row < 2 * half) {
-      const int slot = row - half;
+      const int slot = (row - half) * vectors + vector;
       TRACKSCOPE_UNROLL
       for (int j = 0; j < kWidth; ++j) {
-        shared_store(row_mean + slot * row_channels + first_channel + j, mine.mean[j]);
-        shared_store(row_m2 + slot * row_channels + first_channel + j, mine.m2[j]);
+        shared_store(row_mean + j * kTreeSlots + slot, mine.mean[j]);
+        shared_store(row_m2 + j * kTreeSlots + slot, mine.m2[j]);
       }
-      if (vector == 0) shared_store(row_count + slot, mine.count);
+      if (vector == 0) shared_store(row_count + (row - half), mine.count);
     }
     block_sync();
     if (row < half) {
       const float other_count = shared_load(row_count + row);
       const float count = mine.count + other_count;
       const float share = count > 0.0f ? other_count / count : 0.0f;
+      const int slot = row * vectors + vector;
       TRACKSCOPE_UNROLL
       for (int j = 0; j < kWidth; ++j) {
-        const float other_mean = shared_load(row_mean + row * row_channels + first_channel + j);
+        const float other_mean = shared_load(row_mean + j * kTreeSlots + slot);
         const float delta = other_mean - mine.mean[j];
         mine.mean[j] += delta * share;
-        mine.m2[j] += shared_load(row_m2 + row * row_channels + first_channel + j) + delta * delta * mine.count * share;
+        mine.m2[j] += shared_load(row_m2 + j * kTreeSlots + slot) + delta * delta * mine.count * share;
       }
       mine.count = count;
     }

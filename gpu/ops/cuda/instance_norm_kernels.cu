@@ -21,8 +21,8 @@ template <class Element, class Weight>
 cudaError_t launch_typed(const InstanceNormShape& s, const void* x, const void* weight, const void* bias, float eps,
                          float2* partial, unsigned* tickets, float2* scale_shift, void* y, cudaStream_t stream) {
   constexpr int64_t kWidth = instance_norm::kVectorElements<Element>;
-  const int64_t split_positions = instance_norm::positions_per_split(s.channels, kWidth);
-  const int64_t splits = instance_norm::split_count(s.positions, s.channels, kWidth);
+  const int64_t split_positions = instance_norm::positions_per_split(s.samples, s.positions, s.channels, kWidth);
+  const int64_t splits = instance_norm::split_count(s.samples, s.positions, s.channels, kWidth);
   cudaError_t error = cudaMemsetAsync(tickets, 0, static_cast<size_t>(s.samples) * sizeof(unsigned), stream);
   if (error != cudaSuccess) return error;
   instance_norm::statistics_kernel<Element, Weight>
@@ -71,7 +71,7 @@ bool instance_norm_eligible(const InstanceNormShape& s, ElementType element_type
 }
 
 int64_t instance_norm_splits(const InstanceNormShape& s, ElementType element_type) {
-  return instance_norm::split_count(s.positions, s.channels, vector_width(element_type));
+  return instance_norm::split_count(s.samples, s.positions, s.channels, vector_width(element_type));
 }
 
 cudaError_t launch_instance_norm_relu(const InstanceNormShape& shape, ElementType element_type, const void* x,
