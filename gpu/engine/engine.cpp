@@ -8,8 +8,10 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "gpu/devices.h"
@@ -27,6 +29,11 @@ bool is_reduced(at::ScalarType dtype) { return dtype == at::kBFloat16 || dtype =
 // §4).
 at::Tensor fused_instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return ops::instance_norm_relu(x, weight, bias, 1e-5);
+}
+std::array<at::Tensor, 2> fused_add_instance_norm_relu(const at::Tensor& x, const at::Tensor& residual,
+                                                       const at::Tensor& weight, const at::Tensor& bias) {
+  ops::SumAndNorm result = ops::add_instance_norm_relu(x, residual, weight, bias, 1e-5);
+  return {std::move(result.sum), std::move(result.norm)};
 }
 
 // A LocoTrack whose parameters are `source`'s converted to `dtype` on `device`. On CUDA the backbone's convolution
@@ -279,7 +286,10 @@ at::Tensor allocate_host_buffer(at::IntArrayRef sizes, at::ScalarType dtype, boo
 
 model::BackboneKernels Engine::backbone_kernels() const {
   model::BackboneKernels kernels;
-  if (uses_fused_instance_norm()) kernels.norm_relu = &fused_instance_norm_relu;
+  if (uses_fused_instance_norm()) {
+    kernels.norm_relu = &fused_instance_norm_relu;
+    kernels.add_norm_relu = &fused_add_instance_norm_relu;
+  }
   // On CUDA the one-pass kernel is a glue op: the composite path keeps the reference for the A/B.
   if (fused_ && (device_.is_cpu() || options_.glue_path == ops::GluePath::automatic)) {
     kernels.l2_normalise_into = &ops::l2_normalise_channels_out;

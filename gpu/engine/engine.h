@@ -65,7 +65,8 @@ struct EngineOptions {
   /// the autotuned algorithms (gpu/engine_cuda_autotuned) and gains ~5 ms per 47 frames on an H200.
   std::optional<bool> cudnn_benchmark;
   /// The backbone's InstanceNorm+ReLU as one fused op (ops::instance_norm_relu: a CUDA kernel set, or the CPU's
-  /// two-pass kernel) on the fused path; false = the written-out reference (the eager op sequence).
+  /// two-pass kernel) on the fused path, each block's residual sum computed with the next block's first norm
+  /// (ops::add_instance_norm_relu); false = the written-out reference (the eager op sequence).
   bool fused_instance_norm = true;
   /// CUDA graphs for track_chunk (fused path, CUDA): the first call of a chunk shape captures the initialisation
   /// and every refinement iteration as one graph, later calls copy their inputs into it and replay it, which

@@ -126,6 +126,10 @@ class Linear : public torch::nn::Module {
 /// Computes relu(instance_norm(x) * weight + bias) for the backbone (e.g. ops::instance_norm_relu, the engine's
 /// fused kernel); null = the written-out reference of this file (what training and the eager path use).
 using NormReluFunction = at::Tensor (*)(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+/// Computes {x + residual, relu(instance_norm(x + residual) * weight + bias)}, the norm reading the sum as rounded to
+/// the dtype (e.g. ops::add_instance_norm_relu: the engine's kernel that reads the sum once fewer).
+using AddNormReluFunction = std::array<at::Tensor, 2> (*)(const at::Tensor& x, const at::Tensor& residual,
+                                                          const at::Tensor& weight, const at::Tensor& bias);
 /// x / sqrt(max(sum x^2, 1e-12)) along the last axis written into out (contiguous, x's shape and dtype; e.g.
 /// ops::l2_normalise_channels_out).
 using L2NormaliseIntoFunction = void (*)(const at::Tensor& x, at::Tensor& out);
@@ -134,6 +138,9 @@ using L2NormaliseIntoFunction = void (*)(const at::Tensor& x, at::Tensor& out);
 /// ops of this file, which training and the eager path use.
 struct BackboneKernels {
   NormReluFunction norm_relu = nullptr;
+  /// A block's residual sum and the next block's first activation in one op; null: the addition, and the next block
+  /// normalises its input itself.
+  AddNormReluFunction add_norm_relu = nullptr;
   L2NormaliseIntoFunction l2_normalise_into = nullptr;  // compute_frame_features' output normalisation, when the
                                                         // caller gives the outputs
 };
@@ -142,6 +149,16 @@ class ResidualBlock : public torch::nn::Module {
  public:
   ResidualBlock(std::int64_t in_channels, std::int64_t out_channels, std::int64_t stride, bool projection);
   at::Tensor forward(const at::Tensor& input, const BackboneKernels& kernels = {}) const;
+
+  /// The block's output x and, where kernels.add_norm_relu is set and next_norm given (the next block's bn_0),
+  /// next_activated = relu(next_norm(x)) from the same op (else undefined).
+  struct Output {
+    at::Tensor x;
+    at::Tensor next_activated;
+  };
+  /// activated: relu(bn_0(input)) if the previous block computed it, else undefined (computed here).
+  Output forward(const at::Tensor& input, const at::Tensor& activated, const BackboneKernels& kernels,
+                 const AffineNorm* next_norm) const;
 
   std::shared_ptr<Conv2dSame> proj_conv;  // null without projection
   std::shared_ptr<AffineNorm> bn_0, bn_1;

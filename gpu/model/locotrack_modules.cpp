@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "gpu/model/locotrack.h"
 #include "gpu/torch_compat.h"
@@ -118,14 +119,24 @@ ResidualBlock::ResidualBlock(std::int64_t in_channels, std::int64_t out_channels
 }
 
 at::Tensor ResidualBlock::forward(const at::Tensor& input, const BackboneKernels& kernels) const {
+  return forward(input, at::Tensor(), kernels, nullptr).x;
+}
+
+ResidualBlock::Output ResidualBlock::forward(const at::Tensor& input, const at::Tensor& activated,
+                                             const BackboneKernels& kernels, const AffineNorm* next_norm) const {
   auto normalise = [&kernels](const at::Tensor& x, const AffineNorm& norm) {
     return kernels.norm_relu ? kernels.norm_relu(x, norm.weight, norm.bias) : at::relu(instance_norm(x, norm));
   };
-  const at::Tensor activated = normalise(input, *bn_0);
-  const at::Tensor shortcut = proj_conv ? proj_conv->forward(activated) : input;
-  at::Tensor x = conv_0->forward(activated);
+  const at::Tensor first = activated.defined() ? activated : normalise(input, *bn_0);
+  const at::Tensor shortcut = proj_conv ? proj_conv->forward(first) : input;
+  at::Tensor x = conv_0->forward(first);
   x = normalise(x, *bn_1);
-  return conv_1->forward(x) + shortcut;
+  x = conv_1->forward(x);
+  if (kernels.add_norm_relu && next_norm != nullptr) {
+    auto [sum, next_activated] = kernels.add_norm_relu(x, shortcut, next_norm->weight, next_norm->bias);
+    return {std::move(sum), std::move(next_activated)};
+  }
+  return {x + shortcut, at::Tensor()};
 }
 
 ResNetBackbone::ResNetBackbone() : torch::nn::Module("ResNet") {
@@ -150,8 +161,17 @@ std::array<at::Tensor, 3> ResNetBackbone::forward(const at::Tensor& frames, cons
   // Channels-last throughout (see instance_norm); elementwise ops and convs keep the layout.
   at::Tensor x = initial_conv->forward(frames.contiguous(at::MemoryFormat::ChannelsLast));
   std::array<at::Tensor, 3> out;  // highest (group 0), hires (group 1), lowres (group 3)
+  // Each block hands the next its first activation where kernels.add_norm_relu computes it with the residual sum.
+  at::Tensor activated;
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    for (const auto& block : groups[g]) x = block->forward(x, kernels);
+    for (std::size_t b = 0; b < groups[g].size(); ++b) {
+      const ResidualBlock* next = b + 1 < groups[g].size() ? groups[g][b + 1].get()
+                                  : g + 1 < groups.size()  ? groups[g + 1].front().get()
+                                                           : nullptr;
+      ResidualBlock::Output output = groups[g][b]->forward(x, activated, kernels, next ? next->bn_0.get() : nullptr);
+      x = std::move(output.x);
+      activated = std::move(output.next_activated);
+    }
     if (g == 0) out[0] = x;
     if (g == 1) out[1] = x;
   }

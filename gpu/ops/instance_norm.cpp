@@ -3,6 +3,8 @@
 #include <ATen/ops/empty_like.h>
 #include <c10/util/Exception.h>
 
+#include <utility>
+
 #include "gpu/ops/kernels.h"
 #include "gpu/ops/ops.h"
 
@@ -50,7 +52,10 @@ at::Tensor instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, con
   if (x.is_cuda()) {
     const at::Tensor input = x.contiguous(at::MemoryFormat::ChannelsLast);
     at::Tensor y = at::empty_like(input, at::MemoryFormat::ChannelsLast);
-    if (detail::instance_norm_relu_cuda(input, weight.contiguous(), bias.contiguous(), eps, y)) return y;
+    at::Tensor no_sum;
+    if (detail::instance_norm_relu_cuda(input, at::Tensor(), weight.contiguous(), bias.contiguous(), eps, no_sum, y)) {
+      return y;
+    }
   }
 #endif
   if (x.device().is_cpu()) {
@@ -64,6 +69,33 @@ at::Tensor instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, con
   // an H100, 2026-12-05). For float32 input the conversions are no-ops.
   return instance_norm_relu_reference(x.to(at::kFloat), weight.to(at::kFloat), bias.to(at::kFloat), eps)
       .to(x.scalar_type());
+}
+
+SumAndNorm add_instance_norm_relu(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                                  const at::Tensor& bias, double eps) {
+  check_arguments(x, weight, bias, /*allow_double=*/false);
+  TORCH_CHECK(residual.defined() && residual.sizes() == x.sizes() && residual.scalar_type() == x.scalar_type() &&
+                  residual.device() == x.device(),
+              "add_instance_norm_relu: residual must match x (", x.sizes(), ", ", x.scalar_type(), ", ", x.device(),
+              "), got ", residual.defined() ? residual.sizes() : at::IntArrayRef{}, ", ",
+              residual.defined() ? residual.scalar_type() : at::ScalarType::Undefined);
+  TORCH_CHECK(eps > 0.0, "instance_norm_relu: eps must be positive, got ", eps);
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+  if (x.is_cuda()) {
+    const at::Tensor input = x.contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor other = residual.contiguous(at::MemoryFormat::ChannelsLast);
+    SumAndNorm result{at::empty_like(input, at::MemoryFormat::ChannelsLast),
+                      at::empty_like(input, at::MemoryFormat::ChannelsLast)};
+    if (detail::instance_norm_relu_cuda(input, other, weight.contiguous(), bias.contiguous(), eps, result.sum,
+                                        result.norm)) {
+      return result;
+    }
+  }
+#endif
+  // Elsewhere the addition, then the norm (on the CPU one more pass over the sum than the CUDA kernel's).
+  at::Tensor sum = x + residual;
+  at::Tensor norm = instance_norm_relu(sum, weight, bias, eps);
+  return {std::move(sum), std::move(norm)};
 }
 
 }  // namespace trackscope::gpu::ops

@@ -86,9 +86,10 @@ at::Tensor cmdtop_mma_weight_cuda(const at::Tensor& conv_weight, at::ScalarType 
 /// norm_bias; tile from cmdtop_mma_tile_cuda.
 void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer>& layers, int tile, double eps,
                      at::Tensor& out);
-/// Returns false (nothing written) when the fused kernel is not eligible for these tensors.
-bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
-                             at::Tensor& y);
+/// Returns false (nothing written) when the fused kernel is not eligible for these tensors. x, y (and residual, sum
+/// when residual is defined: sum = x + residual in the same pass) channels-last of one shape and dtype.
+bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                             const at::Tensor& bias, double eps, at::Tensor& sum, at::Tensor& y);
 bool cuda_device_present(std::string& status);
 /// major * 10 + minor of a CUDA device (device.index() < 0: the current device).
 int cuda_compute_capability(c10::Device device);

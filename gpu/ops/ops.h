@@ -228,6 +228,17 @@ at::Tensor cmdtop_fast(const at::Tensor& corr, const CmdTopWeights& weights);
 /// CPU: one statistics pass (float64 sums around a per-channel shift) and one normalisation pass (the reference's
 /// float arithmetic), AVX-512 where C % 16 == 0 and the processor has it (gpu/ops/cpu/instance_norm_kernel.cpp).
 at::Tensor instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps = 1e-5);
+/// A residual addition and the following norm (the residual blocks' sum and the next block's first activation, or a
+/// pre-LN transformer's sum and its LayerNorm): sum = x + residual, norm = the norm of the sum as rounded to the dtype.
+struct SumAndNorm {
+  at::Tensor sum, norm;
+};
+/// sum = x + residual (x's shape and dtype, as at::add rounds it), norm = instance_norm_relu(sum, weight, bias, eps).
+/// residual: x's shape, dtype and device. CUDA (where instance_norm_relu's kernels take x): the statistics kernel
+/// reads x and residual and writes the sum, so the sum is read once fewer than by an addition and instance_norm_relu;
+/// the results are those of the two, bit for bit. Elsewhere the two ops. Both results channels-last on CUDA.
+SumAndNorm add_instance_norm_relu(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                                  const at::Tensor& bias, double eps = 1e-5);
 /// The reference on any device, in x's dtype (float64 too): what the eager model computes.
 at::Tensor instance_norm_relu_reference(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                         double eps = 1e-5);
@@ -300,9 +311,6 @@ at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::T
 /// The pre-LN transformer's residual step: sum = x + residual (x's shape and dtype), norm = layer_norm(sum, ...),
 /// the LayerNorm reading the sum as rounded to the dtype (the composite's add, then its LayerNorm). On CUDA one
 /// kernel reads x and residual once and writes both (where layer_norm's kernel is eligible).
-struct SumAndNorm {
-  at::Tensor sum, norm;
-};
 SumAndNorm add_layer_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
                           const at::Tensor& bias, double eps, GluePath path = GluePath::automatic);
 

@@ -8,6 +8,9 @@
 // channel + N(0, 1): what breaks E[x^2] - E[x]^2), float32 and 16-bit weights. The statistics blocks run in a shuffled
 // order, so that the block that merges a sample (the last to take its ticket) is any of its splits; the apply runs
 // with the launcher's parts and with two parts (a grid-stride loop of several steps), both must agree bit for bit.
+// With a residual (the residual block's sum fused into the statistics), x is the float sum of two random inputs
+// rounded to the element type: the kernel must store exactly those bits and give the plain run's statistics bit for
+// bit, and the apply then reads the stored sum.
 // Inputs are fresh random values each run (the seed is printed; TRACKSCOPE_TEST_SEED repeats a run). Torch-free: it
 // builds in the CPU-only CI.
 #include "cuda_emulation.h"  // first: the kernel header takes its primitives from it
@@ -70,14 +73,14 @@ double tolerance() {
 
 // samples x splits statistics blocks; the shapes are chosen so that there are several splits and the last is short.
 template <class Element, class Weight>
-void check(int64_t channels, int64_t positions, int64_t samples) {
+void check(int64_t channels, int64_t positions, int64_t samples, bool with_residual) {
   constexpr int64_t kWidth = norm::kVectorElements<Element>;
   const int64_t split_positions = norm::positions_per_split(samples, positions, channels, kWidth);
   const int64_t splits = norm::split_count(samples, positions, channels, kWidth);
   const std::string name = std::string(element_name(Element{})) + " (weights " + element_name(Weight{}) +
                            ") C=" + std::to_string(channels) + ", " + std::to_string(samples) + " samples x " +
                            std::to_string(positions) + " positions (" + std::to_string(splits) + " splits of " +
-                           std::to_string(split_positions) + ")";
+                           std::to_string(split_positions) + ")" + (with_residual ? " with a residual" : "");
   ASSERT_TRUE(norm::eligible_channels<Element>(channels)) << name;
   ASSERT_GT(splits, 1) << name;
   ASSERT_NE(positions % split_positions, 0) << name;
@@ -90,38 +93,71 @@ void check(int64_t channels, int64_t positions, int64_t samples) {
   const Bits<Element> poison = static_cast<Bits<Element>>(0x7e7e7e7eu);
   const float nan = std::nanf("");
   Buffer<Bits<Element>> x(elements, 0), y(elements, poison), y_strided(elements, poison);
+  Buffer<Bits<Element>> addend(with_residual ? elements : 0, 0), residual(with_residual ? elements : 0, 0),
+      sum(with_residual ? elements : 0, poison);
   Buffer<Bits<Weight>> weight(size(channels), 0), bias(size(channels), 0);
   Buffer<float> partial(size(samples * splits * channels * 2), nan), scale_shift(size(samples * channels * 2), nan);
+  Buffer<float> plain_scale_shift(with_residual ? size(samples * channels * 2) : 0, nan);
   Buffer<uint32_t> tickets(size(samples), 0x7e7e7e7eu);
   std::vector<float> offset(size(channels));
   for (float& o : offset) o = 100.0f + 20.0f * normal(rng);  // mean >> standard deviation
-  for (size_t i = 0; i < elements; ++i) x[i] = emu::value_to_bits<Element>(offset[i % size(channels)] + normal(rng));
+  for (size_t i = 0; i < elements; ++i) {
+    if (with_residual) {
+      addend[i] = emu::value_to_bits<Element>(offset[i % size(channels)] + normal(rng));
+      residual[i] = emu::value_to_bits<Element>(5.0f * normal(rng));
+      x[i] = emu::value_to_bits<Element>(emu::bits_to_value<Element>(addend[i]) +
+                                         emu::bits_to_value<Element>(residual[i]));
+    } else {
+      x[i] = emu::value_to_bits<Element>(offset[i % size(channels)] + normal(rng));
+    }
+  }
   for (size_t c = 0; c < size(channels); ++c) {
     weight[c] = emu::value_to_bits<Weight>(gain(rng));
     bias[c] = emu::value_to_bits<Weight>(normal(rng));
   }
-  for (size_t s = 0; s < size(samples); ++s) tickets[s] = 0;  // the launcher's memset
-
   // Statistics, the blocks in a shuffled order (each run by itself: the emulation runs blocks one after another).
   std::vector<int64_t> order(size(samples * splits));
   std::iota(order.begin(), order.end(), int64_t{0});
-  std::shuffle(order.begin(), order.end(), rng);
   std::vector<std::string> errors;
-  for (const int64_t block : order) {
-    for (std::string& e : emu::run_blocks(block, 1, norm::kThreads, norm::statistics_shared_bytes<Element>(), [&] {
-           norm::statistics_kernel<Element, Weight>(x.data(), positions, channels, split_positions,
-                                                    static_cast<int>(splits), partial.data(), tickets.data(),
-                                                    weight.data(), bias.data(), kEps, scale_shift.data());
-         })) {
-      errors.push_back("statistics " + e);
+  const auto run_statistics = [&](bool fused, float* out_scale_shift) {
+    for (size_t s = 0; s < size(samples); ++s) tickets[s] = 0;  // the launcher's memset
+    std::shuffle(order.begin(), order.end(), rng);
+    for (const int64_t block : order) {
+      for (std::string& e : emu::run_blocks(block, 1, norm::kThreads, norm::statistics_shared_bytes<Element>(), [&] {
+             if (fused) {
+               norm::statistics_kernel<Element, Weight, true>(addend.data(), residual.data(), sum.data(), positions,
+                                                              channels, split_positions, static_cast<int>(splits),
+                                                              partial.data(), tickets.data(), weight.data(),
+                                                              bias.data(), kEps, out_scale_shift);
+             } else {
+               norm::statistics_kernel<Element, Weight>(
+                   x.data(), nullptr, nullptr, positions, channels, split_positions, static_cast<int>(splits),
+                   partial.data(), tickets.data(), weight.data(), bias.data(), kEps, out_scale_shift);
+             }
+           })) {
+        errors.push_back(std::string(fused ? "statistics with a residual " : "statistics ") + e);
+      }
     }
+  };
+  run_statistics(false, with_residual ? plain_scale_shift.data() : scale_shift.data());
+  if (with_residual) {
+    run_statistics(true, scale_shift.data());
+    int64_t sum_mismatches = 0, statistics_mismatches = 0;
+    for (size_t i = 0; i < elements; ++i) sum_mismatches += sum[i] != x[i] ? 1 : 0;
+    for (size_t i = 0; i < size(samples * channels * 2); ++i) {
+      statistics_mismatches += std::memcmp(&scale_shift[i], &plain_scale_shift[i], sizeof(float)) != 0 ? 1 : 0;
+    }
+    EXPECT_EQ(sum_mismatches, 0) << name << ": the stored sum must be x + residual rounded once";
+    EXPECT_EQ(statistics_mismatches, 0) << name << ": the statistics of (x, residual) must be the sum's, bit for bit";
+    EXPECT_EQ(sum.tail_writes() + plain_scale_shift.tail_writes(), 0) << name << ": elements written past the sum";
   }
+  const Bits<Element>* const apply_input = with_residual ? sum.data() : x.data();
   // Apply (no barrier, no shared memory: its threads one after another), with the launcher's parts and with two.
   const int64_t parts = norm::apply_parts(samples, positions, channels, kWidth);
   for (Buffer<Bits<Element>>* out : {&y, &y_strided}) {
     const int run_parts = out == &y ? static_cast<int>(parts) : 2;
     for (std::string& e : emu::run_blocks_serially(0, samples * run_parts, norm::kThreads, [&] {
-           norm::apply_kernel<Element>(x.data(), positions, channels, run_parts, scale_shift.data(), out->data());
+           norm::apply_kernel<Element>(apply_input, positions, channels, run_parts, scale_shift.data(), out->data());
          })) {
       errors.push_back("apply " + e);
     }
@@ -168,14 +204,19 @@ void check(int64_t channels, int64_t positions, int64_t samples) {
 // The backbone's widths and a small one (`small_channels`: one or two vectors per position). 20 rows + 1 positions of
 // 2 samples: 5 splits of 4 rows, the last holding one position (threads without a position, one only in the tail
 // loop); 11 rows + 2 of 3 samples: 2 splits of 6 rows, the last of five rows and two (a batch of four, then a tail).
+// The first and the last shape also with a residual (the test's time: each run emulates every thread).
 template <class Element, class Weight>
 void check_all(int64_t small_channels) {
   constexpr int64_t kWidth = norm::kVectorElements<Element>;
   const auto rows = [](int64_t channels) { return norm::kThreads / (channels / kWidth); };
-  check<Element, Weight>(64, 20 * rows(64) + 1, 2);
-  check<Element, Weight>(128, 11 * rows(128) + 2, 3);
-  check<Element, Weight>(256, 20 * rows(256) + 1, 2);
-  check<Element, Weight>(small_channels, 11 * rows(small_channels) + 2, 3);
+  for (const bool with_residual : {false, true}) {
+    check<Element, Weight>(64, 20 * rows(64) + 1, 2, with_residual);
+    if (!with_residual) {
+      check<Element, Weight>(128, 11 * rows(128) + 2, 3, false);
+      check<Element, Weight>(256, 20 * rows(256) + 1, 2, false);
+    }
+    check<Element, Weight>(small_channels, 11 * rows(small_channels) + 2, 3, with_residual);
+  }
 }
 
 TEST(InstanceNormEmulation, Float32MatchesFloat64) { check_all<float, float>(4); }

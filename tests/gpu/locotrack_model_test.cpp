@@ -446,6 +446,52 @@ TEST(LocoTrackModules, WidenedWeightGivesTheSameConvolutionAsThePaddedInput) {
   }
 }
 
+// The backbone's hooks for the engine's fused path: BackboneKernels::add_norm_relu computes each block's residual sum
+// and the next block's first activation (7 of the 8 blocks: the last has no next), and must give the outputs of the
+// addition followed by the next block's own norm bit for bit; both within float32 rounding of the reference ops.
+int& add_norm_relu_calls() {
+  static int calls = 0;
+  return calls;
+}
+at::Tensor norm_relu_op(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return ops::instance_norm_relu(x, weight, bias);
+}
+std::array<at::Tensor, 2> add_norm_relu_op(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                                           const at::Tensor& bias) {
+  ++add_norm_relu_calls();
+  ops::SumAndNorm result = ops::add_instance_norm_relu(x, residual, weight, bias);
+  return {result.sum, result.norm};
+}
+
+TEST(LocoTrackModules, BackboneHandsEachBlockItsFirstActivation) {
+  at::manual_seed(11);
+  at::NoGradGuard no_grad;
+  model::ResNetBackbone backbone;
+  for (const auto& group : backbone.groups) {
+    for (const auto& block : group) {
+      for (const auto& norm : {block->bn_0, block->bn_1}) {
+        norm->weight.uniform_(0.5, 1.5);
+        norm->bias.normal_(0.0, 0.5);
+      }
+    }
+  }
+  const at::Tensor frames = at::rand({2, 3, 64, 64}) * 2.0 - 1.0;
+  const std::array<at::Tensor, 3> reference = backbone.forward(frames);
+  model::BackboneKernels separate;
+  separate.norm_relu = &norm_relu_op;
+  model::BackboneKernels fused = separate;
+  fused.add_norm_relu = &add_norm_relu_op;
+  const std::array<at::Tensor, 3> expected = backbone.forward(frames, separate);
+  add_norm_relu_calls() = 0;
+  const std::array<at::Tensor, 3> actual = backbone.forward(frames, fused);
+  EXPECT_EQ(add_norm_relu_calls(), 7);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(at::equal(actual[i], expected[i])) << "output " << i;
+    const double scale = reference[i].abs().max().item<double>();
+    EXPECT_LT((actual[i] - reference[i]).abs().max().item<double>(), 1e-4 * scale) << "output " << i;
+  }
+}
+
 TEST(LocoTrackStages, AlibiBiasHasTheDocumentedSlopesAndMasks) {
   const at::Tensor small = model::alibi_bias(4, 5, at::TensorOptions());
   ASSERT_EQ(small.sizes(), (std::vector<std::int64_t>{4, 5, 5}));

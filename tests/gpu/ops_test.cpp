@@ -430,6 +430,29 @@ TEST(InstanceNormReluCpu, GenericChannelsAndBfloat16MatchFloat64) {
   }
 }
 
+// The residual blocks' sum and the next norm in one op: on the CPU the addition and instance_norm_relu, exactly.
+TEST(AddInstanceNormReluCpu, IsTheSumAndTheNormOfTheSum) {
+  const at::Tensor x = offset_activations(2, 64, 9, 11);
+  const at::Tensor residual = offset_activations(2, 64, 9, 11);
+  const at::Tensor weight = at::rand({64}) + 0.5;
+  const at::Tensor bias = at::randn({64});
+  const ops::SumAndNorm result = ops::add_instance_norm_relu(x, residual, weight, bias);
+  const at::Tensor sum = x + residual;
+  EXPECT_TRUE(at::equal(result.sum, sum));
+  EXPECT_TRUE(at::equal(result.norm, ops::instance_norm_relu(sum, weight, bias)));
+  EXPECT_NE(error_message([&] {
+              ops::add_instance_norm_relu(x, residual.narrow(3, 0, 10), weight, bias);
+            }).find("residual must match x"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] {
+              ops::add_instance_norm_relu(x, residual.to(at::kBFloat16), weight, bias);
+            }).find("residual must match x"),
+            std::string::npos);
+  EXPECT_NE(
+      error_message([&] { ops::add_instance_norm_relu(x, at::Tensor(), weight, bias); }).find("residual must match x"),
+      std::string::npos);
+}
+
 // ------------------------------------------------------------------------------------------------------
 // l2_normalise_channels and linear (the CPU backbone's and mixer's kernels)
 at::Tensor l2_reference(const at::Tensor& x) {
@@ -1145,6 +1168,36 @@ TEST(InstanceNormReluCuda, MatchesReferenceForTheBackboneShapes) {
                d, "rel " + std::to_string(tolerance));
         EXPECT_LE(d.relative(), tolerance) << c10::toString(dtype) << " C=" << k.c;
       }
+    }
+  }
+}
+
+// The residual sum fused into the statistics (ops::add_instance_norm_relu): the same bits as the addition followed by
+// instance_norm_relu, for the backbone's planes (47 frames), a shape that leaves a split partial, and a width the
+// kernels do not take (C = 24: the two ops), in every dtype; the inputs not channels-last in one case (made so).
+TEST(InstanceNormReluCuda, ResidualSumIsTheAdditionFollowedByTheNorm) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  struct Case {
+    int64_t n, c, h, w;
+  };
+  for (const Case& k : {Case{47, 64, 128, 128}, Case{47, 128, 64, 64}, Case{47, 256, 32, 32}, Case{5, 128, 13, 17},
+                        Case{3, 24, 9, 11}}) {
+    const at::Tensor x = offset_activations(k.n, k.c, k.h, k.w).cuda();
+    const at::Tensor residual = (at::randn({k.n, k.c, k.h, k.w}) * 3.0).cuda();
+    const at::Tensor weight = (at::rand({k.c}) + 0.5).cuda();
+    const at::Tensor bias = at::randn({k.c}).cuda();
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+      const at::Tensor a = x.to(dtype);
+      const at::Tensor b =
+          k.n == 5 ? residual.to(dtype).contiguous() : residual.to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+      const ops::SumAndNorm fused = ops::add_instance_norm_relu(a, b, weight, bias);
+      const at::Tensor sum = a + b;
+      const at::Tensor norm = ops::instance_norm_relu(sum, weight, bias);
+      const std::string what = std::string(c10::toString(dtype)) + " N=" + std::to_string(k.n) +
+                               " C=" + std::to_string(k.c) + " " + std::to_string(k.h) + "x" + std::to_string(k.w);
+      EXPECT_TRUE(at::equal(fused.sum, sum)) << what << ": the sum";
+      EXPECT_TRUE(at::equal(fused.norm, norm)) << what << ": the norm of the sum";
+      EXPECT_TRUE(fused.norm.is_contiguous(at::MemoryFormat::ChannelsLast)) << what;
     }
   }
 }

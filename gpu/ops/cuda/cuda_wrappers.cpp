@@ -472,11 +472,15 @@ void mixer_gemm_tf32x3_cuda(const at::Tensor& a, const at::Tensor& w, at::Tensor
               static_cast<int>(status));
 }
 
-bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
-                             at::Tensor& y) {
+bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                             const at::Tensor& bias, double eps, at::Tensor& sum, at::Tensor& y) {
   const c10::cuda::CUDAGuard guard(x.device());
-  TORCH_CHECK(x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) &&
-                  y.is_contiguous(at::MemoryFormat::ChannelsLast) && y.sizes() == x.sizes() && weight.is_contiguous() &&
+  const bool with_residual = residual.defined();
+  const auto same_layout = [&x](const at::Tensor& t) {
+    return t.is_contiguous(at::MemoryFormat::ChannelsLast) && t.sizes() == x.sizes();
+  };
+  TORCH_CHECK(x.dim() == 4 && x.is_contiguous(at::MemoryFormat::ChannelsLast) && same_layout(y) &&
+                  (!with_residual || (same_layout(residual) && same_layout(sum))) && weight.is_contiguous() &&
                   bias.is_contiguous() && weight.scalar_type() == bias.scalar_type(),
               "instance_norm_relu: internal layout error");
   cuda::InstanceNormShape shape;
@@ -484,14 +488,16 @@ bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& weight, cons
   shape.channels = x.size(1);
   shape.positions = x.size(2) * x.size(3);
   const cuda::ElementType type = element_type(x.scalar_type(), "instance_norm_relu");
-  if (!cuda::instance_norm_eligible(shape, type, x.data_ptr(), y.data_ptr())) return false;
+  const void* residual_data = with_residual ? residual.data_ptr() : nullptr;
+  void* sum_data = with_residual ? sum.data_ptr() : nullptr;
+  if (!cuda::instance_norm_eligible(shape, type, x.data_ptr(), residual_data, sum_data, y.data_ptr())) return false;
   // The workspace comes from the caching allocator: no cudaMalloc in the hot path, and stream-ordered reuse.
   const at::Tensor workspace =
       at::empty({(cuda::instance_norm_workspace_bytes(shape, type) + 7) / 8}, x.options().dtype(at::kDouble));
-  check_launch(cuda::launch_instance_norm_relu(shape, type, x.data_ptr(),
+  check_launch(cuda::launch_instance_norm_relu(shape, type, x.data_ptr(), residual_data,
                                                element_type(weight.scalar_type(), "instance_norm_relu"),
                                                weight.data_ptr(), bias.data_ptr(), static_cast<float>(eps),
-                                               workspace.data_ptr(), y.data_ptr(), current_stream(x)),
+                                               workspace.data_ptr(), sum_data, y.data_ptr(), current_stream(x)),
                "instance_norm_relu");
   return true;
 }

@@ -121,6 +121,18 @@ struct VectorMoments {
   float m2[kWidth];
 };
 
+// a + b per element in float, rounded once to Element: at::add's arithmetic (float opmath, one rounding).
+template <class Element>
+TRACKSCOPE_DEVICE_FN Words4 add_vectors(const Words4& a, const Words4& b) {
+  Words4 sum;
+  TRACKSCOPE_UNROLL
+  for (int j = 0; j < kVectorElements<Element>; ++j) {
+    elements::set_vector_element<Element>(
+        sum, j, elements::vector_element<Element>(a, j) + elements::vector_element<Element>(b, j));
+  }
+  return sum;
+}
+
 // The kWidth elements of one 16-byte vector as floats.
 template <class Element, int kWidth>
 TRACKSCOPE_DEVICE_FN void unpack(const Words4& raw, float (&v)[kWidth]) {
@@ -148,17 +160,21 @@ struct ShiftedSums {
 };
 
 /// Statistics of x [samples, positions, channels] (Element: float, Bf16Tag or Fp16Tag; channels eligible_channels),
+/// or with kResidual of x + residual (both of x's shape, rounded to Element as at::add: add_vectors), which the kernel
+/// also stores to `sum` (x's shape; the apply then reads it): the residual block's addition and the next norm's
+/// statistics in one pass, one read of the sum fewer than at::add followed by the statistics. The statistics of
+/// (x, residual) equal those of the stored sum bit for bit (same values, same order),
 /// samples * splits blocks of kThreads threads (block = sample * splits + split, splits = split_count(...)),
 /// statistics_shared_bytes<Element>() of dynamic shared memory. partial: [samples, splits, channels] (mean, M2)
 /// pairs of floats; tickets: [samples], zero before the launch (each ends at splits); weight, bias [channels] of
 /// Weight; writes scale_shift [samples, channels] (scale, shift) pairs of floats.
 /// Launch bounds without a minimum of blocks per SM (0, as the plain __launch_bounds__(kThreads) of the kernel before
 /// it moved here): with a minimum of 1, ptxas took 72 registers in 16-bit instead of 62 (sm_90).
-template <class Element, class Weight>
+template <class Element, class Weight, bool kResidual = false>
 TRACKSCOPE_KERNEL(kThreads, 0)
-statistics_kernel(const void* x, int64_t positions, int64_t channels, int64_t positions_per_split, int splits,
-                  float* partial, uint32_t* tickets, const void* weight, const void* bias, float eps,
-                  float* scale_shift) {
+statistics_kernel(const void* x, const void* residual, void* sum, int64_t positions, int64_t channels,
+                  int64_t positions_per_split, int splits, float* partial, uint32_t* tickets, const void* weight,
+                  const void* bias, float eps, float* scale_shift) {
   constexpr int kWidth = kVectorElements<Element>;
   // [kWidth][rows / 2][vectors]: a warp's lanes store and load consecutive words (no bank conflicts; with
   // [rows / 2][channels] the lanes of a 16-bit row were 8 words apart).
@@ -179,32 +195,53 @@ statistics_kernel(const void* x, int64_t positions, int64_t channels, int64_t po
   const int64_t end = begin + positions_per_split < positions ? begin + positions_per_split : positions;
   const int first_channel = vector * kWidth;
 
-  // This thread's vector at position p: base + p * vectors.
-  const Words4* base = static_cast<const Words4*>(x) + (sample * positions * vectors + vector);
+  // This thread's vector at position p: base + p * vectors (of residual and sum too, with kResidual).
+  const int64_t offset = sample * positions * vectors + vector;
+  const Words4* base = static_cast<const Words4*>(x) + offset;
+  const Words4* residual_base = kResidual ? static_cast<const Words4*>(residual) + offset : nullptr;
+  Words4* sum_base = kResidual ? static_cast<Words4*>(sum) + offset : nullptr;
   ShiftedSums<kWidth> sums;
   int64_t p = begin + row;
   if (p < end) {
-    unpack<Element>(global_load16(base + p * vectors), sums.shift);
+    Words4 first = global_load16(base + p * vectors);
+    if constexpr (kResidual) first = add_vectors<Element>(first, global_load16(residual_base + p * vectors));
+    unpack<Element>(first, sums.shift);
   } else {
     TRACKSCOPE_UNROLL
     for (int j = 0; j < kWidth; ++j) sums.shift[j] = 0.0f;
   }
   TRACKSCOPE_UNROLL
   for (int j = 0; j < kWidth; ++j) sums.sum[j] = sums.squares[j] = 0.0f;
-  for (; p + (kBatch - 1) * rows < end; p += kBatch * rows) {
-    Words4 raw[kBatch];
+  // With a residual, half the batch: as many loads in flight, and 66 -> 62 registers in 16-bit (sm_90): four
+  // blocks per SM, as without.
+  constexpr int kLoads = kResidual ? kBatch / 2 : kBatch;
+  for (; p + (kLoads - 1) * rows < end; p += kLoads * rows) {
+    Words4 raw[kLoads];
+    Words4 other[kLoads];  // the residual's (unused without)
     TRACKSCOPE_UNROLL
-    for (int b = 0; b < kBatch; ++b) raw[b] = global_load16(base + (p + b * rows) * vectors);
+    for (int b = 0; b < kLoads; ++b) {
+      raw[b] = global_load16(base + (p + b * rows) * vectors);
+      if constexpr (kResidual) other[b] = global_load16(residual_base + (p + b * rows) * vectors);
+    }
     TRACKSCOPE_UNROLL
-    for (int b = 0; b < kBatch; ++b) {
+    for (int b = 0; b < kLoads; ++b) {
+      if constexpr (kResidual) {
+        raw[b] = add_vectors<Element>(raw[b], other[b]);
+        global_store16(sum_base + (p + b * rows) * vectors, raw[b]);
+      }
       float v[kWidth];
       unpack<Element>(raw[b], v);
       sums.add(v);
     }
   }
   for (; p < end; p += rows) {
+    Words4 raw = global_load16(base + p * vectors);
+    if constexpr (kResidual) {
+      raw = add_vectors<Element>(raw, global_load16(residual_base + p * vectors));
+      global_store16(sum_base + p * vectors, raw);
+    }
     float v[kWidth];
-    unpack<Element>(global_load16(base + p * vectors), v);
+    unpack<Element>(raw, v);
     sums.add(v);
   }
   // This thread's moments, then a tree over the block's rows (log2(rows) steps, every thread of the lower half busy;

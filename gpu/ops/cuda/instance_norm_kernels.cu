@@ -16,40 +16,56 @@ constexpr int64_t kMaxBlocks = 0x7fffffffLL;
 
 int64_t vector_width(ElementType element_type) { return element_type == ElementType::float32 ? 4 : 8; }
 
+// The pointers of one launch: x (and residual, sum: both null or both set) in, y out, the weights and the workspace.
+struct Buffers {
+  const void* x;
+  const void* residual;
+  void* sum;
+  const void* weight;
+  const void* bias;
+  float2* partial;
+  unsigned* tickets;
+  float2* scale_shift;
+  void* y;
+};
+
 // Element, Weight: float, Bf16Tag or Fp16Tag.
 template <class Element, class Weight>
-cudaError_t launch_typed(const InstanceNormShape& s, const void* x, const void* weight, const void* bias, float eps,
-                         float2* partial, unsigned* tickets, float2* scale_shift, void* y, cudaStream_t stream) {
+cudaError_t launch_typed(const InstanceNormShape& s, const Buffers& b, float eps, cudaStream_t stream) {
   constexpr int64_t kWidth = instance_norm::kVectorElements<Element>;
   const int64_t split_positions = instance_norm::positions_per_split(s.samples, s.positions, s.channels, kWidth);
   const int64_t splits = instance_norm::split_count(s.samples, s.positions, s.channels, kWidth);
-  cudaError_t error = cudaMemsetAsync(tickets, 0, static_cast<size_t>(s.samples) * sizeof(unsigned), stream);
+  cudaError_t error = cudaMemsetAsync(b.tickets, 0, static_cast<size_t>(s.samples) * sizeof(unsigned), stream);
   if (error != cudaSuccess) return error;
-  instance_norm::statistics_kernel<Element, Weight>
-      <<<static_cast<unsigned>(s.samples * splits), instance_norm::kThreads,
-         static_cast<size_t>(instance_norm::statistics_shared_bytes<Element>()), stream>>>(
-          x, s.positions, s.channels, split_positions, static_cast<int>(splits), reinterpret_cast<float*>(partial),
-          tickets, weight, bias, eps, reinterpret_cast<float*>(scale_shift));
+  const auto blocks = static_cast<unsigned>(s.samples * splits);
+  const auto shared = static_cast<size_t>(instance_norm::statistics_shared_bytes<Element>());
+  auto* partial = reinterpret_cast<float*>(b.partial);
+  auto* scale_shift = reinterpret_cast<float*>(b.scale_shift);
+  if (b.residual != nullptr) {
+    instance_norm::statistics_kernel<Element, Weight, true><<<blocks, instance_norm::kThreads, shared, stream>>>(
+        b.x, b.residual, b.sum, s.positions, s.channels, split_positions, static_cast<int>(splits), partial, b.tickets,
+        b.weight, b.bias, eps, scale_shift);
+  } else {
+    instance_norm::statistics_kernel<Element, Weight, false><<<blocks, instance_norm::kThreads, shared, stream>>>(
+        b.x, nullptr, nullptr, s.positions, s.channels, split_positions, static_cast<int>(splits), partial, b.tickets,
+        b.weight, b.bias, eps, scale_shift);
+  }
   error = cudaGetLastError();
   if (error != cudaSuccess) return error;
   const int64_t parts = instance_norm::apply_parts(s.samples, s.positions, s.channels, kWidth);
   instance_norm::apply_kernel<Element>
       <<<static_cast<unsigned>(s.samples * parts), instance_norm::kThreads, 0, stream>>>(
-          x, s.positions, s.channels, static_cast<int>(parts), reinterpret_cast<const float*>(scale_shift), y);
+          b.residual != nullptr ? b.sum : b.x, s.positions, s.channels, static_cast<int>(parts), scale_shift, b.y);
   return cudaGetLastError();
 }
 
 template <class Element>
-cudaError_t launch_with_weights(const InstanceNormShape& s, ElementType weight_type, const void* x, const void* weight,
-                                const void* bias, float eps, float2* partial, unsigned* tickets, float2* scale_shift,
-                                void* y, cudaStream_t stream) {
+cudaError_t launch_with_weights(const InstanceNormShape& s, ElementType weight_type, const Buffers& b, float eps,
+                                cudaStream_t stream) {
   switch (weight_type) {
-    case ElementType::float32:
-      return launch_typed<Element, float>(s, x, weight, bias, eps, partial, tickets, scale_shift, y, stream);
-    case ElementType::bfloat16:
-      return launch_typed<Element, Bf16Tag>(s, x, weight, bias, eps, partial, tickets, scale_shift, y, stream);
-    case ElementType::float16:
-      return launch_typed<Element, Fp16Tag>(s, x, weight, bias, eps, partial, tickets, scale_shift, y, stream);
+    case ElementType::float32: return launch_typed<Element, float>(s, b, eps, stream);
+    case ElementType::bfloat16: return launch_typed<Element, Bf16Tag>(s, b, eps, stream);
+    case ElementType::float16: return launch_typed<Element, Fp16Tag>(s, b, eps, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -65,9 +81,11 @@ bool channels_eligible(int64_t channels, ElementType element_type) {
 
 }  // namespace
 
-bool instance_norm_eligible(const InstanceNormShape& s, ElementType element_type, const void* x, const void* y) {
+bool instance_norm_eligible(const InstanceNormShape& s, ElementType element_type, const void* x, const void* residual,
+                            const void* sum, const void* y) {
   return channels_eligible(s.channels, element_type) && s.samples > 0 && s.samples <= kMaxSamples && s.positions > 0 &&
-         instance_norm_splits(s, element_type) <= kMaxBlocks / s.samples && is_aligned(x, 16) && is_aligned(y, 16);
+         instance_norm_splits(s, element_type) <= kMaxBlocks / s.samples && is_aligned(x, 16) && is_aligned(y, 16) &&
+         (residual == nullptr) == (sum == nullptr) && is_aligned(residual, 16) && is_aligned(sum, 16);
 }
 
 int64_t instance_norm_splits(const InstanceNormShape& s, ElementType element_type) {
@@ -75,22 +93,18 @@ int64_t instance_norm_splits(const InstanceNormShape& s, ElementType element_typ
 }
 
 cudaError_t launch_instance_norm_relu(const InstanceNormShape& shape, ElementType element_type, const void* x,
-                                      ElementType weight_type, const void* weight, const void* bias, float eps,
-                                      void* workspace, void* y, cudaStream_t stream) {
+                                      const void* residual, ElementType weight_type, const void* weight,
+                                      const void* bias, float eps, void* workspace, void* sum, void* y,
+                                      cudaStream_t stream) {
   if (shape.samples == 0 || shape.positions == 0 || shape.channels == 0) return cudaSuccess;
-  float2* partial = static_cast<float2*>(workspace);
-  float2* scale_shift = partial + shape.samples * instance_norm_splits(shape, element_type) * shape.channels;
-  auto* tickets = reinterpret_cast<unsigned*>(scale_shift + shape.samples * shape.channels);
+  if ((residual == nullptr) != (sum == nullptr)) return cudaErrorInvalidValue;
+  Buffers b{x, residual, sum, weight, bias, static_cast<float2*>(workspace), nullptr, nullptr, y};
+  b.scale_shift = b.partial + shape.samples * instance_norm_splits(shape, element_type) * shape.channels;
+  b.tickets = reinterpret_cast<unsigned*>(b.scale_shift + shape.samples * shape.channels);
   switch (element_type) {
-    case ElementType::float32:
-      return launch_with_weights<float>(shape, weight_type, x, weight, bias, eps, partial, tickets, scale_shift, y,
-                                        stream);
-    case ElementType::bfloat16:
-      return launch_with_weights<Bf16Tag>(shape, weight_type, x, weight, bias, eps, partial, tickets, scale_shift, y,
-                                          stream);
-    case ElementType::float16:
-      return launch_with_weights<Fp16Tag>(shape, weight_type, x, weight, bias, eps, partial, tickets, scale_shift, y,
-                                          stream);
+    case ElementType::float32: return launch_with_weights<float>(shape, weight_type, b, eps, stream);
+    case ElementType::bfloat16: return launch_with_weights<Bf16Tag>(shape, weight_type, b, eps, stream);
+    case ElementType::float16: return launch_with_weights<Fp16Tag>(shape, weight_type, b, eps, stream);
   }
   return cudaErrorInvalidValue;
 }

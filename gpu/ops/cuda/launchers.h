@@ -192,14 +192,18 @@ cudaError_t launch_mixer_head(ElementType element_type, const MixerHeadParams& p
 // y = relu((x - mean) / sqrt(var + eps) * weight + bias) with mean/var per (sample, channel) over positions;
 // x and y [samples, positions, channels] contiguous of element_type (y may not alias x); weight, bias
 // [channels] of weight_type. workspace: instance_norm_workspace_bytes(shape) bytes (device, 8-byte aligned).
+// With a residual (residual and sum both set, x's shape and type, neither aliasing x, y or each other): the input is
+// x + residual rounded to element_type (as at::add), stored to sum in the same pass (ops.h add_instance_norm_relu).
 struct InstanceNormShape {
   int64_t samples = 0;
   int64_t positions = 0;
   int64_t channels = 0;
 };
 /// channels whole 16-byte vectors (8 elements in 16-bit, 4 in fp32), a power-of-two number of them up to 256 (the
-/// backbone's 64/128/256 in every dtype), x and y 16-byte aligned, samples <= 65535.
-bool instance_norm_eligible(const InstanceNormShape& shape, ElementType element_type, const void* x, const void* y);
+/// backbone's 64/128/256 in every dtype), x and y (and residual and sum, both null or both set) 16-byte aligned,
+/// samples <= 65535.
+bool instance_norm_eligible(const InstanceNormShape& shape, ElementType element_type, const void* x,
+                            const void* residual, const void* sum, const void* y);
 int64_t instance_norm_splits(const InstanceNormShape& shape, ElementType element_type);
 inline int64_t instance_norm_workspace_bytes(const InstanceNormShape& shape, ElementType element_type) {
   // Partial moments and scale/shift (8 bytes per (sample, split or 1, channel)), then one ticket per sample.
@@ -208,7 +212,8 @@ inline int64_t instance_norm_workspace_bytes(const InstanceNormShape& shape, Ele
          shape.samples * 4;
 }
 cudaError_t launch_instance_norm_relu(const InstanceNormShape& shape, ElementType element_type, const void* x,
-                                      ElementType weight_type, const void* weight, const void* bias, float eps,
-                                      void* workspace, void* y, cudaStream_t stream);
+                                      const void* residual, ElementType weight_type, const void* weight,
+                                      const void* bias, float eps, void* workspace, void* sum, void* y,
+                                      cudaStream_t stream);
 
 }  // namespace trackscope::gpu::ops::cuda
