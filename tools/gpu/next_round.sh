@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
-# The next GPU call (prepared 2026-12-06, not yet run: no device was lent after 00:55 UTC). Run it on branch
-# next/norm-v2 (main + the InstanceNorm kernels on the emulation primitives: shifted-sum statistics in about 512
-# blocks, a conflict-free tree, the apply with registers for scale/shift): tests, source A/Bs, the official cases,
-# kernel details. Merge next/norm-v2 only if gpu/ops_cuda and gpu/engine_cuda pass and the norm A/B gains.
+# The next GPU call (prepared 2026-12-06, not yet run). Run it on branch next/norm-residual (main + the InstanceNorm
+# kernels on the emulation primitives: shifted-sum statistics in about 512 blocks, a conflict-free tree, the apply
+# with registers for scale/shift; then each residual block's sum fused into the next norm's statistics): tests, source
+# A/Bs, the official cases, kernel details. Merge only if gpu/ops_cuda and gpu/engine_cuda pass and the A/Bs gain.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and gpu/engine_cuda
-#      (the CUDA InstanceNorm against float64, exact-mode parity, bf16/fp16 fidelity);
+#      (the CUDA InstanceNorm against float64 and the fused residual sum against the two ops bit for bit, exact-mode
+#      parity, bf16/fp16 fidelity);
 #   2. each A/B whose folder of old files was carried (SOURCE_AB_OLD; prepare with
 #      SOURCE_AB_OLD=FOLDER bash tools/gpu/source_ab.sh --prepare REV FILE...):
-#        engine  .gpu-carry-old2  small N=256 fp16, 3 rounds
-#        norm    .gpu-carry-old3  small N=256 fp16, 3 rounds (main's gpu/ops/cuda/instance_norm_kernels.cu)
-#        corr    .gpu-carry-old   small/base N=1024 fp16+fp32, 2 rounds
+#        norm      .gpu-carry-old3  small N=256 fp16, 3 rounds (main's InstanceNorm: its kernels, launcher, op and
+#                                   engine files)
+#        residual  .gpu-carry-old4  small N=256 fp16, 3 rounds (the engine without add_norm_relu: next/norm-v2's engine.cpp)
 #   3. the four official cases in fast (fp16) and exact (fp32) mode, medians of 5 (bench-official.json);
 #   4. Nsight Compute details + stall reasons of DETAILS (default: the InstanceNorm statistics and apply kernels);
 #   5. per-launch kernel times of small N=256 fp16 under ncu (tools/gpu/profile_kernels.sh), if time is left.
 #
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
-#   SOURCE_AB_OLD=.gpu-carry-old3 bash tools/gpu/source_ab.sh --prepare main gpu/ops/cuda/instance_norm_kernels.cu
-# The call (device tool, carry [".gpu-carry", ".gpu-carry-old3"], timeout_s 600):
+#   SOURCE_AB_OLD=.gpu-carry-old3 bash tools/gpu/source_ab.sh --prepare main gpu/engine/engine.cpp \
+#     gpu/engine/engine.h gpu/ops/cuda/cuda_wrappers.cpp gpu/ops/cuda/instance_norm_kernels.cu \
+#     gpu/ops/cuda/launchers.h gpu/ops/instance_norm.cpp gpu/ops/kernels.h gpu/ops/ops.h
+#   SOURCE_AB_OLD=.gpu-carry-old4 bash tools/gpu/source_ab.sh --prepare next/norm-v2 gpu/engine/engine.cpp
+# The call (device tool, carry [".gpu-carry", ".gpu-carry-old3", ".gpu-carry-old4"], timeout_s 600):
 #   source .gpu-carry/gpu_env.sh || exit 1; TOTAL_S=540 bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
 OUT=${1:?usage: next_round.sh OUT_DIR}
@@ -48,9 +52,8 @@ source_ab() {  # source_ab NAME OLD_DIR MIN_SECONDS ROUNDS BENCH_ARGS
 }
 # Each A/B runs if its folder of old files was carried (prepare it with SOURCE_AB_OLD=FOLDER source_ab.sh --prepare).
 COMMON="--device cuda:0 --repeats 5 --warmup 2 --no-peaks"
-source_ab engine .gpu-carry-old2 90 3 "$COMMON --model small --points 256 --precision fp16"
 source_ab norm .gpu-carry-old3 90 3 "$COMMON --model small --points 256 --precision fp16"
-source_ab corr .gpu-carry-old 200 2 "$COMMON --model small,base --points 1024 --precision fp16,fp32"
+source_ab residual .gpu-carry-old4 90 3 "$COMMON --model small --points 256 --precision fp16"
 OFFICIAL="--device cuda:0 --model small,base --points 256,1024 --precision fp16,fp32 --repeats 5 --warmup 2 --no-peaks"
 if [ "$(left)" -gt 130 ]; then
   # shellcheck disable=SC2086
