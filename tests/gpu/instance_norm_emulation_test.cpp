@@ -242,8 +242,14 @@ TEST(InstanceNormEmulation, EligibleChannelsAndSplits) {
   EXPECT_EQ(norm::split_count(2, 257, 64, 4), 4);  // 16 rows: 257 / 64 = 4 splits of 80 positions
   EXPECT_EQ(norm::split_count(2, 63, 64, 4), 1);
   EXPECT_EQ(norm::split_count(1000, 128 * 128, 64, 8), 1);
-  // The apply: a sample's vectors cover at most its parts; about kApplyBlocks blocks in all.
-  EXPECT_EQ(norm::apply_parts(47, 128 * 128, 64, 8), norm::kApplyBlocks / 47);
+  // The apply: four vectors per thread at the backbone's planes (47 frames: 128 / 64 / 32 parts of 256 threads); more
+  // parts when that leaves less than about a wave (one sample: 512 parts, a vector per thread); never more parts
+  // than vectors need.
+  EXPECT_EQ(norm::apply_parts(47, 128 * 128, 64, 8), 128);
+  EXPECT_EQ(norm::apply_parts(47, 64 * 64, 128, 8), 64);
+  EXPECT_EQ(norm::apply_parts(47, 32 * 32, 256, 8), 32);
+  EXPECT_EQ(norm::apply_parts(1, 128 * 128, 64, 8), 512);
+  EXPECT_EQ(norm::apply_parts(4, 128 * 128, 64, 8), 256);
   EXPECT_EQ(norm::apply_parts(2, 3, 64, 8), 1);
 }
 
