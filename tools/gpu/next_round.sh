@@ -11,7 +11,8 @@
 #      SOURCE_AB_OLD=FOLDER bash tools/gpu/source_ab.sh --prepare REV FILE...):
 #        norm      .gpu-carry-old3  small N=256 fp16, 3 rounds (main's InstanceNorm: its kernels, launcher, op and
 #                                   engine files)
-#        residual  .gpu-carry-old4  small N=256 fp16, 3 rounds (the engine without add_norm_relu: next/norm-v2's engine.cpp)
+#        residual  .gpu-carry-old4  small N=256 fp16, 2 rounds (the engine without add_norm_relu: next/norm-v2's engine.cpp)
+#        apply     .gpu-carry-old5  small N=256 fp16, 2 rounds (the apply's parts before e15b876: its .cuh of 8658028)
 #   3. the four official cases in fast (fp16) and exact (fp32) mode, medians of 5 (bench-official.json);
 #   4. Nsight Compute details + stall reasons of DETAILS (default: the InstanceNorm statistics and apply kernels);
 #   5. per-launch kernel times of small N=256 fp16 under ncu (tools/gpu/profile_kernels.sh), if time is left.
@@ -22,7 +23,9 @@
 #     gpu/engine/engine.h gpu/ops/cuda/cuda_wrappers.cpp gpu/ops/cuda/instance_norm_kernels.cu \
 #     gpu/ops/cuda/launchers.h gpu/ops/instance_norm.cpp gpu/ops/kernels.h gpu/ops/ops.h
 #   SOURCE_AB_OLD=.gpu-carry-old4 bash tools/gpu/source_ab.sh --prepare next/norm-v2 gpu/engine/engine.cpp
-# The call (device tool, carry [".gpu-carry", ".gpu-carry-old3", ".gpu-carry-old4"], timeout_s 600):
+#   SOURCE_AB_OLD=.gpu-carry-old5 bash tools/gpu/source_ab.sh --prepare 8658028 gpu/ops/cuda/instance_norm_kernel.cuh
+# The call (device tool, carry [".gpu-carry", ".gpu-carry-old3", ".gpu-carry-old4",
+#   ".gpu-carry-old5"], timeout_s 600):
 #   source .gpu-carry/gpu_env.sh || exit 1; TOTAL_S=540 bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
 OUT=${1:?usage: next_round.sh OUT_DIR}
@@ -53,7 +56,8 @@ source_ab() {  # source_ab NAME OLD_DIR MIN_SECONDS ROUNDS BENCH_ARGS
 # Each A/B runs if its folder of old files was carried (prepare it with SOURCE_AB_OLD=FOLDER source_ab.sh --prepare).
 COMMON="--device cuda:0 --repeats 5 --warmup 2 --no-peaks"
 source_ab norm .gpu-carry-old3 90 3 "$COMMON --model small --points 256 --precision fp16"
-source_ab residual .gpu-carry-old4 90 3 "$COMMON --model small --points 256 --precision fp16"
+source_ab residual .gpu-carry-old4 80 2 "$COMMON --model small --points 256 --precision fp16"
+source_ab apply .gpu-carry-old5 80 2 "$COMMON --model small --points 256 --precision fp16"
 OFFICIAL="--device cuda:0 --model small,base --points 256,1024 --precision fp16,fp32 --repeats 5 --warmup 2 --no-peaks"
 if [ "$(left)" -gt 130 ]; then
   # shellcheck disable=SC2086
