@@ -20,8 +20,9 @@
 # Here, first:
 #   tools/gpu/prepare.sh --fixtures small --no-long-clip
 #   SOURCE_AB_OLD=.gpu-carry-old3 bash tools/gpu/source_ab.sh --prepare main gpu/engine/engine.cpp \
-#     gpu/engine/engine.h gpu/ops/cuda/cuda_wrappers.cpp gpu/ops/cuda/instance_norm_kernels.cu \
-#     gpu/ops/cuda/launchers.h gpu/ops/instance_norm.cpp gpu/ops/kernels.h gpu/ops/ops.h
+#     gpu/ops/cuda/cuda_wrappers.cpp gpu/ops/cuda/instance_norm_kernels.cu \
+#     gpu/ops/cuda/launchers.h gpu/ops/instance_norm.cpp gpu/ops/kernels.h   (main's ops.h and engine.h are not
+#     needed: the branch's only add a declaration and a comment, and they would rebuild most of the tree)
 #   SOURCE_AB_OLD=.gpu-carry-old4 bash tools/gpu/source_ab.sh --prepare next/norm-v2 gpu/engine/engine.cpp
 #   SOURCE_AB_OLD=.gpu-carry-old5 bash tools/gpu/source_ab.sh --prepare 8658028 gpu/ops/cuda/instance_norm_kernel.cuh
 # The call (device tool, carry [".gpu-carry", ".gpu-carry-old3", ".gpu-carry-old4",
