@@ -18,9 +18,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -41,6 +41,16 @@ using Bits = emu::ElementBits<Element>;
 
 constexpr float kEps = 1e-5f;
 
+// A value's bit pattern (floats compared by their bits: a NaN equals itself, -0 differs from +0).
+template <class T>
+auto bits_of(T value) {
+  if constexpr (std::is_same_v<T, float>) {
+    return std::bit_cast<uint32_t>(value);
+  } else {
+    return value;
+  }
+}
+
 // 16-byte aligned storage for `elements` values of T and a tail of kTail, all set to `fill` (the tail's poison).
 template <class T>
 struct Buffer {
@@ -53,7 +63,7 @@ struct Buffer {
   // Tail values whose bits are not the poison's (a NaN poison differs from itself as a float).
   int64_t tail_writes() {
     int64_t writes = 0;
-    for (size_t i = size; i < size + kTail; ++i) writes += std::memcmp(&data()[i], &poison, sizeof(T)) != 0 ? 1 : 0;
+    for (size_t i = size; i < size + kTail; ++i) writes += bits_of(data()[i]) != bits_of(poison) ? 1 : 0;
     return writes;
   }
   size_t size;
@@ -145,7 +155,7 @@ void check(int64_t channels, int64_t positions, int64_t samples, bool with_resid
     int64_t sum_mismatches = 0, statistics_mismatches = 0;
     for (size_t i = 0; i < elements; ++i) sum_mismatches += sum[i] != x[i] ? 1 : 0;
     for (size_t i = 0; i < size(samples * channels * 2); ++i) {
-      statistics_mismatches += std::memcmp(&scale_shift[i], &plain_scale_shift[i], sizeof(float)) != 0 ? 1 : 0;
+      statistics_mismatches += bits_of(scale_shift[i]) != bits_of(plain_scale_shift[i]) ? 1 : 0;
     }
     EXPECT_EQ(sum_mismatches, 0) << name << ": the stored sum must be x + residual rounded once";
     EXPECT_EQ(statistics_mismatches, 0) << name << ": the statistics of (x, residual) must be the sum's, bit for bit";
