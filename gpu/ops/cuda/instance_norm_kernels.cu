@@ -14,6 +14,8 @@ namespace {
 // the blocks of the statistics (samples x splits) must also number below 2^31.
 constexpr int64_t kMaxSamples = 65535;
 constexpr int64_t kMaxBlocks = 0x7fffffffLL;
+// The kernels count positions in float: exact up to 2^24 per sample (a 4096 x 4096 plane).
+constexpr int64_t kMaxPositions = int64_t{1} << 24;
 
 int64_t vector_width(ElementType element_type) { return element_type == ElementType::float32 ? 4 : 8; }
 int64_t element_bytes(ElementType element_type) { return element_type == ElementType::float32 ? 4 : 2; }
@@ -113,8 +115,9 @@ bool channels_eligible(int64_t channels, ElementType element_type) {
 bool instance_norm_eligible(const InstanceNormShape& s, ElementType element_type, const void* x, const void* residual,
                             const void* sum, const void* y) {
   return channels_eligible(s.channels, element_type) && s.samples > 0 && s.samples <= kMaxSamples && s.positions > 0 &&
-         instance_norm_splits(s, element_type) <= kMaxBlocks / s.samples && is_aligned(x, 16) && is_aligned(y, 16) &&
-         (residual == nullptr) == (sum == nullptr) && is_aligned(residual, 16) && is_aligned(sum, 16);
+         s.positions <= kMaxPositions && instance_norm_splits(s, element_type) <= kMaxBlocks / s.samples &&
+         is_aligned(x, 16) && is_aligned(y, 16) && (residual == nullptr) == (sum == nullptr) &&
+         is_aligned(residual, 16) && is_aligned(sum, 16);
 }
 
 int64_t instance_norm_chunk_samples(const InstanceNormShape& s, ElementType element_type) {

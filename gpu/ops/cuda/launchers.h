@@ -204,7 +204,7 @@ struct InstanceNormShape {
 };
 /// channels whole 16-byte vectors (8 elements in 16-bit, 4 in fp32), a power-of-two number of them up to 256 (the
 /// backbone's 64/128/256 in every dtype), x and y (and residual and sum, both null or both set) 16-byte aligned,
-/// samples <= 65535.
+/// samples <= 65535, positions <= 2^24 (counted in float).
 bool instance_norm_eligible(const InstanceNormShape& shape, ElementType element_type, const void* x,
                             const void* residual, const void* sum, const void* y);
 /// Samples per chunk, and the statistics' splits per sample of a chunk.
