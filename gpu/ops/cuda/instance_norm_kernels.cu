@@ -37,13 +37,13 @@ struct Buffers {
   void* y;
 };
 
-// One chunk of samples (s.samples of them; b's pointers at its first sample), its samples split into `splits` runs
-// of split_positions (those of a full chunk, also for a shorter last chunk: the workspace holds a full chunk's
-// partial moments). Element, Weight: float, Bf16Tag or Fp16Tag.
+// One chunk of samples (s.samples of them; b's pointers at its first sample). Element, Weight: float, Bf16Tag or
+// Fp16Tag.
 template <class Element, class Weight>
-cudaError_t launch_chunk(const InstanceNormShape& s, int64_t split_positions, int64_t splits, const Buffers& b,
-                         float eps, cudaStream_t stream) {
+cudaError_t launch_chunk(const InstanceNormShape& s, const Buffers& b, float eps, cudaStream_t stream) {
   constexpr int64_t kWidth = instance_norm::kVectorElements<Element>;
+  const int64_t split_positions = instance_norm::positions_per_split(s.samples, s.positions, s.channels, kWidth);
+  const int64_t splits = instance_norm::split_count(s.samples, s.positions, s.channels, kWidth);
   const auto blocks = static_cast<unsigned>(s.samples * splits);
   const auto shared = static_cast<size_t>(instance_norm::statistics_shared_bytes<Element>());
   auto* partial = reinterpret_cast<float*>(b.partial);
@@ -75,9 +75,6 @@ cudaError_t launch_typed(const InstanceNormShape& s, const Buffers& b, float eps
   constexpr int64_t kElementBytes = std::is_same_v<Element, float> ? 4 : 2;
   const int64_t chunk = instance_norm::chunk_samples(s.samples, s.positions, s.channels, kElementBytes, s.cache_bytes);
   const int64_t sample_bytes = s.positions * s.channels * kElementBytes;
-  constexpr int64_t kWidth = instance_norm::kVectorElements<Element>;
-  const int64_t split_positions = instance_norm::positions_per_split(chunk, s.positions, s.channels, kWidth);
-  const int64_t splits = instance_norm::split_count(chunk, s.positions, s.channels, kWidth);
   for (int64_t first = 0; first < s.samples; first += chunk) {
     InstanceNormShape part = s;
     part.samples = first + chunk < s.samples ? chunk : s.samples - first;
@@ -87,7 +84,7 @@ cudaError_t launch_typed(const InstanceNormShape& s, const Buffers& b, float eps
     c.sum = advance(b.sum, first * sample_bytes);
     c.y = advance(b.y, first * sample_bytes);
     c.tickets = b.tickets + first;
-    error = launch_chunk<Element, Weight>(part, split_positions, splits, c, eps, stream);
+    error = launch_chunk<Element, Weight>(part, c, eps, stream);
     if (error != cudaSuccess) return error;
   }
   return cudaSuccess;
