@@ -261,17 +261,6 @@ TEST(InstanceNormEmulation, EligibleChannelsAndSplits) {
   EXPECT_EQ(norm::apply_parts(1, 128 * 128, 64, 8), 512);
   EXPECT_EQ(norm::apply_parts(4, 128 * 128, 64, 8), 256);
   EXPECT_EQ(norm::apply_parts(2, 3, 64, 8), 1);
-  // Chunks of samples for an L2 of 50 MiB (H100/H200) at 47 frames in 16-bit: a third of it holds 8 samples of the
-  // 128 x 128 x 64 plane (2 MiB each: 6 chunks of 8, the last of 7), 16 of 64 x 64 x 128 (3 chunks), 33 of
-  // 32 x 32 x 256 (2 chunks of 24 and 23); float32 halves them; no L2 given or one sample: one chunk.
-  constexpr int64_t kL2 = 50LL << 20;
-  EXPECT_EQ(norm::chunk_samples(47, 128 * 128, 64, 2, kL2), 8);
-  EXPECT_EQ(norm::chunk_samples(47, 64 * 64, 128, 2, kL2), 16);
-  EXPECT_EQ(norm::chunk_samples(47, 32 * 32, 256, 2, kL2), 24);
-  EXPECT_EQ(norm::chunk_samples(47, 128 * 128, 64, 4, kL2), 4);
-  EXPECT_EQ(norm::chunk_samples(47, 128 * 128, 64, 2, 0), 47);
-  EXPECT_EQ(norm::chunk_samples(1, 1024 * 1024, 256, 4, kL2), 1);
-  EXPECT_EQ(norm::chunk_samples(5, 1024 * 1024, 256, 4, kL2), 1);  // a sample larger than the L2: one at a time
 }
 
 }  // namespace

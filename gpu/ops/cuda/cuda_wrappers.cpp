@@ -487,7 +487,6 @@ bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& residual, co
   shape.samples = x.size(0);
   shape.channels = x.size(1);
   shape.positions = x.size(2) * x.size(3);
-  shape.cache_bytes = at::cuda::getDeviceProperties(x.device().index())->l2CacheSize;
   const cuda::ElementType type = element_type(x.scalar_type(), "instance_norm_relu");
   const void* residual_data = with_residual ? residual.data_ptr() : nullptr;
   void* sum_data = with_residual ? sum.data_ptr() : nullptr;

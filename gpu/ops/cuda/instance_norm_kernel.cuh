@@ -80,21 +80,6 @@ inline int64_t split_count(int64_t samples, int64_t positions, int64_t channels,
   return (positions + split_positions - 1) / split_positions;
 }
 
-/// Samples per chunk for x [samples, positions, channels] of `element_bytes` per element with an L2 of cache_bytes
-/// (0: all samples in one chunk): the statistics and the apply run chunk by chunk, so that the apply's read of the
-/// chunk (or of the sum the statistics just wrote) comes from L2. A chunk's activations take at most a third of the
-/// L2 (the apply's writes and, with a residual, the addends pass through it too), at least one sample.
-inline int64_t chunk_samples(int64_t samples, int64_t positions, int64_t channels, int64_t element_bytes,
-                             int64_t cache_bytes) {
-  if (cache_bytes <= 0 || samples <= 1) return samples;
-  const int64_t sample_bytes = std::max<int64_t>(1, positions * channels * element_bytes);
-  const int64_t fitting = std::max<int64_t>(1, cache_bytes / 3 / sample_bytes);
-  if (fitting >= samples) return samples;
-  // Chunks of equal size (the last not much shorter): ceil(samples / chunks) with chunks = ceil(samples / fitting).
-  const int64_t chunks = (samples + fitting - 1) / fitting;
-  return (samples + chunks - 1) / chunks;
-}
-
 /// Dynamic shared memory of a statistics block, bytes: the means and M2 of the rows waiting at a step of the tree (at
 /// most rows / 2 of `channels` values each: kTreeSlots x the vector's width, whatever the channels), their counts
 /// (kTreeSlots) and the last-block flag.

@@ -2,7 +2,6 @@
 // their design and contract; the CPU emulation test runs the same source).
 
 #include <cstdint>
-#include <type_traits>
 
 #include "gpu/ops/cuda/instance_norm_kernel.cuh"
 #include "gpu/ops/cuda/launchers.h"
@@ -18,11 +17,6 @@ constexpr int64_t kMaxBlocks = 0x7fffffffLL;
 constexpr int64_t kMaxPositions = int64_t{1} << 24;
 
 int64_t vector_width(ElementType element_type) { return element_type == ElementType::float32 ? 4 : 8; }
-int64_t element_bytes(ElementType element_type) { return element_type == ElementType::float32 ? 4 : 2; }
-const void* advance(const void* p, int64_t bytes) {
-  return p == nullptr ? nullptr : static_cast<const char*>(p) + bytes;
-}
-void* advance(void* p, int64_t bytes) { return p == nullptr ? nullptr : static_cast<char*>(p) + bytes; }
 
 // The pointers of one launch: x (and residual, sum: both null or both set) in, y out, the weights and the workspace.
 struct Buffers {
@@ -37,13 +31,14 @@ struct Buffers {
   void* y;
 };
 
-// One chunk of samples (s.samples of them; b's pointers at its first sample). Element, Weight: float, Bf16Tag or
-// Fp16Tag.
+// Element, Weight: float, Bf16Tag or Fp16Tag.
 template <class Element, class Weight>
-cudaError_t launch_chunk(const InstanceNormShape& s, const Buffers& b, float eps, cudaStream_t stream) {
+cudaError_t launch_typed(const InstanceNormShape& s, const Buffers& b, float eps, cudaStream_t stream) {
   constexpr int64_t kWidth = instance_norm::kVectorElements<Element>;
   const int64_t split_positions = instance_norm::positions_per_split(s.samples, s.positions, s.channels, kWidth);
   const int64_t splits = instance_norm::split_count(s.samples, s.positions, s.channels, kWidth);
+  cudaError_t error = cudaMemsetAsync(b.tickets, 0, static_cast<size_t>(s.samples) * sizeof(unsigned), stream);
+  if (error != cudaSuccess) return error;
   const auto blocks = static_cast<unsigned>(s.samples * splits);
   const auto shared = static_cast<size_t>(instance_norm::statistics_shared_bytes<Element>());
   auto* partial = reinterpret_cast<float*>(b.partial);
@@ -57,37 +52,13 @@ cudaError_t launch_chunk(const InstanceNormShape& s, const Buffers& b, float eps
         b.x, nullptr, nullptr, s.positions, s.channels, split_positions, static_cast<int>(splits), partial, b.tickets,
         b.weight, b.bias, eps, scale_shift);
   }
-  cudaError_t error = cudaGetLastError();
+  error = cudaGetLastError();
   if (error != cudaSuccess) return error;
   const int64_t parts = instance_norm::apply_parts(s.samples, s.positions, s.channels, kWidth);
   instance_norm::apply_kernel<Element>
       <<<static_cast<unsigned>(s.samples * parts), instance_norm::kThreads, 0, stream>>>(
           b.residual != nullptr ? b.sum : b.x, s.positions, s.channels, static_cast<int>(parts), scale_shift, b.y);
   return cudaGetLastError();
-}
-
-// The chunks in stream order: each reuses the workspace's partial moments and scale/shift; the tickets are per sample,
-// zeroed once.
-template <class Element, class Weight>
-cudaError_t launch_typed(const InstanceNormShape& s, const Buffers& b, float eps, cudaStream_t stream) {
-  cudaError_t error = cudaMemsetAsync(b.tickets, 0, static_cast<size_t>(s.samples) * sizeof(unsigned), stream);
-  if (error != cudaSuccess) return error;
-  constexpr int64_t kElementBytes = std::is_same_v<Element, float> ? 4 : 2;
-  const int64_t chunk = instance_norm::chunk_samples(s.samples, s.positions, s.channels, kElementBytes, s.cache_bytes);
-  const int64_t sample_bytes = s.positions * s.channels * kElementBytes;
-  for (int64_t first = 0; first < s.samples; first += chunk) {
-    InstanceNormShape part = s;
-    part.samples = first + chunk < s.samples ? chunk : s.samples - first;
-    Buffers c = b;
-    c.x = advance(b.x, first * sample_bytes);
-    c.residual = advance(b.residual, first * sample_bytes);
-    c.sum = advance(b.sum, first * sample_bytes);
-    c.y = advance(b.y, first * sample_bytes);
-    c.tickets = b.tickets + first;
-    error = launch_chunk<Element, Weight>(part, c, eps, stream);
-    if (error != cudaSuccess) return error;
-  }
-  return cudaSuccess;
 }
 
 template <class Element>
@@ -120,13 +91,8 @@ bool instance_norm_eligible(const InstanceNormShape& s, ElementType element_type
          is_aligned(residual, 16) && is_aligned(sum, 16);
 }
 
-int64_t instance_norm_chunk_samples(const InstanceNormShape& s, ElementType element_type) {
-  return instance_norm::chunk_samples(s.samples, s.positions, s.channels, element_bytes(element_type), s.cache_bytes);
-}
-
 int64_t instance_norm_splits(const InstanceNormShape& s, ElementType element_type) {
-  return instance_norm::split_count(instance_norm_chunk_samples(s, element_type), s.positions, s.channels,
-                                    vector_width(element_type));
+  return instance_norm::split_count(s.samples, s.positions, s.channels, vector_width(element_type));
 }
 
 cudaError_t launch_instance_norm_relu(const InstanceNormShape& shape, ElementType element_type, const void* x,
@@ -136,9 +102,8 @@ cudaError_t launch_instance_norm_relu(const InstanceNormShape& shape, ElementTyp
   if (shape.samples == 0 || shape.positions == 0 || shape.channels == 0) return cudaSuccess;
   if ((residual == nullptr) != (sum == nullptr)) return cudaErrorInvalidValue;
   Buffers b{x, residual, sum, weight, bias, static_cast<float2*>(workspace), nullptr, nullptr, y};
-  const int64_t chunk = instance_norm_chunk_samples(shape, element_type);
-  b.scale_shift = b.partial + chunk * instance_norm_splits(shape, element_type) * shape.channels;
-  b.tickets = reinterpret_cast<unsigned*>(b.scale_shift + chunk * shape.channels);
+  b.scale_shift = b.partial + shape.samples * instance_norm_splits(shape, element_type) * shape.channels;
+  b.tickets = reinterpret_cast<unsigned*>(b.scale_shift + shape.samples * shape.channels);
   switch (element_type) {
     case ElementType::float32: return launch_with_weights<float>(shape, weight_type, b, eps, stream);
     case ElementType::bfloat16: return launch_with_weights<Bf16Tag>(shape, weight_type, b, eps, stream);

@@ -194,27 +194,21 @@ cudaError_t launch_mixer_head(ElementType element_type, const MixerHeadParams& p
 // [channels] of weight_type. workspace: instance_norm_workspace_bytes(shape) bytes (device, 8-byte aligned).
 // With a residual (residual and sum both set, x's shape and type, neither aliasing x, y or each other): the input is
 // x + residual rounded to element_type (as at::add), stored to sum in the same pass (ops.h add_instance_norm_relu).
-// cache_bytes: the device's L2 size; the samples run in chunks of about a third of it (statistics and apply of one
-// chunk back to back, so that the apply reads the chunk from L2), 0 = all samples at once.
 struct InstanceNormShape {
   int64_t samples = 0;
   int64_t positions = 0;
   int64_t channels = 0;
-  int64_t cache_bytes = 0;
 };
 /// channels whole 16-byte vectors (8 elements in 16-bit, 4 in fp32), a power-of-two number of them up to 256 (the
 /// backbone's 64/128/256 in every dtype), x and y (and residual and sum, both null or both set) 16-byte aligned,
 /// samples <= 65535, positions <= 2^24 (counted in float).
 bool instance_norm_eligible(const InstanceNormShape& shape, ElementType element_type, const void* x,
                             const void* residual, const void* sum, const void* y);
-/// Samples per chunk, and the statistics' splits per sample of a chunk.
-int64_t instance_norm_chunk_samples(const InstanceNormShape& shape, ElementType element_type);
 int64_t instance_norm_splits(const InstanceNormShape& shape, ElementType element_type);
 inline int64_t instance_norm_workspace_bytes(const InstanceNormShape& shape, ElementType element_type) {
-  // Partial moments and scale/shift of one chunk (8 bytes per (sample, split or 1, channel): the chunks run in stream
-  // order and reuse them), then one ticket per sample.
-  const int64_t chunk = instance_norm_chunk_samples(shape, element_type);
-  return (chunk * instance_norm_splits(shape, element_type) * shape.channels + chunk * shape.channels) * 8 +
+  // Partial moments and scale/shift (8 bytes per (sample, split or 1, channel)), then one ticket per sample.
+  return (shape.samples * instance_norm_splits(shape, element_type) * shape.channels + shape.samples * shape.channels) *
+             8 +
          shape.samples * 4;
 }
 cudaError_t launch_instance_norm_relu(const InstanceNormShape& shape, ElementType element_type, const void* x,
