@@ -13,7 +13,8 @@
 //     folds weight/bias into scale/shift;
 //  2. apply: y = max(x * scale + shift, 0), 16-byte vectors, a grid row per sample, each thread's scale/shift in
 //     registers.
-// Bytes: the activation is read twice and written once (3 passes; the written-out norm needs ~12).
+// Bytes: the activation is read twice and written once (3 passes; the written-out norm needs ~12). With a residual
+// (the residual block's addition fused in) the addends are read once and their sum written, then read by the apply.
 // Shifted sums or Welford, not plain sum/sum-of-squares: E[x^2] - E[x]^2 loses digits on un-normalised activations,
 // and exact mode keeps parity with the two-pass reference.
 // Until 2026-12-05 the statistics read one 2-byte channel per thread (a reciprocal per element) and a third kernel
@@ -21,7 +22,9 @@
 // bound) and that merge at 18.5 us (12 blocks, 12% occupancy), 1.3 ms per 47 frames together. The version of
 // 2026-12-05 (Welford per vector, a serial merge of the rows by `channels` threads, the apply's two 64-bit divisions
 // per vector) ran at ~1.4 TB/s in the statistics and 1.6-2.9 TB/s in the apply on the H100 (3.35 TB/s): 0.64 + 0.78 ms
-// per 47 frames in fp16.
+// per 47 frames in fp16. This version (2026-12-06, H100, 128 x 128 x 64 fp16): statistics 2.29 TB/s, apply 2.72 TB/s;
+// with the fused residual sum and the apply's parts the backbone went 3.83 -> 3.34 ms per 47 frames (source A/Bs,
+// docs/performance-results.md).
 //
 // Grids are one-dimensional: block = sample * splits + split for the statistics, sample * parts + part for the apply
 // (a "grid row" is a sample's `parts` consecutive blocks). The tree's rows and the last-block flag live in dynamic
