@@ -1,38 +1,19 @@
 #!/usr/bin/env bash
-# The next GPU call (prepared 2026-12-06, not yet run). Run it on branch next/norm-chunks (main + the InstanceNorm
-# kernels on the emulation primitives: shifted-sum statistics in about 512 blocks, a conflict-free tree, the apply
-# with registers for scale/shift (next/norm-v2); each residual block's sum fused into the next norm's statistics and
-# the apply at four vectors per thread (next/norm-residual); the samples in L2-sized chunks): tests, source A/Bs, the
-# official cases, kernel details. Merge only if gpu/ops_cuda and gpu/engine_cuda pass and the A/Bs gain (each part
-# by its own A/B).
+# The next GPU call. Last run 2026-12-06 04:46 and 04:50 UTC on branch next/norm-chunks (InstanceNorm v3, the fused
+# residual sum, the apply's parts, the L2-sized chunks; four source A/Bs; results and the commands in
+# docs/performance-results.md, the chunks reverted after the first call). Now: tests, then each source A/B named in
+# AB (none by default), the official cases, kernel details, per-launch kernel times. The item-1 targets of issue 17
+# are defined on an H200: when one is lent, this call as it is gives the figures to compare with them.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
-#   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and gpu/engine_cuda
-#      (the CUDA InstanceNorm against float64 and the fused residual sum against the two ops bit for bit, exact-mode
-#      parity, bf16/fp16 fidelity);
-#   2. the A/Bs whose folder of old files was carried (SOURCE_AB_OLD), small N=256 fp16:
-#        norm      .gpu-carry-old3  3 rounds: main's InstanceNorm (its kernels, launcher, op and engine files)
-#        chunks    .gpu-carry-old6  2 rounds: without the chunks (next/norm-residual's four files)
+#   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and gpu/engine_cuda;
+#   2. the source A/Bs of AB="NAME:FOLDER:ROUNDS ..." (small N=256 fp16 each; prepare each folder here with
+#      SOURCE_AB_OLD=FOLDER bash tools/gpu/source_ab.sh --prepare REV FILE... and carry it);
 #   3. the four official cases in fast (fp16) and exact (fp32) mode, medians of 5 (bench-official.json);
-#   4. more A/Bs, small N=256 fp16, 2 rounds each:
-#        residual  .gpu-carry-old4  the engine without add_norm_relu (next/norm-v2's engine.cpp)
-#        apply     .gpu-carry-old5  the apply's parts before e15b876 (this branch's .cuh with 8658028's apply_parts)
-#   5. Nsight Compute details + stall reasons of DETAILS (default: the InstanceNorm statistics and apply kernels);
-#   6. per-launch kernel times of small N=256 fp16 under ncu (tools/gpu/profile_kernels.sh), if time is left.
+#   4. Nsight Compute details + stall reasons of DETAILS (default: the InstanceNorm statistics and apply kernels);
+#   5. per-launch kernel times of small N=256 fp16 under ncu (tools/gpu/profile_kernels.sh), if time is left.
 #
-# Here, first:
-#   tools/gpu/prepare.sh --fixtures small --no-long-clip
-#   SOURCE_AB_OLD=.gpu-carry-old3 bash tools/gpu/source_ab.sh --prepare main gpu/engine/engine.cpp \
-#     gpu/ops/cuda/cuda_wrappers.cpp gpu/ops/cuda/instance_norm_kernels.cu \
-#     gpu/ops/cuda/launchers.h gpu/ops/instance_norm.cpp gpu/ops/kernels.h   (main's ops.h and engine.h are not
-#     needed: the branch's only add a declaration and a comment, and they would rebuild most of the tree)
-#   SOURCE_AB_OLD=.gpu-carry-old6 bash tools/gpu/source_ab.sh --prepare next/norm-residual \
-#     gpu/ops/cuda/instance_norm_kernels.cu gpu/ops/cuda/instance_norm_kernel.cuh gpu/ops/cuda/launchers.h \
-#     gpu/ops/cuda/cuda_wrappers.cpp
-#   SOURCE_AB_OLD=.gpu-carry-old4 bash tools/gpu/source_ab.sh --prepare next/norm-v2 gpu/engine/engine.cpp
-#   .gpu-carry-old5/gpu/ops/cuda/instance_norm_kernel.cuh: this branch's file with the block from "/// Apply blocks
-#     per sample" to "struct Moments {" replaced by 8658028's (a short Python replace; source_ab.sh cannot make it)
-# The call (device tool, carry [".gpu-carry", ".gpu-carry-old3", ".gpu-carry-old4", ".gpu-carry-old5",
-#   ".gpu-carry-old6"], timeout_s 600):
+# Here, first: tools/gpu/prepare.sh --fixtures small --no-long-clip
+# The call (device tool, carry [".gpu-carry"] and the A/B folders, timeout_s 600):
 #   source .gpu-carry/gpu_env.sh || exit 1; TOTAL_S=540 bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
 OUT=${1:?usage: next_round.sh OUT_DIR}
@@ -63,8 +44,10 @@ source_ab() {  # source_ab NAME OLD_DIR MIN_SECONDS ROUNDS BENCH_ARGS
 # Each A/B runs if its folder of old files was carried (prepare it with SOURCE_AB_OLD=FOLDER source_ab.sh --prepare).
 COMMON="--device cuda:0 --repeats 5 --warmup 2 --no-peaks"
 CASE="$COMMON --model small --points 256 --precision fp16"
-source_ab norm .gpu-carry-old3 90 3 "$CASE"
-source_ab chunks .gpu-carry-old6 80 2 "$CASE"
+for ab in ${AB:-}; do
+  IFS=: read -r name folder rounds <<< "$ab"
+  source_ab "$name" "$folder" 80 "${rounds:-2}" "$CASE"
+done
 OFFICIAL="--device cuda:0 --model small,base --points 256,1024 --precision fp16,fp32 --repeats 5 --warmup 2 --no-peaks"
 if [ "$(left)" -gt 130 ]; then
   # shellcheck disable=SC2086
@@ -72,8 +55,6 @@ if [ "$(left)" -gt 130 ]; then
   say "official cases: rc=$? at $((SECONDS - T0)) s"
   grep -E 'median' "$OUT/bench-official.txt" | tee -a "$LOG"
 fi
-source_ab residual .gpu-carry-old4 80 2 "$CASE"
-source_ab apply .gpu-carry-old5 80 2 "$CASE"
 DETAILS=${DETAILS:-"small:256:fp16 statistics_kernel apply_kernel"}
 if [ "$(left)" -gt 60 ]; then
   # shellcheck disable=SC2086  # DETAILS is a case and regexes
