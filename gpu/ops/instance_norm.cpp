@@ -79,7 +79,7 @@ SumAndNorm add_instance_norm_relu(const at::Tensor& x, const at::Tensor& residua
               "add_instance_norm_relu: residual must match x (", x.sizes(), ", ", x.scalar_type(), ", ", x.device(),
               "), got ", residual.defined() ? residual.sizes() : at::IntArrayRef{}, ", ",
               residual.defined() ? residual.scalar_type() : at::ScalarType::Undefined);
-  TORCH_CHECK(eps > 0.0, "instance_norm_relu: eps must be positive, got ", eps);
+  TORCH_CHECK(eps > 0.0, "add_instance_norm_relu: eps must be positive, got ", eps);
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
   if (x.is_cuda()) {
     const at::Tensor input = x.contiguous(at::MemoryFormat::ChannelsLast);

@@ -1128,15 +1128,20 @@ TEST(OpsLayoutCuda, PaddedCorrelationRowsGiveTheSameValues) {
   expect_padded_rows_match(at::Device(at::kCUDA, 0), "cuda");
 }
 
+// The backbone's three widths and resolutions (47 frames), plus positions that are not a multiple of a split
+// (13x17) and a width the fused kernels do not take (C = 24: the reference path, still correct).
+struct NormCase {
+  int64_t n, c, h, w;
+};
+const std::vector<NormCase>& backbone_norm_cases() {
+  static const std::vector<NormCase> cases = {
+      {47, 64, 128, 128}, {47, 128, 64, 64}, {47, 256, 32, 32}, {5, 128, 13, 17}, {3, 24, 9, 11}};
+  return cases;
+}
+
 TEST(InstanceNormReluCuda, MatchesReferenceForTheBackboneShapes) {
   TRACKSCOPE_REQUIRE_CUDA();
-  // The backbone's three widths and resolutions (47 frames), plus positions that are not a multiple of a split
-  // (13x17) and a width the fused kernel does not take (C = 24: the reference path, still correct).
-  struct Case {
-    int64_t n, c, h, w;
-  };
-  for (const Case& k : {Case{47, 64, 128, 128}, Case{47, 128, 64, 64}, Case{47, 256, 32, 32}, Case{5, 128, 13, 17},
-                        Case{3, 24, 9, 11}}) {
+  for (const NormCase& k : backbone_norm_cases()) {
     const at::Tensor x = offset_activations(k.n, k.c, k.h, k.w);
     const at::Tensor weight = at::rand({k.c}) + 0.5;
     const at::Tensor bias = at::randn({k.c});
@@ -1173,15 +1178,11 @@ TEST(InstanceNormReluCuda, MatchesReferenceForTheBackboneShapes) {
 }
 
 // The residual sum fused into the statistics (ops::add_instance_norm_relu): the same bits as the addition followed by
-// instance_norm_relu, for the backbone's planes (47 frames), a shape that leaves a split partial, and a width the
-// kernels do not take (C = 24: the two ops), in every dtype; the inputs not channels-last in one case (made so).
+// instance_norm_relu, for the backbone_norm_cases (C = 24: the two ops), in every dtype; the residual not
+// channels-last in one case (made so).
 TEST(InstanceNormReluCuda, ResidualSumIsTheAdditionFollowedByTheNorm) {
   TRACKSCOPE_REQUIRE_CUDA();
-  struct Case {
-    int64_t n, c, h, w;
-  };
-  for (const Case& k : {Case{47, 64, 128, 128}, Case{47, 128, 64, 64}, Case{47, 256, 32, 32}, Case{5, 128, 13, 17},
-                        Case{3, 24, 9, 11}}) {
+  for (const NormCase& k : backbone_norm_cases()) {
     const at::Tensor x = offset_activations(k.n, k.c, k.h, k.w).cuda();
     const at::Tensor residual = (at::randn({k.n, k.c, k.h, k.w}) * 3.0).cuda();
     const at::Tensor weight = (at::rand({k.c}) + 0.5).cuda();
