@@ -10,6 +10,7 @@
 // call run_blocks() with a lambda that calls the kernel function. Test-only; slow (seconds per block).
 
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -373,15 +374,9 @@ inline void global_store16(void* p, const Words4& w) {
 // Global memory shared between blocks. run_blocks runs the blocks one after another, and a block's threads are
 // joined before the next block starts: every global write of an earlier block is visible to a later one, so the
 // fence has nothing to order (a no-op) and the L2 load is a plain load. The threads of one block do run at once:
-// the atomic add is a read-modify-write under a mutex.
+// the atomic add is an atomic read-modify-write of the word itself (std::atomic_ref).
 inline void global_fence() {}
-inline uint32_t global_atomic_add_u32(uint32_t* p, uint32_t v) {
-  static std::mutex mutex;
-  const std::lock_guard<std::mutex> lock(mutex);
-  const uint32_t old = *p;
-  *p = old + v;
-  return old;
-}
+inline uint32_t global_atomic_add_u32(uint32_t* p, uint32_t v) { return std::atomic_ref<uint32_t>(*p).fetch_add(v); }
 inline float global_load_f32_coherent(const float* p) { return *p; }
 // The build has no FP contraction (ISO C++ mode, no -ffp-contract=fast): each operation is rounded on its own.
 inline float mul_rn(float a, float b) { return a * b; }
