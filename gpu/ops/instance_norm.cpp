@@ -3,6 +3,7 @@
 #include <ATen/ops/empty_like.h>
 #include <c10/util/Exception.h>
 
+#include <optional>
 #include <utility>
 
 #include "gpu/ops/kernels.h"
@@ -32,6 +33,26 @@ void check_arguments(const at::Tensor& x, const at::Tensor& weight, const at::Te
               ", bias ", bias.device());
 }
 
+// The CUDA kernels' result, or nullopt where they do not run (not a CUDA tensor, a width they do not take, a build
+// without them). residual undefined: the norm of x alone (result.sum stays undefined).
+std::optional<SumAndNorm> instance_norm_on_cuda(const at::Tensor& x, const at::Tensor& residual,
+                                                const at::Tensor& weight, const at::Tensor& bias, double eps) {
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+  if (!x.is_cuda()) return std::nullopt;
+  const at::Tensor input = x.contiguous(at::MemoryFormat::ChannelsLast);
+  SumAndNorm result{residual.defined() ? at::empty_like(input, at::MemoryFormat::ChannelsLast) : at::Tensor(),
+                    at::empty_like(input, at::MemoryFormat::ChannelsLast)};
+  const at::Tensor other = residual.defined() ? residual.contiguous(at::MemoryFormat::ChannelsLast) : residual;
+  if (detail::instance_norm_relu_cuda(input, other, weight.contiguous(), bias.contiguous(), eps, result.sum,
+                                      result.norm)) {
+    return result;
+  }
+#else
+  (void)x, (void)residual, (void)weight, (void)bias, (void)eps;
+#endif
+  return std::nullopt;
+}
+
 }  // namespace
 
 at::Tensor instance_norm_relu_reference(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
@@ -48,16 +69,7 @@ at::Tensor instance_norm_relu_reference(const at::Tensor& x, const at::Tensor& w
 at::Tensor instance_norm_relu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps) {
   check_arguments(x, weight, bias, /*allow_double=*/false);
   TORCH_CHECK(eps > 0.0, "instance_norm_relu: eps must be positive, got ", eps);
-#ifdef TRACKSCOPE_WITH_CUDA_OPS
-  if (x.is_cuda()) {
-    const at::Tensor input = x.contiguous(at::MemoryFormat::ChannelsLast);
-    at::Tensor y = at::empty_like(input, at::MemoryFormat::ChannelsLast);
-    at::Tensor no_sum;
-    if (detail::instance_norm_relu_cuda(input, at::Tensor(), weight.contiguous(), bias.contiguous(), eps, no_sum, y)) {
-      return y;
-    }
-  }
-#endif
+  if (auto result = instance_norm_on_cuda(x, at::Tensor(), weight, bias, eps)) return result->norm;
   if (x.device().is_cpu()) {
     const at::Tensor input = x.contiguous(at::MemoryFormat::ChannelsLast);
     at::Tensor y = at::empty_like(input, at::MemoryFormat::ChannelsLast);
@@ -80,18 +92,7 @@ SumAndNorm add_instance_norm_relu(const at::Tensor& x, const at::Tensor& residua
               "), got ", residual.defined() ? residual.sizes() : at::IntArrayRef{}, ", ",
               residual.defined() ? residual.scalar_type() : at::ScalarType::Undefined);
   TORCH_CHECK(eps > 0.0, "add_instance_norm_relu: eps must be positive, got ", eps);
-#ifdef TRACKSCOPE_WITH_CUDA_OPS
-  if (x.is_cuda()) {
-    const at::Tensor input = x.contiguous(at::MemoryFormat::ChannelsLast);
-    const at::Tensor other = residual.contiguous(at::MemoryFormat::ChannelsLast);
-    SumAndNorm result{at::empty_like(input, at::MemoryFormat::ChannelsLast),
-                      at::empty_like(input, at::MemoryFormat::ChannelsLast)};
-    if (detail::instance_norm_relu_cuda(input, other, weight.contiguous(), bias.contiguous(), eps, result.sum,
-                                        result.norm)) {
-      return result;
-    }
-  }
-#endif
+  if (auto result = instance_norm_on_cuda(x, residual, weight, bias, eps)) return *result;
   // Elsewhere the addition, then the norm (on the CPU one more pass over the sum than the CUDA kernel's).
   at::Tensor sum = x + residual;
   at::Tensor norm = instance_norm_relu(sum, weight, bias, eps);
