@@ -146,6 +146,28 @@ ElementBits<Element> value_to_bits(float f) {
   }
 }
 
+/// 16-byte aligned storage (as cudaMalloc gives) for `elements` values of T followed by a tail of kTail, all set to
+/// `fill` at first: the tail is the poison whose changes show writes past the end.
+template <class T>
+struct PoisonedBuffer {
+  static constexpr size_t kTail = 64;
+  PoisonedBuffer(size_t elements, T fill)
+      : size(elements), poison(fill), words((elements + kTail) * sizeof(T) / 16 + 1) {
+    std::fill(data(), data() + size + kTail, poison);
+  }
+  T* data() { return reinterpret_cast<T*>(words.data()); }
+  T& operator[](size_t i) { return data()[i]; }
+  /// Tail elements whose bits are not the poison's (compared as bits: a NaN poison differs from itself as a float).
+  int64_t tail_writes() {
+    int64_t writes = 0;
+    for (size_t i = size; i < size + kTail; ++i) writes += std::memcmp(&data()[i], &poison, sizeof(T)) != 0 ? 1 : 0;
+    return writes;
+  }
+  size_t size;
+  T poison;
+  std::vector<gpu::ops::cuda::Words4> words;
+};
+
 // -- one emulated thread block -----------------------------------------------------------------------------
 // A warp's exchange slots, two sets used alternately, so that one barrier per warp-synchronous operation suffices:
 // a lane writes operation k's set before the barrier of k and reads it after; it can write set k % 2 again only at

@@ -51,25 +51,8 @@ auto bits_of(T value) {
   }
 }
 
-// 16-byte aligned storage for `elements` values of T and a tail of kTail, all set to `fill` (the tail's poison).
 template <class T>
-struct Buffer {
-  static constexpr size_t kTail = 64;
-  Buffer(size_t elements, T fill) : size(elements), poison(fill), words((elements + kTail) * sizeof(T) / 16 + 1) {
-    std::fill(data(), data() + size + kTail, poison);
-  }
-  T* data() { return reinterpret_cast<T*>(words.data()); }
-  T& operator[](size_t i) { return data()[i]; }
-  // Tail values whose bits are not the poison's (a NaN poison differs from itself as a float).
-  int64_t tail_writes() {
-    int64_t writes = 0;
-    for (size_t i = size; i < size + kTail; ++i) writes += bits_of(data()[i]) != bits_of(poison) ? 1 : 0;
-    return writes;
-  }
-  size_t size;
-  T poison;
-  std::vector<cuda::Words4> words;
-};
+using Buffer = emu::PoisonedBuffer<T>;
 
 const char* element_name(float) { return "float32"; }
 const char* element_name(cuda::Bf16Tag) { return "bfloat16"; }

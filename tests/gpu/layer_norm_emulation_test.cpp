@@ -29,17 +29,6 @@ namespace emu = cuda_emulation;
 template <class Element>
 using Bits = emu::ElementBits<Element>;
 
-// 16-byte aligned storage for `elements` values plus a poisoned tail.
-template <class Element>
-struct Buffer {
-  static constexpr size_t kTail = 64;
-  explicit Buffer(size_t elements) : size(elements), words((elements + kTail) * sizeof(Bits<Element>) / 16 + 1) {}
-  Bits<Element>* data() { return reinterpret_cast<Bits<Element>*>(words.data()); }
-  Bits<Element>& operator[](size_t i) { return data()[i]; }
-  size_t size;
-  std::vector<cuda::Words4> words;
-};
-
 enum class Form { plain, residual, sum_in_place, norm_in_place };
 
 const char* form_name(Form form) {
@@ -60,8 +49,8 @@ void check(int width, int rows, Form form, const char* element_name) {
   std::uniform_real_distribution<float> value(-4.0f, 4.0f), offset(-2.0f, 2.0f), gain(0.5f, 1.5f);
   const size_t elements = static_cast<size_t>(width) * static_cast<size_t>(rows);
   const Bits<Element> poison = static_cast<Bits<Element>>(0x7e7e7e7eu);
-  Buffer<Element> x(elements), residual(elements), sum(elements), norm(elements), weight(width), bias(width);
-  for (size_t i = 0; i < elements + Buffer<Element>::kTail; ++i) sum[i] = norm[i] = poison;
+  emu::PoisonedBuffer<Bits<Element>> x(elements, 0), residual(elements, 0), sum(elements, poison),
+      norm(elements, poison), weight(width, 0), bias(width, 0);
   std::vector<float> row_offset(static_cast<size_t>(rows));
   for (float& v : row_offset) v = offset(rng) * 4.0f;  // rows with a large mean: the centring matters
   for (size_t i = 0; i < elements; ++i) {
@@ -124,10 +113,7 @@ void check(int width, int rows, Form form, const char* element_name) {
       max_excess = std::max(max_excess, std::isfinite(got) ? std::fabs(got - want) / tolerance : INFINITY);
     }
   }
-  int64_t tail_writes = 0;
-  for (size_t i = elements; i < elements + Buffer<Element>::kTail; ++i) {
-    tail_writes += (norm[i] != poison ? 1 : 0) + (sum[i] != poison ? 1 : 0);
-  }
+  const int64_t tail_writes = norm.tail_writes() + sum.tail_writes();
   std::printf("[layer norm emulation] %s: worst error %.2f of the tolerance, %lld sums differ\n", name.c_str(),
               max_excess, static_cast<long long>(sum_mismatches));
   EXPECT_LE(max_excess, 1.0) << name;
