@@ -57,6 +57,9 @@ inline constexpr BenchName<BenchMixer> kBenchMixerNames[] = {{"auto", BenchMixer
 enum class BenchGlue { automatic, composite };
 inline constexpr BenchName<BenchGlue> kBenchGlueNames[] = {{"auto", BenchGlue::automatic},
                                                            {"composite", BenchGlue::composite}};
+enum class BenchGelu { automatic, exact, fused_tanh };
+inline constexpr BenchName<BenchGelu> kBenchGeluNames[] = {
+    {"auto", BenchGelu::automatic}, {"exact", BenchGelu::exact}, {"fused-tanh", BenchGelu::fused_tanh}};
 enum class BenchSwitch { automatic, on, off };
 inline constexpr BenchName<BenchSwitch> kBenchSwitchNames[] = {
     {"auto", BenchSwitch::automatic}, {"on", BenchSwitch::on}, {"off", BenchSwitch::off}};
@@ -67,6 +70,7 @@ const char* to_string(BenchCmdTop value);
 const char* to_string(BenchNorm value);
 const char* to_string(BenchMixer value);
 const char* to_string(BenchGlue value);
+const char* to_string(BenchGelu value);
 const char* to_string(BenchSwitch value);
 
 struct BenchOptions {
@@ -81,11 +85,12 @@ struct BenchOptions {
   BenchCorrKernel corr_kernel = BenchCorrKernel::automatic;  // gpu/ops/ops.h CorrKernel
   BenchCmdTop cmdtop = BenchCmdTop::automatic;               // CmdTopFast::Convolution
   BenchSwitch cudnn_benchmark = BenchSwitch::automatic;
-  BenchNorm norm = BenchNorm::automatic;     // the backbone's InstanceNorm+ReLU
-  bool cuda_graphs = false;                  // track_chunk replayed as CUDA graphs (EngineOptions)
-  BenchMixer mixer = BenchMixer::automatic;  // the temporal mixer (ops::MixerFast; plain = fused without 3xTF32;
-                                             // reference = the module path)
-  BenchGlue glue = BenchGlue::automatic;     // the glue ops (ops::GluePath)
+  BenchNorm norm = BenchNorm::automatic;      // the backbone's InstanceNorm+ReLU
+  bool cuda_graphs = false;                   // track_chunk replayed as CUDA graphs (EngineOptions)
+  BenchMixer mixer = BenchMixer::automatic;   // the temporal mixer (ops::MixerFast; plain = fused without 3xTF32;
+                                              // reference = the module path)
+  BenchGlue glue = BenchGlue::automatic;      // the glue ops (ops::GluePath)
+  BenchGelu mlp_gelu = BenchGelu::automatic;  // the mixer MLP's GELU in bf16/fp16 on CUDA (ops::MlpGelu)
   int repeats = 5;
   int warmup = 2;
   std::string video;                    // frames (looped back and forth if short); empty = the

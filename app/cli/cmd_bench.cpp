@@ -36,6 +36,7 @@ struct BenchArguments {
   gpu::BenchSwitch cuda_graphs = gpu::BenchSwitch::off;
   gpu::BenchMixer mixer = gpu::BenchMixer::automatic;
   gpu::BenchGlue glue = gpu::BenchGlue::automatic;
+  gpu::BenchGelu mlp_gelu = gpu::BenchGelu::automatic;
   std::string video;
   std::string json;
   int repeats = 5;
@@ -86,6 +87,7 @@ int run_bench_command(const BenchArguments& args) {
   options.cuda_graphs = args.cuda_graphs == gpu::BenchSwitch::on;
   options.mixer = args.mixer;
   options.glue = args.glue;
+  options.mlp_gelu = args.mlp_gelu;
   options.video = args.video;
   options.repeats = args.repeats;
   options.warmup = args.warmup;
@@ -168,6 +170,12 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
                    "or composite (their ATen op sequences, as on the CPU)")
       ->transform(names_of(gpu::kBenchGlueNames))
       ->default_str(gpu::to_string(args->glue));
+  command
+      ->add_option("--mlp-gelu", args->mlp_gelu,
+                   "the mixer MLP's GELU in bf16/fp16 on CUDA: auto (fused-tanh), exact (the official erf form, a pass "
+                   "of its own) or fused-tanh (the tanh form in the GEMM's epilogue)")
+      ->transform(names_of(gpu::kBenchGeluNames))
+      ->default_str(gpu::to_string(args->mlp_gelu));
   command->add_option("--video", args->video, "frames to run on (default: the procedural sample scene)");
   command->add_option("--repeats", args->repeats, "timed repeats per case")
       ->check(CLI::Range(1, 100000))

@@ -257,6 +257,7 @@ const char* to_string(BenchCmdTop value) { return name_in(kBenchCmdTopNames, val
 const char* to_string(BenchNorm value) { return name_in(kBenchNormNames, value); }
 const char* to_string(BenchMixer value) { return name_in(kBenchMixerNames, value); }
 const char* to_string(BenchGlue value) { return name_in(kBenchGlueNames, value); }
+const char* to_string(BenchGelu value) { return name_in(kBenchGeluNames, value); }
 const char* to_string(BenchSwitch value) { return name_in(kBenchSwitchNames, value); }
 
 core::Status BenchOptions::check() const {
@@ -365,6 +366,10 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
                                                                              : ops::MixerFast::Arithmetic::automatic;
         engine_options.glue_path =
             options.glue == BenchGlue::composite ? ops::GluePath::composite : ops::GluePath::automatic;
+        if (options.mlp_gelu != BenchGelu::automatic) {
+          engine_options.mlp_gelu =
+              options.mlp_gelu == BenchGelu::fused_tanh ? ops::MlpGelu::fused_tanh : ops::MlpGelu::exact;
+        }
         std::optional<engine::Engine> engine;
         {
           c10::InferenceMode no_inference(false);  // the engine converts weights outside inference mode
@@ -417,16 +422,16 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
               core::ProfileCase result =
                   builder.build(peak, core::summarize_telemetry((*sampler)->samples_since(case_start_s)));
               result.notes = fmt::format(
-                  "{} path, corr kernel {}, CMDTop {}, backbone norm {}, mixer {}, glue kernels {}, CUDA graphs {}, "
-                  "cuDNN benchmark {}{}",
+                  "{} path, corr kernel {}, CMDTop {}, backbone norm {}, mixer {}, glue kernels {}, MLP GELU {}, "
+                  "CUDA graphs {}, cuDNN benchmark {}{}",
                   engine->fused() ? "fused" : "eager", to_string(options.corr_kernel),
                   engine->uses_fused_cmdtop() ? "fused" : to_string(options.cmdtop),
                   engine->uses_fused_instance_norm() ? "fused" : "reference",
                   engine->uses_tf32x3_mixer()  ? "fused 3xTF32"
                   : engine->uses_fused_mixer() ? "fused"
                                                : "reference",
-                  to_string(options.glue), engine->uses_cuda_graphs() ? "on" : "off",
-                  at::globalContext().benchmarkCuDNN() ? "on" : "off",
+                  to_string(options.glue), engine->mlp_gelu() == ops::MlpGelu::exact ? "exact" : "fused-tanh",
+                  engine->uses_cuda_graphs() ? "on" : "off", at::globalContext().benchmarkCuDNN() ? "on" : "off",
                   device->is_cuda() ? "" : "; peak memory = process peak RSS");
               result.host_syncs_per_run = 1;  // the download at the end of the pass
               log(fmt::format("{}: median {:.2f} ms (p90 {:.2f}), peak {:.0f} MiB, {:.0f} points/s", result.name,

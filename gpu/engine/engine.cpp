@@ -105,9 +105,10 @@ struct PaddedMixerWeights {
 // On the automatic glue path each layer's query, key and value come from one GEMM (slices of its [S, T, 3D] output
 // go to the attention as strided views), and each residual add goes with the LayerNorm that reads its sum (the
 // layer's second one, then the next layer's first one or ln_out) through ops::add_layer_norm: one kernel per pair on
-// CUDA. The composite glue path is TemporalMixer's own layers (three projections, at::layer_norm and the adds).
+// CUDA; the MLP's first layer and its GELU are ops::linear_gelu in the form `gelu`. The composite glue path is
+// TemporalMixer's own layers (three projections, at::layer_norm and the adds, the exact GELU).
 at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const PaddedMixerWeights& weights,
-                                const at::Tensor& x, const at::Tensor& bias, ops::GluePath glue) {
+                                const at::Tensor& x, const at::Tensor& bias, ops::GluePath glue, ops::MlpGelu gelu) {
   constexpr double kEps = 1e-5;  // every LayerNorm of the mixer (nn.LayerNorm's default)
   at::Tensor h = at::linear(x, weights.input_weight, mixer.input_proj->bias);
   at::Tensor normed;  // ln_out of the last layer's output
@@ -125,7 +126,8 @@ at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const PaddedM
           layer.attn->attend(qkv.narrow(-1, 0, dim), qkv.narrow(-1, dim, dim), qkv.narrow(-1, 2 * dim, dim), bias);
       ops::SumAndNorm step =
           ops::add_layer_norm(h, attended, layer.layer_norm2->weight, layer.layer_norm2->bias, kEps, glue);
-      const at::Tensor mlp = layer.dense_out->forward(at::gelu(layer.dense_in->forward(step.norm)));  // exact GELU
+      const at::Tensor mlp =
+          layer.dense_out->forward(ops::linear_gelu(step.norm, layer.dense_in->weight, layer.dense_in->bias, gelu));
       const model::AffineNorm& next = l + 1 < mixer.layers.size() ? *mixer.layers[l + 1]->layer_norm1 : *mixer.ln_out;
       step = ops::add_layer_norm(step.sum, mlp, next.weight, next.bias, kEps, glue);
       h = step.sum;
@@ -235,6 +237,14 @@ void Engine::set_cost_config(const core::CostModelConfig& config) {
   cost_.model_size = model_->config().size == model::ModelSize::small ? core::ModelSize::small : core::ModelSize::base;
   cost_.dtype_bytes = static_cast<int>(c10::elementSize(compute_dtype_));
   cost_.fused_correlation = fused_;
+}
+
+ops::MlpGelu Engine::mlp_gelu() const {
+  // The GELU in the GEMM's epilogue approximates the official function: only where the arithmetic is reduced
+  // already (bf16/fp16), on the fused path's module mixer with the automatic glue, and on CUDA (cuBLASLt).
+  const bool applies = fused_ && !mixer_ && device_.is_cuda() && compute_dtype_ != at::kFloat &&
+                       options_.glue_path == ops::GluePath::automatic;
+  return applies ? options_.mlp_gelu : ops::MlpGelu::exact;
 }
 
 core::WorkCost Engine::cost_of(Stage stage, int64_t chunk_points) const {
@@ -464,7 +474,7 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
       bias = with_aligned_rows(model::alibi_bias(mixer.layers.front()->attn->heads, frames, input.options()));
     }
     const PaddedMixerWeights weights{mixer_input_weight_, mixer_qkv_weights_, mixer_qkv_biases_};
-    update = padded_mixer_forward(mixer, weights, input, bias, options_.glue_path).to(at::kFloat);
+    update = padded_mixer_forward(mixer, weights, input, bias, options_.glue_path, mlp_gelu()).to(at::kFloat);
   }
   return apply_update(update, previous);
 }

@@ -81,6 +81,10 @@ struct EngineOptions {
   /// mixer 10.2 ms with the module, 16.1 ms fused; docs/kernels.md).
   std::optional<bool> fused_mixer;
   ops::MixerFast::Arithmetic mixer_arithmetic = ops::MixerFast::Arithmetic::automatic;
+  /// The GELU after the module mixer's first MLP layer on the automatic glue path, in bf16/fp16 on CUDA
+  /// (ops::MlpGelu): exact = the official model's erf GELU as a pass of its own; fused_tanh = in the GEMM's epilogue
+  /// (the tanh form). Float32 and the CPU always compute the exact GELU (Engine::mlp_gelu() says which runs).
+  ops::MlpGelu mlp_gelu = ops::MlpGelu::fused_tanh;
 };
 
 /// Compute dtype of a precision: float32 for fp32/tf32, bfloat16, float16.
@@ -106,6 +110,8 @@ class Engine {
   bool fused() const { return fused_; }
   /// Whether the backbone runs ops::instance_norm_relu (fused path, fused_instance_norm).
   bool uses_fused_instance_norm() const { return fused_ && options_.fused_instance_norm; }
+  /// The GELU form the module mixer's MLP computes (EngineOptions::mlp_gelu where it applies, else exact).
+  ops::MlpGelu mlp_gelu() const;
   /// Whether the correlation encoders run as the one-kernel CMDTop (ops::CmdTopFast::fused()).
   bool uses_fused_cmdtop() const { return fused_ && cmdtop_[0].has_value() && cmdtop_[0]->fused(); }
   /// Whether the mixer runs as ops::MixerFast, and in 3xTF32.

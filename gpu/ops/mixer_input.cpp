@@ -1,12 +1,16 @@
-// The temporal mixer's glue ops, mixer_input_rows and the residual add + LayerNorm: argument checks, the ATen
-// composites (the CPU's implementation and the reference) and the CUDA dispatch (contracts in gpu/ops/ops.h).
+// The temporal mixer's glue ops, mixer_input_rows, the residual add + LayerNorm and the MLP's linear + GELU:
+// argument checks, the ATen composites (the CPU's implementation and the reference) and the CUDA dispatch (contracts
+// in gpu/ops/ops.h).
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/_addmm_activation.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/gelu.h>
 #include <ATen/ops/layer_norm.h>
+#include <ATen/ops/linear.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/sin.h>
 #include <ATen/Context.h>
@@ -146,6 +150,21 @@ SumAndNorm add_layer_norm(const at::Tensor& x, const at::Tensor& residual, const
   result.sum = x + residual;
   result.norm = composite_layer_norm(result.sum, weight, bias, eps);
   return result;
+}
+
+at::Tensor linear_gelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, MlpGelu form) {
+  TORCH_CHECK(x.defined() && weight.defined() && bias.defined(), "linear_gelu: undefined tensor argument");
+  TORCH_CHECK(x.dim() >= 1 && weight.dim() == 2 && bias.dim() == 1 && x.size(-1) == weight.size(1) &&
+                  bias.size(0) == weight.size(0),
+              "linear_gelu: x [..., K], weight [N, K] and bias [N] expected, got ", x.sizes(), ", ", weight.sizes(),
+              " and ", bias.sizes());
+  TORCH_CHECK(weight.scalar_type() == x.scalar_type() && bias.scalar_type() == x.scalar_type(),
+              "linear_gelu: weight and bias must be ", x.scalar_type(), ", got ", weight.scalar_type(), " and ",
+              bias.scalar_type());
+  if (form == MlpGelu::exact) return at::gelu(at::linear(x, weight, bias));
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  return at::_addmm_activation(bias, x.reshape({-1, x.size(-1)}), weight.t(), 1, 1, /*use_gelu=*/true).view(sizes);
 }
 
 }  // namespace trackscope::gpu::ops

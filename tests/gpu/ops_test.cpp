@@ -695,6 +695,47 @@ TEST(AddLayerNormCpu, IsTheAddThenTheNormOfTheRoundedSum) {
             std::string::npos);
 }
 
+// GELU of every pre-activation x in [-6, 6] through linear_gelu: an identity weight and a zero bias make the GEMM
+// exact, so the output is the activation itself. Returns the float64 differences to the erf and the tanh forms.
+struct GeluDistances {
+  double to_exact = 0.0;
+  double to_tanh = 0.0;
+};
+GeluDistances gelu_distances(ops::MlpGelu form, at::ScalarType dtype, c10::Device device) {
+  const at::Tensor x = at::linspace(-6.0, 6.0, 64 * 96, at::kDouble).view({96, 64});
+  const at::Tensor y = ops::linear_gelu(x.to(dtype).to(device), at::eye(64).to(dtype).to(device),
+                                        at::zeros({64}).to(dtype).to(device), form);
+  EXPECT_EQ(y.sizes(), x.sizes());
+  const at::Tensor rounded = x.to(dtype).to(at::kDouble);  // the inputs as the GEMM sees them
+  const at::Tensor exact = at::gelu(rounded), tanh_form = at::gelu(rounded, "tanh");
+  const at::Tensor got = y.cpu().to(at::kDouble);
+  return {(got - exact).abs().max().item<double>(), (got - tanh_form).abs().max().item<double>()};
+}
+
+// The MLP's first layer with its GELU: exact is at::linear followed by the erf GELU, bit for bit (what the module
+// computes); fused_tanh is the tanh form, which the test tells apart from the erf form near x = -2.7 (4.7e-4).
+TEST(LinearGeluCpu, ExactIsTheModulesFunctionAndFusedTanhTheTanhForm) {
+  const at::Tensor x = at::randn({3, 5, 32}), weight = at::randn({48, 32}) * 0.2, bias = at::randn({48});
+  EXPECT_TRUE(at::equal(ops::linear_gelu(x, weight, bias, ops::MlpGelu::exact), at::gelu(at::linear(x, weight, bias))));
+  const at::Tensor fused = ops::linear_gelu(x, weight, bias, ops::MlpGelu::fused_tanh);
+  EXPECT_EQ(fused.sizes(), (at::IntArrayRef{3, 5, 48}));
+  EXPECT_TRUE(at::allclose(fused, at::gelu(at::linear(x, weight, bias), "tanh"), 1e-5, 1e-5));
+  const GeluDistances exact = gelu_distances(ops::MlpGelu::exact, at::kFloat, at::kCPU);
+  const GeluDistances tanh_form = gelu_distances(ops::MlpGelu::fused_tanh, at::kFloat, at::kCPU);
+  EXPECT_LT(exact.to_exact, 1e-6);
+  EXPECT_LT(tanh_form.to_tanh, 1e-6);
+  EXPECT_GT(tanh_form.to_exact, 4e-4);  // the forms' largest gap, 4.73e-4
+  EXPECT_LT(tanh_form.to_exact, 4.8e-4);
+  EXPECT_NE(error_message([&] {
+              ops::linear_gelu(x, at::randn({48, 31}), bias, ops::MlpGelu::exact);
+            }).find("weight [N, K]"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] {
+              ops::linear_gelu(x, weight.to(at::kDouble), bias, ops::MlpGelu::fused_tanh);
+            }).find("weight and bias must be Float"),
+            std::string::npos);
+}
+
 TEST(MixerInputRowsCpu, RejectsInvalidArgumentsWithTheirValues) {
   const MixerRowInputs in = random_mixer_rows(2, 3, at::kFloat);
   at::Tensor out = at::empty({2, 3, 864});
@@ -1001,6 +1042,34 @@ TEST(AddLayerNormCuda, MatchesFloat64AndTheCompositesSum) {
   const at::Tensor weight = at::ones({256}).cuda(), bias = at::zeros({256}).cuda();
   EXPECT_TRUE(
       at::allclose(ops::layer_norm(x, weight, bias, 1e-5), at::layer_norm(x, {256}, weight, bias, 1e-5), 1e-5, 1e-5));
+}
+
+// cuBLASLt's GELU epilogue (at::_addmm_activation on CUDA) is the tanh form the contract names: in float32 (TF32
+// off) far closer to it than to the erf form, and within the documented 4.8e-4 of the exact function; in 16-bit
+// within the dtype's rounding of the tanh form.
+TEST(LinearGeluCuda, TheEpilogueIsTheTanhForm) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  const GeluDistances fp32 = gelu_distances(ops::MlpGelu::fused_tanh, at::kFloat, at::kCUDA);
+  std::printf("[linear_gelu cuda] fused_tanh float32: max |diff| to the tanh form %.3g, to the erf form %.3g\n",
+              fp32.to_tanh, fp32.to_exact);
+  EXPECT_LT(fp32.to_tanh, 2e-5);
+  EXPECT_GT(fp32.to_exact, 4e-4);
+  EXPECT_LT(fp32.to_exact, 5e-4);
+  for (const at::ScalarType dtype : {at::kHalf, at::kBFloat16}) {
+    const GeluDistances d = gelu_distances(ops::MlpGelu::fused_tanh, dtype, at::kCUDA);
+    std::printf("[linear_gelu cuda] fused_tanh %s: max |diff| to the tanh form %.3g, to the erf form %.3g\n",
+                c10::toString(dtype), d.to_tanh, d.to_exact);
+    EXPECT_LT(d.to_tanh, dtype == at::kHalf ? 4e-3 : 3e-2);  // half an ulp at |gelu| = 6
+    const GeluDistances exact = gelu_distances(ops::MlpGelu::exact, dtype, at::kCUDA);
+    EXPECT_LT(exact.to_exact, dtype == at::kHalf ? 4e-3 : 3e-2);
+  }
+  const at::Tensor x = at::randn({7, 47, 256}).cuda().to(at::kHalf), weight = (at::randn({1024, 256}) * 0.06).cuda();
+  const at::Tensor bias = at::randn({1024}).cuda();
+  const at::Tensor fused = ops::linear_gelu(x, weight.to(at::kHalf), bias.to(at::kHalf), ops::MlpGelu::fused_tanh);
+  const at::Tensor reference =
+      at::gelu(at::linear(x.to(at::kDouble), weight.to(at::kHalf).to(at::kDouble), bias.to(at::kHalf).to(at::kDouble)));
+  EXPECT_EQ(fused.sizes(), (at::IntArrayRef{7, 47, 1024}));
+  EXPECT_LT((fused.to(at::kDouble) - reference).abs().max().item<double>(), 2e-2);
 }
 
 // The one-pass CUDA L2 normalisation on the backbone's channel counts (and an ineligible one, which takes the
