@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# The next GPU call. Last run 2026-12-06 04:46 and 04:50 UTC on branch next/norm-chunks (InstanceNorm v3, the fused
-# residual sum, the apply's parts, the L2-sized chunks; four source A/Bs; results and the commands in
-# docs/performance-results.md, the chunks reverted after the first call). Now: tests, then each source A/B named in
-# AB (none by default), the official cases, kernel details, per-launch kernel times. The item-1 targets of issue 17
-# are defined on an H200: when one is lent, this call as it is gives the figures to compare with them.
+# The next GPU call. Last run 2026-12-06 04:46 and 04:50 UTC on branch next/norm-chunks (results and commands in
+# docs/performance-results.md). Now (stop 36): the mixer MLP's GELU in the GEMM's epilogue (ops::linear_gelu,
+# EngineOptions::mlp_gelu) and the InstanceNorm dispatch refactor: tests, the GELU flag A/B, the official cases,
+# fast mode's fidelity on the bundled model. The item-1 targets of issue 17 are defined on an H200: when one is
+# lent, this call as it is gives the figures to compare with them.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
 #   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and gpu/engine_cuda;
 #   2. the source A/Bs of AB="NAME:FOLDER:ROUNDS ..." (small N=256 fp16 each; prepare each folder here with
 #      SOURCE_AB_OLD=FOLDER bash tools/gpu/source_ab.sh --prepare REV FILE... and carry it);
-#   3. the four official cases in fast (fp16) and exact (fp32) mode, medians of 5 (bench-official.json);
-#   4. Nsight Compute details + stall reasons of DETAILS (default: the InstanceNorm statistics and apply kernels);
-#   5. per-launch kernel times of small N=256 fp16 under ncu (tools/gpu/profile_kernels.sh), if time is left.
+#   3. the flag A/Bs of FLAG_AB="FLAG:VALUE_A,VALUE_B ..." (default: --mlp-gelu exact,fused-tanh): the four
+#      official cases in fp16, the two values alternately, two rounds (flag-*.json);
+#   4. the four official cases in fast (fp16) and exact (fp32) mode, medians of 5 (bench-official.json);
+#   5. fast mode against exact mode on the bundled model (tools/gpu/fidelity.py, fp16 and bf16: fidelity.json);
+#   6. Nsight Compute details + stall reasons of DETAILS, if set;
+#   7. per-launch kernel times of small N=256 fp16 under ncu (tools/gpu/profile_kernels.sh), if time is left.
 #
 # Here, first: tools/gpu/prepare.sh --fixtures small --no-long-clip
 # The call (device tool, carry [".gpu-carry"] and the A/B folders, timeout_s 600):
@@ -48,6 +51,21 @@ for ab in ${AB:-}; do
   IFS=: read -r name folder rounds <<< "$ab"
   source_ab "$name" "$folder" 80 "${rounds:-2}" "$CASE"
 done
+FAST="--device cuda:0 --model small,base --points 256,1024 --precision fp16 --repeats 5 --warmup 2 --no-peaks"
+for ab in ${FLAG_AB:---mlp-gelu:exact,fused-tanh}; do
+  IFS=: read -r flag values <<< "$ab"
+  IFS=, read -r value_a value_b <<< "$values"
+  for round in 1 2; do
+    for value in "$value_a" "$value_b"; do
+      if [ "$(left)" -lt 200 ]; then say "flag A/B $flag $value round $round: $(left) s left, skipped"; continue; fi
+      json="$OUT/flag${flag}-$value-$round.json"
+      # shellcheck disable=SC2086
+      timeout 100 "$CLI" bench $FAST "$flag" "$value" --json "$json" > "${json%.json}.txt" 2>&1
+      say "flag A/B $flag $value round $round: rc=$? at $((SECONDS - T0)) s"
+      grep -E 'median' "${json%.json}.txt" | tee -a "$LOG"
+    done
+  done
+done
 OFFICIAL="--device cuda:0 --model small,base --points 256,1024 --precision fp16,fp32 --repeats 5 --warmup 2 --no-peaks"
 if [ "$(left)" -gt 130 ]; then
   # shellcheck disable=SC2086
@@ -55,8 +73,14 @@ if [ "$(left)" -gt 130 ]; then
   say "official cases: rc=$? at $((SECONDS - T0)) s"
   grep -E 'median' "$OUT/bench-official.txt" | tee -a "$LOG"
 fi
-DETAILS=${DETAILS:-"small:256:fp16 statistics_kernel apply_kernel"}
-if [ "$(left)" -gt 60 ]; then
+if [ "$(left)" -gt 100 ]; then
+  timeout 90 python3 tools/gpu/fidelity.py --cli "$CLI" --video ../shared/testdata/horsejump-high_480p/video \
+    --model default --precisions fp16,bf16 --json "$OUT/fidelity.json" > "$OUT/fidelity.txt" 2>&1
+  say "fidelity: rc=$? at $((SECONDS - T0)) s"
+  tee -a "$LOG" < "$OUT/fidelity.txt"
+fi
+DETAILS=${DETAILS:-}
+if [ -n "$DETAILS" ] && [ "$(left)" -gt 60 ]; then
   # shellcheck disable=SC2086  # DETAILS is a case and regexes
   timeout "$(( $(left) - 30 ))" bash tools/gpu/kernel_details.sh /tmp/details $DETAILS > /dev/null 2>&1
   say "kernel details: rc=$? at $((SECONDS - T0)) s"
