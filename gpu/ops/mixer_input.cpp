@@ -162,6 +162,8 @@ at::Tensor linear_gelu(const at::Tensor& x, const at::Tensor& weight, const at::
               "linear_gelu: weight and bias must be ", x.scalar_type(), ", got ", weight.scalar_type(), " and ",
               bias.scalar_type());
   if (form == MlpGelu::exact) return at::gelu(at::linear(x, weight, bias));
+  // Off CUDA the same form written out: the CPU's _addmm_activation applies the erf GELU (LibTorch 1.13).
+  if (!x.is_cuda()) return at::gelu(at::linear(x, weight, bias), "tanh");
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes.back() = weight.size(0);
   return at::_addmm_activation(bias, x.reshape({-1, x.size(-1)}), weight.t(), 1, 1, /*use_gelu=*/true).view(sizes);

@@ -319,10 +319,11 @@ SumAndNorm add_layer_norm(const at::Tensor& x, const at::Tensor& residual, const
 /// How GELU follows the MLP's first linear layer (dense.0):
 ///   exact: the linear layer, then the exact (erf) GELU as a pass of its own over the [rows, 4D] activations: the
 ///     official model's function.
-///   fused_tanh: one GEMM that applies GELU in its epilogue (at::_addmm_activation; on CUDA cuBLASLt's GELU_BIAS
-///     epilogue), in the tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): within 4.8e-4 of the exact
-///     function for every x (the largest gap near x = -2.7), below half a float16 ulp for |gelu(x)| >= 1; saves
-///     that pass (reading and writing 4D values per row). For reduced-precision fast mode.
+///   fused_tanh: the tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), within 4.8e-4 of the exact
+///     function for every x (the largest gap near x = -2.7), below half a float16 ulp for |gelu(x)| >= 1. On CUDA
+///     one GEMM applies it in its epilogue (at::_addmm_activation: cuBLASLt's GELU_BIAS epilogue), which saves that
+///     pass (reading and writing 4D values per row); elsewhere the linear layer, then at::gelu(..., "tanh"). For
+///     reduced-precision fast mode.
 enum class MlpGelu { exact, fused_tanh };
 /// gelu(x weight^T + bias) in the form `form`: x [..., K] (float32/bfloat16/float16), weight [N, K], bias [N] of x's
 /// dtype on its device -> [..., N] contiguous.
