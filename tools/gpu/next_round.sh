@@ -58,7 +58,7 @@ for ab in ${FLAG_AB:---mlp-gelu:exact,fused-tanh}; do
   for round in 1 2; do
     for value in "$value_a" "$value_b"; do
       if [ "$(left)" -lt 200 ]; then say "flag A/B $flag $value round $round: $(left) s left, skipped"; continue; fi
-      json="$OUT/flag${flag}-$value-$round.json"
+      json="$OUT/flag-${flag#--}-$value-$round.json"
       # shellcheck disable=SC2086
       timeout 100 "$CLI" bench $FAST "$flag" "$value" --json "$json" > "${json%.json}.txt" 2>&1
       say "flag A/B $flag $value round $round: rc=$? at $((SECONDS - T0)) s"
@@ -66,6 +66,10 @@ for ab in ${FLAG_AB:---mlp-gelu:exact,fused-tanh}; do
     done
   done
 done
+# The device tool returns at most 8 files: the A/B's profiles and logs travel as one archive.
+if compgen -G "$OUT/flag-*.txt" > /dev/null; then
+  (cd "$OUT" && tar -czf flag-ab.tar.gz flag-*.txt flag-*.json 2> /dev/null; rm -f flag-*.json flag-*.txt)
+fi
 OFFICIAL="--device cuda:0 --model small,base --points 256,1024 --precision fp16,fp32 --repeats 5 --warmup 2 --no-peaks"
 if [ "$(left)" -gt 130 ]; then
   # shellcheck disable=SC2086
