@@ -406,24 +406,30 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
         recorder.time(Stage::refine_correlation, chunk_index, iteration, cost_of(Stage::refine_correlation, count));
     for (size_t level = 0; level < levels.size(); ++level) {
       const at::Tensor grid = levels[level]->select(0, 0);
-      // Grid cells from 256 space, multiplying first as the reference does (the grids are square).
+      // Grid cells from 256 space, multiplying first as the reference does (the grids are square). Where the grid's
+      // side is a power of two both steps are exact, so one multiplication by side / 256 gives the same values.
+      const int64_t side = grid.size(2);
       const at::Tensor points =
-          points_256.mul(static_cast<double>(grid.size(2))).div(static_cast<double>(model::kModelResolution));
+          (side & (side - 1)) == 0
+              ? points_256.mul(static_cast<double>(side) / static_cast<double>(model::kModelResolution))
+              : points_256.mul(static_cast<double>(side)).div(static_cast<double>(model::kModelResolution));
       // Padded rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow).
       correlations[level] = at::empty({count, frames, ops::kCorrPaddedRow}, points_256.options().dtype(corr_dtype));
       ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level], options_.corr_kernel);
     }
   }
-  std::vector<at::Tensor> pieces(3);
   const auto scope =
       recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
+  // Each level's encoder writes its columns of the [n, T, 3 x 256] rows directly (no concatenation pass).
+  const int64_t width = cmdtop_[0]->output_channels();
+  const at::Tensor encoded = at::empty({count, frames, width * static_cast<int64_t>(levels.size())},
+                                       correlations[0].options().dtype(compute_dtype_));
   for (size_t level = 0; level < levels.size(); ++level) {
-    pieces[level] = cmdtop_[level]
-                        ->forward(correlations[level].view({count * frames, ops::kCorrPaddedRow}))
-                        .view({count, frames, -1});
+    at::Tensor columns = encoded.view({count * frames, -1}).narrow(1, width * static_cast<int64_t>(level), width);
+    cmdtop_[level]->forward_out(correlations[level].view({count * frames, ops::kCorrPaddedRow}), columns);
     correlations[level] = at::Tensor();
   }
-  return at::cat(pieces, -1);
+  return encoded;
 }
 
 at::Tensor Engine::mixer_input(const at::Tensor& encoded, const model::TrackState& previous) const {

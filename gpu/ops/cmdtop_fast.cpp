@@ -358,11 +358,20 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
   TORCH_CHECK(corr.device() == device_ && out.device() == device_, "cmdtop_fast: the encoder lives on ", device_,
               " but corr is on ", corr.device(), " and out on ", out.device());
   const int64_t samples = padded ? corr.size(0) : corr.numel() / kCorrPerSample;
-  TORCH_CHECK(out.dim() == 2 && out.size(0) == samples && out.size(1) == output_channels() && out.is_contiguous() &&
-                  out.scalar_type() == options_.compute_dtype,
-              "cmdtop_fast: out must be a contiguous ", options_.compute_dtype, " [", samples, ",", output_channels(),
-              "] tensor, got ", out.scalar_type(), " ", out.sizes());
+  TORCH_CHECK(out.dim() == 2 && out.size(0) == samples && out.size(1) == output_channels() && out.stride(1) == 1 &&
+                  out.stride(0) >= output_channels() && out.scalar_type() == options_.compute_dtype,
+              "cmdtop_fast: out must be a ", options_.compute_dtype, " [", samples, ",", output_channels(),
+              "] tensor with unit column stride, got ", out.scalar_type(), " ", out.sizes(), " strides ",
+              out.strides());
   if (samples == 0) return;
+  // Strided output rows: the tensor-core kernel writes them directly (even row strides), the other paths into a
+  // contiguous temporary.
+  if (!out.is_contiguous() && !(fused_tile_ > 0 && out.stride(0) % 2 == 0)) {
+    at::Tensor rows = at::empty(out.sizes(), out.options());
+    forward_out(corr, rows);
+    out.copy_(rows);
+    return;
+  }
 
   const at::Tensor input = padded ? corr.contiguous() : corr.reshape({samples, kCorrPerSample}).contiguous();
 #ifdef TRACKSCOPE_WITH_CUDA_OPS

@@ -82,8 +82,8 @@ int cmdtop_mma_tile_cuda(c10::Device device, bool base, at::ScalarType dtype);
 /// CmdTopFast::Layer::fused_weight.
 at::Tensor cmdtop_mma_weight_cuda(const at::Tensor& conv_weight, at::ScalarType dtype, c10::Device device);
 /// The tensor-core CMDTop: corr [M, row_stride >= 2401] bf16/fp16/float32 with unit column stride -> out [M, 256] of
-/// the same dtype, contiguous, with the layers' fused_weight (cmdtop_mma_weight_cuda), conv_bias, norm_weight and
-/// norm_bias; tile from cmdtop_mma_tile_cuda.
+/// the same dtype (unit column stride, an even row stride >= 256), with the layers' fused_weight
+/// (cmdtop_mma_weight_cuda), conv_bias, norm_weight and norm_bias; tile from cmdtop_mma_tile_cuda.
 void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer>& layers, int tile, double eps,
                      at::Tensor& out);
 /// Returns false (nothing written) when the fused kernel is not eligible for these tensors. x, y (and residual, sum

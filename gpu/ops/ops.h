@@ -176,7 +176,9 @@ class CmdTopFast {
   /// 2 * C_last] for padded rows) in the compute dtype: [branch 1 (support offsets as channels), branch 2
   /// (target offsets as channels)], i.e. [..., 256] for both official sizes.
   at::Tensor forward(const at::Tensor& corr) const;
-  /// Same into out ([M, 2 * C_last] contiguous, compute dtype, M = the number of correlation rows).
+  /// Same into out ([M, 2 * C_last], compute dtype, M = the number of correlation rows, unit column stride; any row
+  /// stride, e.g. one level's columns of wider rows: the tensor-core kernel writes there directly, the other paths
+  /// through a contiguous temporary).
   void forward_out(const at::Tensor& corr, at::Tensor& out) const;
 
   int64_t output_channels() const { return 2 * last_channels_; }

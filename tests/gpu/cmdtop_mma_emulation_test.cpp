@@ -172,9 +172,11 @@ struct RunFigures {
   int overwritten = 0;  // elements of rows past the end that were written
 };
 
+// out_stride: elements between output rows; the kernel writes columns [out_offset, out_offset + 256) of each
+// (the engine's [M, 768] rows take the three levels side by side), and nothing else.
 template <class Config, class Element>
-RunFigures run_case(bool padded_rows, int64_t first_block, int64_t block_count, int64_t samples,
-                    std::vector<std::string>& errors, double& seconds) {
+RunFigures run_case(bool padded_rows, int64_t first_block, int64_t block_count, int64_t samples, int64_t out_stride,
+                    int64_t out_offset, std::vector<std::string>& errors, double& seconds) {
   std::mt19937_64 rng(test_seed() + (Config::layers == 3 ? 1000u : 0u) + static_cast<uint64_t>(Config::samples) +
                       (std::is_same_v<Element, cuda::Bf16Tag> ? 7u : 0u) + (padded_rows ? 13u : 0u));
   const std::vector<Layer> layers = random_layers<Element>(Config::layers == 3, rng);
@@ -200,30 +202,34 @@ RunFigures run_case(bool padded_rows, int64_t first_block, int64_t block_count, 
   const Raw poison = std::is_same_v<Element, cuda::Bf16Tag>   ? Raw{0x7fc1}
                      : std::is_same_v<Element, cuda::Fp16Tag> ? Raw{0x7e01}
                                                               : static_cast<Raw>(0x7fc00001u);  // NaN
-  std::vector<Raw> out(static_cast<size_t>((samples + 1) * 256), poison);
+  std::vector<Raw> out(static_cast<size_t>((samples + 1) * out_stride), poison);
 
   mma::Params params;
+  params.out_row_stride = out_stride;
   for (size_t i = 0; i < layers.size(); ++i) {
     params.layer[i] = {layers[i].packed.data(), layers[i].bias.data(), layers[i].gamma.data(), layers[i].beta.data()};
   }
   const bool vector_rows = row_stride % (16 / static_cast<int64_t>(sizeof(Raw))) == 0 && row_stride >= 2408;
   const auto start = std::chrono::steady_clock::now();
-  errors = emu::run_blocks(
-      first_block, block_count, mma::kThreads, static_cast<size_t>(mma::Layout<Config>::shared_bytes),
-      [&] { mma::cmdtop_mma_kernel<Config>(corr_raw, samples, row_stride, vector_rows, params, kEps, out.data()); });
+  errors = emu::run_blocks(first_block, block_count, mma::kThreads,
+                           static_cast<size_t>(mma::Layout<Config>::shared_bytes), [&] {
+                             mma::cmdtop_mma_kernel<Config>(corr_raw, samples, row_stride, vector_rows, params, kEps,
+                                                            out.data() + out_offset);
+                           });
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   RunFigures f;
   int64_t compared = 0;
   for (int64_t s = 0; s < samples + 1; ++s) {
     const bool computed = s >= first_block * Config::samples && s < (first_block + block_count) * Config::samples;
-    if (s >= samples || !computed) {
-      for (int c = 0; c < 256; ++c) f.overwritten += out[static_cast<size_t>(s * 256 + c)] != poison ? 1 : 0;
-      continue;
+    for (int64_t c = 0; c < out_stride; ++c) {  // the columns outside the written ones
+      const bool written = computed && s < samples && c >= out_offset && c < out_offset + 256;
+      if (!written) f.overwritten += out[static_cast<size_t>(s * out_stride + c)] != poison ? 1 : 0;
     }
+    if (s >= samples || !computed) continue;
     const std::vector<double> expected = reference_sample<Element>(&corr[static_cast<size_t>(s * kCorrValues)], layers);
     for (int c = 0; c < 256; ++c) {
-      const Raw bits = out[static_cast<size_t>(s * 256 + c)];
+      const Raw bits = out[static_cast<size_t>(s * out_stride + out_offset + c)];
       if (bits == poison) {
         ++f.unwritten;
         continue;
@@ -240,10 +246,12 @@ RunFigures run_case(bool padded_rows, int64_t first_block, int64_t block_count, 
 }
 
 template <class Config, class Element>
-void check(const char* label, bool padded_rows, int64_t first_block, int64_t block_count, int64_t samples) {
+void check(const char* label, bool padded_rows, int64_t first_block, int64_t block_count, int64_t samples,
+           int64_t out_stride = 256, int64_t out_offset = 0) {
   std::vector<std::string> errors;
   double seconds = 0.0;
-  const RunFigures f = run_case<Config, Element>(padded_rows, first_block, block_count, samples, errors, seconds);
+  const RunFigures f = run_case<Config, Element>(padded_rows, first_block, block_count, samples, out_stride, out_offset,
+                                                 errors, seconds);
   // One ulp of the element type at the outputs' magnitude (O(1-5) after GroupNorm) bounds the difference, except
   // where an intermediate rounding flipped; the mean stays far below it.
   // 3xTF32: float32-level accuracy (the emulated products are exact; the split leaves ~2^-22 of each operand).
@@ -252,15 +260,15 @@ void check(const char* label, bool padded_rows, int64_t first_block, int64_t blo
   const double max_tolerance = tf32 ? 2e-5 : bf16 ? 0.1 : 0.015;
   const double mean_tolerance = tf32 ? 2e-6 : bf16 ? 2e-3 : 3e-4;
   std::printf(
-      "[emulation] %s %s, %s rows, samples %lld, blocks %lld..%lld: max|diff| %.3g mean|diff| %.3g "
+      "[emulation] %s %s, %s rows, out stride %lld, samples %lld, blocks %lld..%lld: max|diff| %.3g mean|diff| %.3g "
       "max|ref| %.3g (tolerance max %.3g mean %.3g), %.1f s\n",
       label,
       tf32   ? "3xtf32"
       : bf16 ? "bf16"
              : "fp16",
-      padded_rows ? "padded 2408" : "plain 2401", static_cast<long long>(samples), static_cast<long long>(first_block),
-      static_cast<long long>(first_block + block_count - 1), f.max_abs_diff, f.mean_abs_diff, f.max_abs_expected,
-      max_tolerance, mean_tolerance, seconds);
+      padded_rows ? "padded 2408" : "plain 2401", static_cast<long long>(out_stride), static_cast<long long>(samples),
+      static_cast<long long>(first_block), static_cast<long long>(first_block + block_count - 1), f.max_abs_diff,
+      f.mean_abs_diff, f.max_abs_expected, max_tolerance, mean_tolerance, seconds);
   for (const std::string& e : errors) ADD_FAILURE() << label << ": " << e;
   EXPECT_TRUE(errors.empty());
   EXPECT_EQ(f.unwritten, 0) << label;
@@ -283,6 +291,9 @@ TEST(CmdTopMmaEmulation, BaseTile16MatchesTheReference) {
 // The 8-sample tile (GPUs with less shared memory) and plain 2401-element rows (the scalar load path).
 TEST(CmdTopMmaEmulation, Tile8AndPlainRowsMatchTheReference) {
   check<mma::SmallConfig<mma::HalfArithmetic<cuda::Fp16Tag>, 8>, cuda::Fp16Tag>("small tile 8", false, 1, 1, 13);
+  // The engine's layout: the middle level's columns of [M, 768] rows.
+  check<mma::SmallConfig<mma::HalfArithmetic<cuda::Fp16Tag>, 8>, cuda::Fp16Tag>("small tile 8", true, 1, 1, 13, 768,
+                                                                                256);
   check<mma::BaseConfig<mma::HalfArithmetic<cuda::Bf16Tag>, 8>, cuda::Bf16Tag>("base tile 8", false, 1, 1, 13);
   check<mma::SmallConfig<mma::HalfArithmetic<cuda::Bf16Tag>, 16>, cuda::Bf16Tag>("small tile 16", false, 0, 1, 11);
 }
@@ -293,6 +304,7 @@ TEST(CmdTopMmaEmulation, Tf32x3MatchesTheReference) {
   check<mma::SmallTf32Config, cuda::Tf32x3Tag>("small", true, 0, 1, 13);
   check<mma::BaseTf32Config, cuda::Tf32x3Tag>("base", false, 1, 1, 13);
   check<mma::BaseTf32Config, cuda::Tf32x3Tag>("base", true, 1, 1, 13);
+  check<mma::SmallTf32Config, cuda::Tf32x3Tag>("small", true, 0, 1, 13, 768, 512);
 }
 
 }  // namespace

@@ -292,6 +292,22 @@ TEST(CmdTopCpu, BothConfigurationsMatchConvGroupNormComposition) {
   }
 }
 
+// forward_out into strided rows (one level's columns of the engine's [M, 768] rows) equals forward, and leaves the
+// other columns alone (the CPU writes through a contiguous temporary).
+TEST(CmdTopCpu, ForwardOutWritesStridedRows) {
+  const ops::CmdTopWeights weights = random_cmdtop_weights(false);
+  const ops::CmdTopFast encoder(weights, at::kCPU, {at::kFloat, 4096});
+  const at::Tensor corr = at::randn({11, 7, 7, 7, 7});
+  at::Tensor wide = at::full({11, 768}, -7.0);
+  at::Tensor columns = wide.narrow(1, 512, 256);
+  encoder.forward_out(corr, columns);
+  EXPECT_TRUE(at::equal(columns, encoder.forward(corr)));
+  EXPECT_TRUE(wide.narrow(1, 0, 512).eq(-7.0).all().item<bool>());
+  at::Tensor transposed = at::empty({256, 11}).t();
+  EXPECT_NE(error_message([&] { encoder.forward_out(corr, transposed); }).find("unit column stride"),
+            std::string::npos);
+}
+
 TEST(CmdTopCpu, FromNamedFollowsTheOfficialKeys) {
   const ops::CmdTopWeights source = random_cmdtop_weights(/*base=*/true);
   std::map<std::string, at::Tensor> named;
@@ -1175,6 +1191,14 @@ TEST(CmdTopCuda, TensorCoreKernelTilesAndRowLayouts) {
         const Difference layouts = difference(from_padded, from_plain);
         report(label + ": padded rows vs plain rows", layouts, "0");
         EXPECT_EQ(layouts.max_abs_diff, 0.0) << label;
+        // The engine's layout: one level's columns of [M, 768] rows, written in place; the rest stays untouched.
+        at::Tensor wide = at::full({203, 768}, kPoison, at::device(device).dtype(dtype));
+        at::Tensor columns = wide.narrow(1, 256, 256);
+        encoder.forward_out(padded.to(device), columns);
+        EXPECT_TRUE(at::equal(columns, from_padded)) << label << ": strided output rows";
+        EXPECT_TRUE(wide.narrow(1, 0, 256).isnan().all().item<bool>() &&
+                    wide.narrow(1, 512, 256).isnan().all().item<bool>())
+            << label << ": columns outside the output written";
         const Difference d = difference(from_padded, expected);
         // bf16 / fp16: the rounding of inputs, weights and activations; float32 (3xTF32): float32's own tolerance.
         const double max_tolerance = dtype == at::kBFloat16 ? 0.12 : dtype == at::kHalf ? 2e-2 : 1e-4;

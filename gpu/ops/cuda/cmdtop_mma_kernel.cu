@@ -60,16 +60,17 @@ int64_t cmdtop_mma_shared_bytes(CmdTopFusedShape shape, ElementType element_type
 
 cudaError_t launch_cmdtop_mma(CmdTopFusedShape shape, ElementType element_type, int tile_samples, const void* corr,
                               int64_t samples, int64_t row_stride, const CmdTopMmaLayer* layers, int layer_count,
-                              float eps, void* out, cudaStream_t stream) {
+                              float eps, void* out, int64_t out_row_stride, cudaStream_t stream) {
   if (samples == 0) return cudaSuccess;
   const int expected = shape == CmdTopFusedShape::base ? 3 : 2;
   const int element_bytes = element_type == ElementType::float32 ? 4 : 2;
   if (layer_count != expected || row_stride < cmdtop_mma::kCorrValues ||
       cmdtop_mma_shared_bytes(shape, element_type, tile_samples) < 0 || !is_aligned(out, 2 * element_bytes) ||
-      !is_aligned(corr, element_bytes)) {
+      !is_aligned(corr, element_bytes) || out_row_stride < cmdtop_mma::kOutputChannels || out_row_stride % 2 != 0) {
     return cudaErrorInvalidValue;
   }
   cmdtop_mma::Params params;
+  params.out_row_stride = out_row_stride;
   for (int i = 0; i < layer_count; ++i) {
     if (!is_aligned(layers[i].weight, 16)) return cudaErrorInvalidValue;
     params.layer[i].weight = static_cast<const Words4*>(layers[i].weight);

@@ -329,6 +329,7 @@ struct LayerParams {
 };
 struct Params {
   LayerParams layer[3];
+  int64_t out_row_stride = kOutputChannels;  // elements between output rows (>= 256, even)
 };
 
 // The tap table of one layer (table_entries's order).
@@ -487,8 +488,8 @@ struct Next : L {
 // after the last layer). Starts after a barrier that published its input; ends with a barrier when it wrote images.
 template <class T, class NextLayer>
 TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const void* __restrict__ table_start,
-                                    const LayerParams& p, float eps, void* __restrict__ out, int64_t sample0,
-                                    int valid) {
+                                    const LayerParams& p, float eps, void* __restrict__ out, int64_t out_row_stride,
+                                    int64_t sample0, int valid) {
   using L = typename T::Layer;
   using A = typename L::Arithmetic;
   constexpr int P = L::positions;
@@ -693,7 +694,7 @@ TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const void* __res
             static_assert(P == 1, "the last layer has one position: its rows are the output rows");
             const int64_t sample = sample0 + (pair >> 1);
             if ((pair >> 1) < valid) {
-              A::store_global(out, sample * kOutputChannels + (pair & 1) * L::out_channels + column, y[0], y[1]);
+              A::store_global(out, sample * out_row_stride + (pair & 1) * L::out_channels + column, y[0], y[1]);
             }
           } else {
             A::store_shared(static_cast<uint32_t*>(region),
@@ -725,14 +726,16 @@ cmdtop_mma_kernel(const void* __restrict__ corr, int64_t samples, int64_t row_st
 
   if constexpr (Config::layers == 3) {
     run_layer<typename Config::T0, Next<typename Config::L1>>(region, tables + Shape::table0, params.layer[0], eps, out,
-                                                              sample0, valid);
+                                                              params.out_row_stride, sample0, valid);
     run_layer<typename Config::T1, Next<typename Config::L2>>(region, tables + Shape::table1, params.layer[1], eps, out,
-                                                              sample0, valid);
-    run_layer<typename Config::T2, Output>(region, tables + Shape::table2, params.layer[2], eps, out, sample0, valid);
+                                                              params.out_row_stride, sample0, valid);
+    run_layer<typename Config::T2, Output>(region, tables + Shape::table2, params.layer[2], eps, out,
+                                           params.out_row_stride, sample0, valid);
   } else {
     run_layer<typename Config::T0, Next<typename Config::L1>>(region, tables + Shape::table0, params.layer[0], eps, out,
-                                                              sample0, valid);
-    run_layer<typename Config::T1, Output>(region, tables + Shape::table1, params.layer[1], eps, out, sample0, valid);
+                                                              params.out_row_stride, sample0, valid);
+    run_layer<typename Config::T1, Output>(region, tables + Shape::table1, params.layer[1], eps, out,
+                                           params.out_row_stride, sample0, valid);
   }
 }
 

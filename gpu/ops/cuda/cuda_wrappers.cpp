@@ -332,8 +332,9 @@ void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer
                   corr.size(1) >= core::locotrack::kCorrPerSample &&
                   (corr.scalar_type() == at::kBFloat16 || corr.scalar_type() == at::kHalf ||
                    corr.scalar_type() == at::kFloat) &&
-                  out.scalar_type() == corr.scalar_type() && out.is_contiguous() && out.dim() == 2 &&
-                  out.size(0) == corr.size(0) && out.size(1) == 256 && (tile == 8 || tile == 16),
+                  out.scalar_type() == corr.scalar_type() && out.dim() == 2 && out.stride(1) == 1 &&
+                  out.stride(0) >= 256 && out.stride(0) % 2 == 0 && out.size(0) == corr.size(0) && out.size(1) == 256 &&
+                  (tile == 8 || tile == 16),
               "cmdtop_fast: internal layout error in the tensor-core kernel");
   cuda::CmdTopMmaLayer parameters[3];
   for (size_t i = 0; i < count; ++i) {
@@ -351,7 +352,7 @@ void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer
   check_launch(cuda::launch_cmdtop_mma(count == 3 ? cuda::CmdTopFusedShape::base : cuda::CmdTopFusedShape::small,
                                        element_type(corr.scalar_type(), "cmdtop_fast"), tile, corr.data_ptr(),
                                        corr.size(0), corr.stride(0), parameters, static_cast<int>(count),
-                                       static_cast<float>(eps), out.data_ptr(), current_stream(corr)),
+                                       static_cast<float>(eps), out.data_ptr(), out.stride(0), current_stream(corr)),
                "cmdtop_fast (tensor-core fused)");
 }
 

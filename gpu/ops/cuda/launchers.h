@@ -159,7 +159,8 @@ cudaError_t launch_cmdtop_fused(CmdTopFusedShape shape, const float* corr, int64
 // The whole encoder of one level in one launch, as launch_cmdtop_fused, on mma.sync tensor cores with fp32
 // accumulation: element_type bfloat16 / float16 (16-bit operands) or float32 (3xTF32: float32-level accuracy).
 // corr rows [samples, row_stride] of element_type (row_stride >= 2401; rows of 2408 elements or more, a multiple of
-// 16 bytes, 16-byte aligned, take 16-byte loads) -> out [samples, 256] of element_type, contiguous, aligned to two
+// 16 bytes, 16-byte aligned, take 16-byte loads) -> out [samples, 256] of element_type with rows out_row_stride
+// elements apart (>= 256, even; e.g. one level's columns of the engine's [samples, 768] rows), aligned to two
 // elements. Layer i's weight: 16-bit, pack_cmdtop_mma_weight's order (cmdtop_mma_layout.h) converted to
 // element_type; float32, pack_cmdtop_tf32_weight's; 16-byte aligned. bias, gamma, beta [C_out] fp32. tile_samples
 // (samples per block): 16 or 8 for 16-bit, 8 for float32. Needs cmdtop_mma_shared_bytes(...) of opt-in shared
@@ -174,7 +175,7 @@ struct CmdTopMmaLayer {
 int64_t cmdtop_mma_shared_bytes(CmdTopFusedShape shape, ElementType element_type, int tile_samples);
 cudaError_t launch_cmdtop_mma(CmdTopFusedShape shape, ElementType element_type, int tile_samples, const void* corr,
                               int64_t samples, int64_t row_stride, const CmdTopMmaLayer* layers, int layer_count,
-                              float eps, void* out, cudaStream_t stream);
+                              float eps, void* out, int64_t out_row_stride, cudaStream_t stream);
 
 // -- the fused temporal mixer (mixer_kernels.cu; operand layout and parameters in mixer_layout.h) -------------------
 // Rows: y = op(x) per row (copy, LayerNorm with gamma/beta, exact GELU) written as a GEMM operand row of kp =
