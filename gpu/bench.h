@@ -85,6 +85,7 @@ struct BenchOptions {
   BenchCorrKernel corr_kernel = BenchCorrKernel::automatic;  // gpu/ops/ops.h CorrKernel
   BenchCmdTop cmdtop = BenchCmdTop::automatic;               // CmdTopFast::Convolution
   BenchSwitch cudnn_benchmark = BenchSwitch::automatic;
+  int cudnn_benchmark_limit = -1;             // algorithms cuDNN's autotuning times (0 = all; -1 = LibTorch's default)
   BenchNorm norm = BenchNorm::automatic;      // the backbone's InstanceNorm+ReLU
   bool cuda_graphs = false;                   // track_chunk replayed as CUDA graphs (EngineOptions)
   BenchMixer mixer = BenchMixer::automatic;   // the temporal mixer (ops::MixerFast; plain = fused without 3xTF32;

@@ -32,6 +32,7 @@ struct BenchArguments {
   gpu::BenchCorrKernel corr_kernel = gpu::BenchCorrKernel::automatic;
   gpu::BenchCmdTop cmdtop = gpu::BenchCmdTop::automatic;
   gpu::BenchSwitch cudnn_benchmark = gpu::BenchSwitch::automatic;
+  int cudnn_benchmark_limit = -1;
   gpu::BenchNorm norm = gpu::BenchNorm::automatic;
   gpu::BenchSwitch cuda_graphs = gpu::BenchSwitch::off;
   gpu::BenchMixer mixer = gpu::BenchMixer::automatic;
@@ -83,6 +84,7 @@ int run_bench_command(const BenchArguments& args) {
   options.corr_kernel = args.corr_kernel;
   options.cmdtop = args.cmdtop;
   options.cudnn_benchmark = args.cudnn_benchmark;
+  options.cudnn_benchmark_limit = args.cudnn_benchmark_limit;
   options.norm = args.norm;
   options.cuda_graphs = args.cuda_graphs == gpu::BenchSwitch::on;
   options.mixer = args.mixer;
@@ -147,6 +149,11 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
                    "CMDTop convolutions: auto, im2col, dense or fused (one CUDA kernel, float32)")
       ->transform(names_of(gpu::kBenchCmdTopNames))
       ->default_str(gpu::to_string(args->cmdtop));
+  command
+      ->add_option("--cudnn-benchmark-limit", args->cudnn_benchmark_limit,
+                   "cuDNN algorithms the autotuning times per convolution (0 = all; -1 = LibTorch's default, 10)")
+      ->check(CLI::Range(-1, 1000))
+      ->capture_default_str();
   command->add_option("--cudnn-benchmark", args->cudnn_benchmark, "cuDNN autotuning: auto (on), on, off")
       ->transform(names_of(gpu::kBenchSwitchNames))
       ->default_str(gpu::to_string(args->cudnn_benchmark));

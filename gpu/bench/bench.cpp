@@ -359,6 +359,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
         engine_options.cmdtop_convolution = cmdtop_convolution(options.cmdtop);
         if (options.cudnn_benchmark != BenchSwitch::automatic)
           engine_options.cudnn_benchmark = options.cudnn_benchmark == BenchSwitch::on;
+        if (options.cudnn_benchmark_limit >= 0) engine_options.cudnn_benchmark_limit = options.cudnn_benchmark_limit;
         engine_options.fused_instance_norm = options.norm != BenchNorm::reference;
         engine_options.cuda_graphs = options.cuda_graphs;
         if (options.mixer != BenchMixer::automatic) engine_options.fused_mixer = options.mixer != BenchMixer::reference;
@@ -431,7 +432,10 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
                   : engine->uses_fused_mixer() ? "fused"
                                                : "reference",
                   to_string(options.glue), engine->mlp_gelu() == ops::MlpGelu::exact ? "exact" : "fused-tanh",
-                  engine->uses_cuda_graphs() ? "on" : "off", at::globalContext().benchmarkCuDNN() ? "on" : "off",
+                  engine->uses_cuda_graphs() ? "on" : "off",
+                  at::globalContext().benchmarkCuDNN()
+                      ? fmt::format("on (limit {})", at::globalContext().benchmarkLimitCuDNN())
+                      : std::string("off"),
                   device->is_cuda() ? "" : "; peak memory = process peak RSS");
               result.host_syncs_per_run = 1;  // the download at the end of the pass
               log(fmt::format("{}: median {:.2f} ms (p90 {:.2f}), peak {:.0f} MiB, {:.0f} points/s", result.name,

@@ -229,6 +229,7 @@ void Engine::apply_precision_flags() const {
   compat::set_tf32_allowed(options_.precision != core::Precision::fp32);
   if (device_.is_cuda()) {
     at::globalContext().setBenchmarkCuDNN(options_.cudnn_benchmark.value_or(true));
+    if (options_.cudnn_benchmark_limit) at::globalContext().setBenchmarkLimitCuDNN(*options_.cudnn_benchmark_limit);
   }
 }
 

@@ -64,6 +64,10 @@ struct EngineOptions {
   /// cuDNN autotuning of the backbone's convolutions (CUDA): empty = on. Exact mode keeps its parity figures with
   /// the autotuned algorithms (gpu/engine_cuda_autotuned) and gains ~5 ms per 47 frames on an H200.
   std::optional<bool> cudnn_benchmark;
+  /// How many of cuDNN's candidate algorithms the autotuning times per convolution shape (CUDA, with
+  /// cudnn_benchmark; a process-wide setting, as cudnn_benchmark is): 0 = every one; empty = leave it as it is
+  /// (LibTorch's default: 10, in heuristic order).
+  std::optional<int> cudnn_benchmark_limit;
   /// The backbone's InstanceNorm+ReLU as one fused op (ops::instance_norm_relu: a CUDA kernel set, or the CPU's
   /// two-pass kernel) on the fused path, each block's residual sum computed with the next block's first norm
   /// (ops::add_instance_norm_relu); false = the written-out reference (the eager op sequence).
