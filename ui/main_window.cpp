@@ -98,6 +98,7 @@ void MainWindow::create_controllers() {
   tracking.telemetry_factory = options_.telemetry_factory;
   tracking.video_opener = options_.video_opener;
   tracking.tracker = options_.tracker_options;
+  tracking.apply_slice = options_.track_apply_slice;
   tracking_ = new TrackingController(parts, std::move(tracking), this);
   // Placed before restoreState (which finds them by object name).
   addToolBar(Qt::TopToolBarArea, tracking_->toolbar());

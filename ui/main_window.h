@@ -25,6 +25,7 @@
 #include <QMainWindow>
 #include <QString>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -59,6 +60,7 @@ struct MainWindowOptions {
   TelemetrySourceFactory telemetry_factory;               // device telemetry; empty: CPU only (/proc/stat)
   VideoOpenerFactory video_opener;                        // the tracking thread's decoder; empty: core::open_video_file
   core::TrackerOptions tracker_options;                   // initial model ("default"), device ("auto"), precision
+  std::chrono::milliseconds track_apply_slice{15};        // GUI time per event-loop turn for finished tracks
   ProjectOptions project;  // recovery folder, autosave interval, prompts (tests answer them)
   /// No modal dialog ever (--screenshot and other unattended runs): prompts not set in `project.prompts` take
   /// headless_project_prompts()' logged default or cancel answers instead of opening dialogs.

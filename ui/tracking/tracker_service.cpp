@@ -444,7 +444,7 @@ bool TrackerService::apply_queued_tracks(RunContext& run) {
   // A slice of the queue per turn of the event loop: a long clip's tracks (18,000 frames each) take milliseconds
   // apiece, and all of them at once would stall the GUI.
   const auto started = std::chrono::steady_clock::now();
-  while (!run.queued.empty() && std::chrono::steady_clock::now() - started < kApplySlice) {
+  while (!run.queued.empty() && std::chrono::steady_clock::now() - started < options_.apply_slice) {
     auto [query, track] = std::move(run.queued.front());
     run.queued.pop_front();
     const core::PointId id = run.plan.ids[query];

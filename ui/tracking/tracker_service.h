@@ -86,6 +86,9 @@ using JobKind = core::TrackingJobKind;
 struct TrackerServiceOptions {
   core::TrackerOptions tracker;     // the initial model, device ("auto" allowed), precision, chunk and budget
   VideoOpenerFactory video_opener;  // empty: core::open_video_file
+  /// How long the GUI thread applies finished tracks per turn of the event loop (a long clip's 64 tracks take most
+  /// of a second in all); the rest waits for the next turn.
+  std::chrono::milliseconds apply_slice{15};
 };
 
 class TrackerService : public QObject {
@@ -183,11 +186,10 @@ class TrackerService : public QObject {
   void on_job_plan(uint64_t generation, const QString& headline, const std::string& summary);
   void on_job_partial(uint64_t generation, core::TrackSet partial, size_t first_query);
   void on_job_finished(uint64_t generation, const std::shared_ptr<core::Expected<core::TrackSet>>& result);
-  // Final tracks are queued as they arrive and applied a slice (kApplySlice) per turn of the event loop.
+  // Final tracks are queued as they arrive and applied a slice (options_.apply_slice) per turn of the event loop.
   void queue_tracks(RunContext& run, core::TrackSet tracks, size_t first_query);
   void drain_tracks(uint64_t generation);
   bool apply_queued_tracks(RunContext& run);  // true when the queue is empty
-  static constexpr std::chrono::milliseconds kApplySlice{15};
   void cancel_job(const QString& reason);
   void update_state();
 

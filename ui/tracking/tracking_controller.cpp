@@ -35,6 +35,7 @@ TrackingController::TrackingController(const WorkbenchParts& parts, TrackingOpti
   TrackerServiceOptions service_options;
   service_options.tracker = options.tracker;
   service_options.video_opener = std::move(options.video_opener);
+  service_options.apply_slice = options.apply_slice;
   service_ = new TrackerService(std::move(options.tracker_factory), parts_.editor, std::move(service_options), this);
   telemetry_->set_device(service_->selection().device);
   build_widgets();

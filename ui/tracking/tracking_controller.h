@@ -25,6 +25,7 @@
 
 #include <QObject>
 
+#include <chrono>
 #include <memory>
 
 #include "core/perf/telemetry.h"
@@ -48,6 +49,7 @@ struct TrackingOptions {
   TelemetrySourceFactory telemetry_factory;               // empty: CPU telemetry only
   VideoOpenerFactory video_opener;                        // empty: core::open_video_file
   core::TrackerOptions tracker;                           // initial model / device / precision
+  std::chrono::milliseconds apply_slice{15};              // TrackerServiceOptions::apply_slice
 };
 
 class TrackingController : public QObject {
