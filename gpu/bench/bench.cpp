@@ -431,7 +431,8 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
                   engine->uses_tf32x3_mixer()  ? "fused 3xTF32"
                   : engine->uses_fused_mixer() ? "fused"
                                                : "reference",
-                  to_string(options.glue), engine->mlp_gelu() == ops::MlpGelu::exact ? "exact" : "fused-tanh",
+                  to_string(options.glue),
+                  to_string(engine->mlp_gelu() == ops::MlpGelu::exact ? BenchGelu::exact : BenchGelu::fused_tanh),
                   engine->uses_cuda_graphs() ? "on" : "off",
                   at::globalContext().benchmarkCuDNN()
                       ? fmt::format("on (limit {})", at::globalContext().benchmarkLimitCuDNN())

@@ -425,8 +425,9 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
   const int64_t width = cmdtop_[0]->output_channels();
   const at::Tensor encoded = at::empty({count, frames, width * static_cast<int64_t>(levels.size())},
                                        correlations[0].options().dtype(compute_dtype_));
+  const at::Tensor rows = encoded.view({count * frames, -1});
   for (size_t level = 0; level < levels.size(); ++level) {
-    at::Tensor columns = encoded.view({count * frames, -1}).narrow(1, width * static_cast<int64_t>(level), width);
+    at::Tensor columns = rows.narrow(1, width * static_cast<int64_t>(level), width);
     cmdtop_[level]->forward_out(correlations[level].view({count * frames, ops::kCorrPaddedRow}), columns);
     correlations[level] = at::Tensor();
   }
