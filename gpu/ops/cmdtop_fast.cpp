@@ -270,9 +270,9 @@ CmdTopFast::CmdTopFast(const CmdTopWeights& weights, c10::Device device, Options
           w.conv_weight.to(at::kCPU, at::kFloat).permute({0, 2, 3, 1}).reshape({layer.channels, -1}).contiguous();
     } else if (fused_) {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
-      layer.fused_weight = fused_tile_ > 0
-                               ? detail::cmdtop_mma_weight_cuda(w.conv_weight, options.compute_dtype, device)
-                               : detail::cmdtop_fused_weight_cuda(w.conv_weight, device);
+      layer.fused_weight = fused_tile_ > 0 ? detail::cmdtop_mma_weight_cuda(w.conv_weight, height, w.stride,
+                                                                            options.compute_dtype, device)
+                                           : detail::cmdtop_fused_weight_cuda(w.conv_weight, device);
 #endif
     } else {
       // Patch columns ordered (ci, ky, kx): the conv weight reshaped [C_out, C_in*k*k] without a copy.

@@ -77,10 +77,12 @@ void cmdtop_fused_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Lay
 /// (TRACKSCOPE_CMDTOP_MMA_TILE=8 or 16 in the environment overrides the choice where it fits: tuning); float32
 /// (3xTF32): 8.
 int cmdtop_mma_tile_cuda(c10::Device device, bool base, at::ScalarType dtype);
-/// conv_weight [C_out, C_in, k, k] -> the tensor-core kernel's weight in mma B-fragment order on device:
-/// cuda::pack_cmdtop_mma_weight in dtype for bf16/fp16, cuda::pack_cmdtop_tf32_weight (float32) for float32.
-/// CmdTopFast::Layer::fused_weight.
-at::Tensor cmdtop_mma_weight_cuda(const at::Tensor& conv_weight, at::ScalarType dtype, c10::Device device);
+/// conv_weight [C_out, C_in, k, k] of a layer with an in_side x in_side input and this stride -> the tensor-core
+/// kernel's weight in mma B-fragment order on device: cuda::pack_cmdtop_mma_weight in dtype for bf16/fp16,
+/// cuda::pack_cmdtop_tf32_weight (float32) for float32 (one B operand per output position where the layer skips its
+/// padding taps: cuda::cmdtop_mma_skips_padding). CmdTopFast::Layer::fused_weight.
+at::Tensor cmdtop_mma_weight_cuda(const at::Tensor& conv_weight, int64_t in_side, int64_t stride, at::ScalarType dtype,
+                                  c10::Device device);
 /// The tensor-core CMDTop: corr [M, row_stride >= 2401] bf16/fp16/float32 with unit column stride -> out [M, 256] of
 /// the same dtype (unit column stride, an even row stride >= 256), with the layers' fused_weight
 /// (cmdtop_mma_weight_cuda), conv_bias, norm_weight and norm_bias; tile from cmdtop_mma_tile_cuda.

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -55,6 +56,7 @@ template <class Element>
 std::vector<Layer> random_layers(bool base, std::mt19937_64& rng) {
   std::vector<Layer> layers;
   std::normal_distribution<float> normal(0.0f, 1.0f);
+  int side = 7;  // the layer's input side
   for (const LayerSpec& spec : stack(base)) {
     Layer l;
     l.spec = spec;
@@ -68,19 +70,22 @@ std::vector<Layer> random_layers(bool base, std::mt19937_64& rng) {
       l.beta.push_back(0.2f * normal(rng));
     }
     if constexpr (std::is_same_v<Element, cuda::Tf32x3Tag>) {
-      const int k_padded = cuda::cmdtop_tf32_k_padded(spec.in_channels, spec.kernel);
-      std::vector<float> packed(static_cast<size_t>(2 * k_padded * spec.out_channels));  // parts and remainders
-      cuda::pack_cmdtop_tf32_weight(l.weight.data(), spec.out_channels, spec.in_channels, spec.kernel, packed.data());
+      std::vector<float> packed(static_cast<size_t>(cuda::cmdtop_tf32_packed_floats(
+          spec.out_channels, spec.in_channels, spec.kernel, side, spec.stride)));  // parts and remainders
+      cuda::pack_cmdtop_tf32_weight(l.weight.data(), spec.out_channels, spec.in_channels, spec.kernel, side,
+                                    spec.stride, packed.data());
       l.packed.resize(packed.size() / 4);
       std::memcpy(static_cast<void*>(l.packed.data()), packed.data(), packed.size() * sizeof(float));
     } else {
-      const int k_padded = cuda::cmdtop_mma_k_padded(spec.in_channels, spec.kernel);
-      std::vector<float> packed(static_cast<size_t>(k_padded * spec.out_channels));
-      cuda::pack_cmdtop_mma_weight(l.weight.data(), spec.out_channels, spec.in_channels, spec.kernel, packed.data());
+      std::vector<float> packed(static_cast<size_t>(
+          cuda::cmdtop_mma_packed_floats(spec.out_channels, spec.in_channels, spec.kernel, side, spec.stride)));
+      cuda::pack_cmdtop_mma_weight(l.weight.data(), spec.out_channels, spec.in_channels, spec.kernel, side, spec.stride,
+                                   packed.data());
       l.packed.resize(packed.size() / 8);
       auto* halves = reinterpret_cast<uint16_t*>(l.packed.data());
       for (size_t i = 0; i < packed.size(); ++i) halves[i] = emu::float_to_element<Element>(packed[i]);
     }
+    side = cuda::cmdtop_out_side(side, spec.stride);
     layers.push_back(std::move(l));
   }
   return layers;
@@ -280,6 +285,44 @@ void check(const char* label, bool padded_rows, int64_t first_block, int64_t blo
 
 // The 16-sample tile (compute capability 8.0 and 9.x): a full block (16 of 21 samples) in fp16 and the partial
 // one (5 samples) in bf16, padded rows (the engine's layout, 16-byte loads).
+// The layers that run position-major (their padding taps skipped) and the taps each position keeps, against a count
+// of the taps inside the input done here tap by tap.
+TEST(CmdTopMmaEmulation, OnlyLayersWithTheSameTapsAtEveryPositionSkipTheirPadding) {
+  for (const bool base : {false, true}) {
+    int side = 7;
+    for (const LayerSpec& spec : stack(base)) {
+      const int out_side = cuda::cmdtop_out_side(side, spec.stride);
+      const int pad_before = std::max((out_side - 1) * spec.stride + spec.kernel - side, 0) / 2;
+      std::vector<int> inside;  // per position
+      for (int oy = 0; oy < out_side; ++oy) {
+        for (int ox = 0; ox < out_side; ++ox) {
+          int count = 0;
+          for (int ky = 0; ky < spec.kernel; ++ky) {
+            for (int kx = 0; kx < spec.kernel; ++kx) {
+              const int y = oy * spec.stride - pad_before + ky, x = ox * spec.stride - pad_before + kx;
+              count += y >= 0 && y < side && x >= 0 && x < side ? 1 : 0;
+            }
+          }
+          const cuda::CmdTopTapWindow w = cuda::cmdtop_tap_window(side, spec.kernel, spec.stride, oy, ox);
+          EXPECT_EQ(w.taps(), count) << "position " << oy << "," << ox;
+          EXPECT_GE(oy * spec.stride - pad_before + w.ky0, 0);
+          EXPECT_LE(oy * spec.stride - pad_before + w.ky0 + w.rows, side);
+          inside.push_back(count);
+        }
+      }
+      const bool uniform = std::all_of(inside.begin(), inside.end(), [&](int c) { return c == inside[0]; });
+      const bool skips = uniform && inside[0] < spec.kernel * spec.kernel;
+      EXPECT_EQ(cuda::cmdtop_mma_skips_padding(side, spec.kernel, spec.stride), skips)
+          << (base ? "base" : "small") << " layer with a " << side << "x" << side << " input";
+      side = out_side;
+    }
+  }
+  // LocoTrack-S's first layer is the one that does: 16 of its 25 taps at each of its 4 positions.
+  EXPECT_TRUE(cuda::cmdtop_mma_skips_padding(7, 5, 4));
+  EXPECT_EQ(cuda::cmdtop_mma_k_taps(7, 5, 4), 16);
+  EXPECT_FALSE(cuda::cmdtop_mma_skips_padding(7, 3, 2));
+}
+
 TEST(CmdTopMmaEmulation, SmallTile16MatchesTheReference) {
   check<mma::SmallConfig<mma::HalfArithmetic<cuda::Fp16Tag>, 16>, cuda::Fp16Tag>("small tile 16", true, 0, 1, 21);
   check<mma::SmallConfig<mma::HalfArithmetic<cuda::Bf16Tag>, 16>, cuda::Bf16Tag>("small tile 16", true, 1, 1, 21);

@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# The next GPU call. Last run 2026-12-06 04:46 and 04:50 UTC on branch next/norm-chunks (results and commands in
-# docs/performance-results.md). Now (stop 36): the mixer MLP's GELU in the GEMM's epilogue (ops::linear_gelu,
-# EngineOptions::mlp_gelu) and the InstanceNorm dispatch refactor: tests, the GELU flag A/B, the official cases,
-# fast mode's fidelity on the bundled model. The item-1 targets of issue 17 are defined on an H200: when one is
-# lent, this call as it is gives the figures to compare with them.
+# The next GPU call. Last run 2026-12-06 (stop 36: the mixer MLP's GELU in the GEMM's epilogue; results and commands
+# in docs/performance-results.md). Now (stop 37): LocoTrack-S's first CMDTop layer without its padding taps
+# (cmdtop_mma_skips_padding): the GPU tests, the source A/B against the previous kernel (AB, AB_CASE), the official
+# cases, fast mode's fidelity. The item-1 targets of issue 17 are defined on an H200: when one is lent, this call as
+# it is gives the figures to compare with them.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
-#   1. build trackscope-cli + the CUDA op and engine tests (tools/gpu/check.sh), run gpu/ops_cuda and gpu/engine_cuda;
-#   2. the source A/Bs of AB="NAME:FOLDER:ROUNDS ..." (small N=256 fp16 each; prepare each folder here with
-#      SOURCE_AB_OLD=FOLDER bash tools/gpu/source_ab.sh --prepare REV FILE... and carry it);
-#   3. the flag A/Bs of FLAG_AB="FLAG:VALUE_A,VALUE_B ..." (default: --mlp-gelu exact,fused-tanh): the four
-#      official cases in fp16, the two values alternately, two rounds (flag-*.json);
+#   1. build trackscope-cli + the CUDA tests (tools/gpu/check.sh), run TESTS (default gpu/ops_cuda, gpu/engine_cuda);
+#   2. the source A/Bs of AB="NAME:FOLDER:ROUNDS ..." (bench arguments AB_CASE, default small N=256 fp16; prepare
+#      each folder here with SOURCE_AB_OLD=FOLDER bash tools/gpu/source_ab.sh --prepare REV FILE... and carry it);
+#   3. the flag A/Bs of FLAG_AB="FLAG:VALUE_A,VALUE_B ..." (default: --mlp-gelu exact,fused-tanh; FLAG_AB= skips):
+#      the four official cases in fp16, the two values alternately, two rounds (flag-*.json);
 #   4. the four official cases in fast (fp16) and exact (fp32) mode, medians of 5 (bench-official.json);
 #   5. fast mode against exact mode on the bundled model (tools/gpu/fidelity.py, fp16 and bf16: fidelity.json);
 #   6. Nsight Compute details + stall reasons of DETAILS, if set;
 #   7. per-launch kernel times of small N=256 fp16 under ncu (tools/gpu/profile_kernels.sh), if time is left.
 #
 # Here, first: tools/gpu/prepare.sh --fixtures small --no-long-clip
-# The call (device tool, carry [".gpu-carry"] and the A/B folders, timeout_s 600):
-#   source .gpu-carry/gpu_env.sh || exit 1; TOTAL_S=540 bash tools/gpu/next_round.sh "$OUT"
+# The call (device tool, carry [".gpu-carry"] and the A/B folders, timeout_s 600), e.g. stop 37's:
+#   source .gpu-carry/gpu_env.sh || exit 1; TOTAL_S=540 AB="skip:.gpu-carry-old1:2" FLAG_AB= \
+#     TESTS='gpu/(ops|engine|locotrack_parity)_cuda' AB_CASE="--device cuda:0 --repeats 5 --warmup 2 --no-peaks \
+#     --model small --points 256,1024 --precision fp16,fp32" bash tools/gpu/next_round.sh "$OUT"
 set -uo pipefail
 OUT=${1:?usage: next_round.sh OUT_DIR}
 cd "$(dirname "$0")/../.." || exit 1
@@ -29,8 +31,8 @@ TOTAL_S=${TOTAL_S:-570}  # the seconds this call may take (the device tool stops
 left() { echo $((TOTAL_S - (SECONDS - T0))); }
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee -a "$LOG"
 
-bash tools/gpu/check.sh "$OUT/check" --tests 'gpu/(ops|engine)_cuda' \
-  --targets "trackscope-cli test_gpu_ops test_gpu_engine"
+bash tools/gpu/check.sh "$OUT/check" --tests "${TESTS:-gpu/(ops|engine)_cuda}" \
+  --targets "trackscope-cli test_gpu_ops test_gpu_engine test_gpu_locotrack_parity"
 say "check: done at $((SECONDS - T0)) s"
 grep -E 'tests passed|tests failed|Failed|Passed' "$OUT/check/summary.txt" 2>/dev/null | tee -a "$LOG"
 
@@ -46,13 +48,13 @@ source_ab() {  # source_ab NAME OLD_DIR MIN_SECONDS ROUNDS BENCH_ARGS
 }
 # Each A/B runs if its folder of old files was carried (prepare it with SOURCE_AB_OLD=FOLDER source_ab.sh --prepare).
 COMMON="--device cuda:0 --repeats 5 --warmup 2 --no-peaks"
-CASE="$COMMON --model small --points 256 --precision fp16"
+CASE=${AB_CASE:-"$COMMON --model small --points 256 --precision fp16"}
 for ab in ${AB:-}; do
   IFS=: read -r name folder rounds <<< "$ab"
   source_ab "$name" "$folder" 80 "${rounds:-2}" "$CASE"
 done
 FAST="--device cuda:0 --model small,base --points 256,1024 --precision fp16 --repeats 5 --warmup 2 --no-peaks"
-for ab in ${FLAG_AB:---mlp-gelu:exact,fused-tanh}; do
+for ab in ${FLAG_AB---mlp-gelu:exact,fused-tanh}; do
   IFS=: read -r flag values <<< "$ab"
   IFS=, read -r value_a value_b <<< "$values"
   for round in 1 2; do

@@ -16,6 +16,10 @@
 //    block). A tap in the SAME padding (or a K column past K) points at the pair image's zero word, a word of the
 //    image no data occupies, kept zero: the K loop has no masks and no branches. An m16 tile is one pair (16
 //    positions), four pairs (4 positions) or 16 pairs (1).
+//  * A layer whose positions all keep the same number of taps inside the input (cmdtop_mma_skips_padding:
+//    LocoTrack-S's first, 16 of 25 taps) runs position-major instead: an m16 tile is 16 pairs at one position, K
+//    runs over that position's taps only (50 k16 steps instead of 79), each warp multiplies its position's own B,
+//    and GroupNorm's sums over a pair's positions meet in shared memory (two more barriers).
 //  * B fragments come from the prepared weight in fragment order, one (16-bit) or two (3xTF32: part, remainder)
 //    16-byte read-only global loads per 16 output channels and k step (L1/L2 resident: every block reads the same
 //    weights), prefetched one or two steps ahead (a ring of registers; the loads are unconditional, the last steps
@@ -64,7 +68,7 @@ struct HalfArithmetic {
   static constexpr int k_step = 16;
   static constexpr int b_vectors = 1;  // 16-byte B vectors per (k step, 16 output channels, lane)
   static constexpr int k_channels(int in_channels) { return cmdtop_mma_k_channels(in_channels); }
-  static constexpr int k_padded(int in_channels, int kernel) { return cmdtop_mma_k_padded(in_channels, kernel); }
+  static constexpr int k_padded(int in_channels, int taps) { return cmdtop_mma_k_padded(in_channels, taps); }
   // This thread's K column j (0, 1) within a k step: registers {a0, a1} / {a2, a3} start at 2t / 2t + 8.
   TRACKSCOPE_DEVICE_FN static int k_column(int t, int j) { return 2 * t + 8 * j; }
   struct Fragment {
@@ -93,7 +97,7 @@ struct Tf32x3Arithmetic {
   static constexpr int k_step = 8;
   static constexpr int b_vectors = 2;  // TF32 parts, then remainders
   static constexpr int k_channels(int in_channels) { return in_channels; }
-  static constexpr int k_padded(int in_channels, int kernel) { return cmdtop_tf32_k_padded(in_channels, kernel); }
+  static constexpr int k_padded(int in_channels, int taps) { return cmdtop_tf32_k_padded(in_channels, taps); }
   // Registers {a0, a1} / {a2, a3} hold K columns t / t + 4.
   TRACKSCOPE_DEVICE_FN static int k_column(int t, int j) { return t + 4 * j; }
   struct Fragment {
@@ -147,9 +151,11 @@ struct Conv {
   static constexpr int pad_before = pad_total / 2;
   static constexpr bool padded = pad_total > 0;
   static constexpr int positions = out_side * out_side;
-  static constexpr int taps = Kernel * Kernel;
-  static constexpr int k = taps * k_channels;
-  static constexpr int k_steps = A::k_padded(InChannels, Kernel) / A::k_step;
+  // Position-major (cmdtop_mma_layout.h): K runs over each position's taps inside the input only, B per position.
+  static constexpr bool skip_padding = cmdtop_mma_skips_padding(InSide, Kernel, Stride);
+  static constexpr int k_taps = cmdtop_mma_k_taps(InSide, Kernel, Stride);
+  static constexpr int k = k_taps * k_channels;
+  static constexpr int k_steps = A::k_padded(InChannels, k_taps) / A::k_step;
   static constexpr int out_channels = OutChannels;
   static constexpr int e = A::elements_per_word;
   // The pair image's zero word (an element index, word-aligned): cell 0's first spare channel where the channel
@@ -165,7 +171,10 @@ struct Conv {
 };
 
 // A layer's warp tiling: WarpsM warps along the rows, each MT m16 tiles; kWarps / WarpsM along the output channels,
-// each NT n8 tiles (NT even: whole 16-channel groups).
+// each NT n8 tiles (NT even: whole 16-channel groups). Rows are (pair, position) pairs in the order (pair, position)
+// (an m16 tile holds one pair of 16 positions, 4 pairs of 4 or 16 pairs of 1), or, for a layer that skips its
+// padding, (position, pair): m-tile m is 16 pairs (block m % pair_blocks) at position m / pair_blocks, and a warp's
+// MT m-tiles share one position (they multiply the same B).
 // BAhead: how many k steps ahead the B fragments are loaded (1 or 2: registers for 2 + 1 steps of B). AAhead: 1 loads
 // the next step's A words (and the table entry of the step after) before this step's MMAs, 0 loads them in the step
 // (base's first layer: its 64 accumulators per m-tile leave no registers for a second A fragment).
@@ -181,8 +190,11 @@ struct Tiling {
   static constexpr int nt = NT;
   static constexpr int b_ahead = BAhead;
   static constexpr bool a_ahead = AAhead == 1;
-  static constexpr int pairs_per_m_tile = 16 / L::positions;
+  static constexpr bool position_major = L::skip_padding;
+  static constexpr int pair_blocks = Pairs / 16;
+  static constexpr int pairs_per_m_tile = position_major ? 16 : 16 / L::positions;
   static constexpr int m_tile_words = pairs_per_m_tile * L::image_stride / L::e;
+  static_assert(!position_major || (Pairs % 16 == 0 && pair_blocks % MT == 0), "a warp's m-tiles share a position");
   static_assert(BAhead == 1 || BAhead == 2, "B is loaded one or two k steps ahead");
   static_assert(rows % 16 == 0 && WarpsM * MT == m_tiles && kWarps % WarpsM == 0, "the warps tile the rows");
   static_assert(warps_n * NT * 8 == L::out_channels && NT % 2 == 0, "the warps tile the output channels");
@@ -196,7 +208,7 @@ template <class A>
 struct SmallConfig<A, 16> {
   using Arithmetic = A;
   static constexpr int samples = 16, pairs = 32, min_blocks = 1;
-  using L0 = Conv<A, 7, 49, 5, 4, 64, 50, 2452>;
+  using L0 = Conv<A, 7, 49, 5, 4, 64, 50, 2456>;
   using L1 = Conv<A, 2, 64, 2, 2, 128, 68, 280>;
   using T0 = Tiling<L0, pairs, 4, 2, 4, 2>;
   using T1 = Tiling<L1, pairs, 1, 2, 2>;
@@ -206,7 +218,7 @@ template <class A>
 struct SmallConfig<A, 8> {
   using Arithmetic = A;
   static constexpr int samples = 8, pairs = 16, min_blocks = 2;
-  using L0 = Conv<A, 7, 49, 5, 4, 64, 50, 2452>;
+  using L0 = Conv<A, 7, 49, 5, 4, 64, 50, 2456>;
   using L1 = Conv<A, 2, 64, 2, 2, 128, 68, 280>;
   using T0 = Tiling<L0, pairs, 4, 1, 4, 2>;
   using T1 = Tiling<L1, pairs, 1, 1, 2>;
@@ -242,7 +254,7 @@ struct BaseConfig<A, 8> {
 struct SmallTf32Config {
   using Arithmetic = Tf32x3Arithmetic;
   static constexpr int samples = 8, pairs = 16, min_blocks = 1;
-  using L0 = Conv<Arithmetic, 7, 49, 5, 4, 64, 49, 2410>;
+  using L0 = Conv<Arithmetic, 7, 49, 5, 4, 64, 49, 2412>;
   using L1 = Conv<Arithmetic, 2, 64, 2, 2, 128, 64, 260>;
   using T0 = Tiling<L0, pairs, 4, 1, 4, 2>;
   using T1 = Tiling<L1, pairs, 1, 1, 2>;
@@ -347,10 +359,12 @@ TRACKSCOPE_DEVICE_FN void build_table(void* table_start) {
       const int k = L::Arithmetic::k_step * s + L::Arithmetic::k_column(t, j);
       int element = L::zero_element;
       if (k < L::k) {
-        const int tap = k / L::k_channels;
+        const int tap = k / L::k_channels;  // within the position's window (all taps unless it skips its padding)
         const int c = k % L::k_channels;
-        const int y = oy * L::stride - L::pad_before + tap / L::kernel;
-        const int x = ox * L::stride - L::pad_before + tap % L::kernel;
+        const CmdTopTapWindow window = L::skip_padding ? cmdtop_tap_window(L::in_side, L::kernel, L::stride, oy, ox)
+                                                       : CmdTopTapWindow{0, 0, L::kernel, L::kernel};
+        const int y = oy * L::stride - L::pad_before + window.ky0 + tap / window.columns;
+        const int x = ox * L::stride - L::pad_before + window.kx0 + tap % window.columns;
         if (y >= 0 && y < L::in_side && x >= 0 && x < L::in_side)
           element = (y * L::in_side + x) * L::channel_stride + c;
       }
@@ -523,15 +537,20 @@ TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const void* __res
   }
 
   // This thread's rows in its first m-tile: h = 0 -> row g, h = 1 -> row g + 8 (later m-tiles: + m_tile_words).
-  // Row 8 below a row is the same position two pairs on (4 positions), eight pairs on (1 position), or the same
-  // pair eight positions on (16 positions: a table entry of its own).
-  constexpr bool own_position = P == 16;
+  // Row 8 below a row is the same position two pairs on (4 positions), eight pairs on (1 position, or any layer that
+  // skips its padding), or the same pair eight positions on (16 positions: a table entry of its own).
+  constexpr bool position_major = T::position_major;
+  constexpr bool own_position = P == 16 && !position_major;
   constexpr int second_row_bytes =
-      own_position ? 0 : (8 / P) * L::image_stride * static_cast<int>(sizeof(typename A::Raw));
+      own_position ? 0 : (position_major ? 8 : 8 / P) * L::image_stride * static_cast<int>(sizeof(typename A::Raw));
   constexpr int m_tile_bytes = T::m_tile_words * 4;
-  const int row0 = m_tile0 * 16 + g;
-  const int pair0 = row0 / P;
-  const int position0 = row0 - pair0 * P;
+  // The pair and position of row (m-tile m, h): (pair, position) order, or (position, pair) when position-major.
+  auto pair_of = [&](int m, int h) {
+    return position_major ? (m % T::pair_blocks) * 16 + g + 8 * h : (m * 16 + g + 8 * h) / P;
+  };
+  auto position_of = [&](int m, int h) { return position_major ? m / T::pair_blocks : (m * 16 + g + 8 * h) % P; };
+  const int pair0 = pair_of(m_tile0, 0);
+  const int position0 = position_of(m_tile0, 0);
   const char* const pair_bytes =
       static_cast<const char*>(region) + pair0 * L::image_stride * static_cast<int>(sizeof(typename A::Raw));
 
@@ -540,7 +559,9 @@ TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const void* __res
   constexpr int kAhead = T::b_ahead;
   constexpr int kRing = kAhead + 1;
   constexpr int kStepVectors = kColumnBlocks * 32 * BV;
-  const Words4* b_source = p.weight + ((n0 / 16) * 32 + lane) * BV;
+  // Position-major: the B operand of this warp's position (one per position, one after another).
+  const Words4* b_source =
+      p.weight + (position_major ? position0 * L::k_steps * kStepVectors : 0) + ((n0 / 16) * 32 + lane) * BV;
   Words4 b[kRing][NT / 2][BV];
   auto load_b = [&](Words4(&into)[NT / 2][BV], int s) {
     const int step = s < L::k_steps ? s : L::k_steps - 1;  // past the end: the last step again (never used)
@@ -627,80 +648,163 @@ TRACKSCOPE_DEVICE_FN void run_layer(void* __restrict__ region, const void* __res
     clear_zero_words<NextLayer, T::pairs>(static_cast<typename A::Raw*>(region));
   }
 
-  // GroupNorm + ReLU per (pair, 16-channel group) = (m-tile rows of one pair, n8 tiles 2 grp and 2 grp + 1).
+  // GroupNorm + ReLU per (pair, 16-channel group) = (the rows of one pair, n8 tiles 2 grp and 2 grp + 1).
   constexpr int count = P * kChannelsPerGroup;
   constexpr float inverse_count = 1.0f / static_cast<float>(count);
-  TRACKSCOPE_UNROLL
-  for (int mt = 0; mt < MT; ++mt) {
+  // This thread's part of the sums of half h (rows g / g + 8) of (m-tile mt, group grp), or of the squares of their
+  // deviations from mean[h].
+  auto partial = [&](int mt, int grp, const float(&mean)[2], bool squares, float(&v)[2]) {
+    v[0] = 0.0f;
+    v[1] = 0.0f;
     TRACKSCOPE_UNROLL
-    for (int grp = 0; grp < NT / 2; ++grp) {
-      float mean[2];
-      float inverse_std[2];
-      // Statistics per half h (rows g / g + 8); for 16 positions both halves belong to the same pair.
-      float sum[2] = {0.0f, 0.0f};
+    for (int u = 0; u < 2; ++u) {
       TRACKSCOPE_UNROLL
-      for (int u = 0; u < 2; ++u) {
-        TRACKSCOPE_UNROLL
-        for (int i = 0; i < 4; ++i) sum[i >> 1] += acc[mt][2 * grp + u][i];
-      }
-      auto reduce = [&](float(&v)[2]) {
-        if constexpr (P == 16) {
-          v[0] += v[1];
-          TRACKSCOPE_UNROLL
-          for (int offset = 1; offset < 32; offset <<= 1) v[0] += warp_xor(v[0], offset);
-          v[1] = v[0];
+      for (int i = 0; i < 4; ++i) {
+        const float x = acc[mt][2 * grp + u][i];
+        if (squares) {
+          const float d = x - mean[i >> 1];
+          v[i >> 1] = fmaf(d, d, v[i >> 1]);
         } else {
-          constexpr int lanes = P == 4 ? 16 : 4;  // lanes sharing a pair: t (and g % 4 when 4 positions)
-          TRACKSCOPE_UNROLL
-          for (int offset = 1; offset < lanes; offset <<= 1) {
-            v[0] += warp_xor(v[0], offset);
-            v[1] += warp_xor(v[1], offset);
-          }
-        }
-      };
-      reduce(sum);
-      mean[0] = sum[0] * inverse_count;
-      mean[1] = sum[1] * inverse_count;
-      float squares[2] = {0.0f, 0.0f};
-      TRACKSCOPE_UNROLL
-      for (int u = 0; u < 2; ++u) {
-        TRACKSCOPE_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          const float d = acc[mt][2 * grp + u][i] - mean[i >> 1];
-          squares[i >> 1] = fmaf(d, d, squares[i >> 1]);
+          v[i >> 1] += x;
         }
       }
-      reduce(squares);
-      inverse_std[0] = reciprocal_sqrt(squares[0] * inverse_count + eps);
-      inverse_std[1] = reciprocal_sqrt(squares[1] * inverse_count + eps);
+    }
+  };
+  // Over the lanes holding the same rows' values of the group: for 16 positions both halves belong to one pair.
+  auto reduce = [&](float(&v)[2]) {
+    if constexpr (own_position) {
+      v[0] += v[1];
       TRACKSCOPE_UNROLL
-      for (int u = 0; u < 2; ++u) {
-        const int nt = 2 * grp + u;
-        const int column = n0 + 8 * nt + 2 * t;
-        const float gamma[2] = {global_load_f32(p.gamma + column), global_load_f32(p.gamma + column + 1)};
-        const float beta[2] = {global_load_f32(p.beta + column), global_load_f32(p.beta + column + 1)};
+      for (int offset = 1; offset < 32; offset <<= 1) v[0] += warp_xor(v[0], offset);
+      v[1] = v[0];
+    } else {
+      constexpr int lanes = P == 4 && !position_major ? 16 : 4;  // lanes sharing a pair: t (and g % 4 when 4 positions)
+      TRACKSCOPE_UNROLL
+      for (int offset = 1; offset < lanes; offset <<= 1) {
+        v[0] += warp_xor(v[0], offset);
+        v[1] += warp_xor(v[1], offset);
+      }
+    }
+  };
+  // The normalised, ReLU'd values of (m-tile mt, group grp) -> the next layer's images or the output rows.
+  auto apply = [&](int mt, int grp, const float(&mean)[2], const float(&inverse_std)[2]) {
+    TRACKSCOPE_UNROLL
+    for (int u = 0; u < 2; ++u) {
+      const int nt = 2 * grp + u;
+      const int column = n0 + 8 * nt + 2 * t;
+      const float gamma[2] = {global_load_f32(p.gamma + column), global_load_f32(p.gamma + column + 1)};
+      const float beta[2] = {global_load_f32(p.beta + column), global_load_f32(p.beta + column + 1)};
+      TRACKSCOPE_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        float y[2];
         TRACKSCOPE_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          float y[2];
-          TRACKSCOPE_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            const float v = (acc[mt][nt][2 * h + e] - mean[h]) * inverse_std[h] * gamma[e] + beta[e];
-            y[e] = v < 0.0f ? 0.0f : v;  // NaN stays NaN
+        for (int e = 0; e < 2; ++e) {
+          const float v = (acc[mt][nt][2 * h + e] - mean[h]) * inverse_std[h] * gamma[e] + beta[e];
+          y[e] = v < 0.0f ? 0.0f : v;  // NaN stays NaN
+        }
+        const int pair = pair_of(m_tile0 + mt, h);
+        const int position = position_of(m_tile0 + mt, h);
+        if constexpr (last) {
+          static_assert(P == 1, "the last layer has one position: its rows are the output rows");
+          const int64_t sample = sample0 + (pair >> 1);
+          if ((pair >> 1) < valid) {
+            A::store_global(out, sample * out_row_stride + (pair & 1) * L::out_channels + column, y[0], y[1]);
           }
-          const int row = (m_tile0 + mt) * 16 + g + 8 * h;
-          const int pair = row / P;
-          const int position = row - pair * P;
-          if constexpr (last) {
-            static_assert(P == 1, "the last layer has one position: its rows are the output rows");
-            const int64_t sample = sample0 + (pair >> 1);
-            if ((pair >> 1) < valid) {
-              A::store_global(out, sample * out_row_stride + (pair & 1) * L::out_channels + column, y[0], y[1]);
+        } else {
+          A::store_shared(static_cast<uint32_t*>(region),
+                          pair * NextLayer::image_stride + position * NextLayer::channel_stride + column, y[0], y[1]);
+        }
+      }
+    }
+  };
+  if constexpr (position_major) {
+    // A pair's positions are in other warps' m-tiles: each warp's per-position sums meet in shared memory, past the
+    // next layer's images (the input images are dead), [group][pair][position] for the sums, then the squares; every
+    // warp adds a pair's P values in the same order, so all of them see the same statistics.
+    static_assert(!last, "a layer that skips its padding has more than one position");
+    constexpr int groups = L::out_channels / kChannelsPerGroup;
+    constexpr int scratch_floats = groups * T::pairs * P;
+    constexpr int scratch_byte =
+        ceil_div(T::pairs * NextLayer::image_stride * static_cast<int>(sizeof(typename A::Raw)), 16) * 16;
+    static_assert(
+        scratch_byte + 2 * scratch_floats * 4 <= T::pairs * L::image_stride * static_cast<int>(sizeof(typename A::Raw)),
+        "the statistics fit in the dead input images");
+    float* const scratch = reinterpret_cast<float*>(static_cast<char*>(region) + scratch_byte);
+    float mean[MT][NT / 2][2];
+    float inverse_std[MT][NT / 2][2];
+    // Publishes this warp's part (lanes t = 0 hold it after the reduction) and, after a barrier, adds the P parts.
+    auto exchange = [&](float* part_base, float(&totals)[MT][NT / 2][2], const float(&means)[MT][NT / 2][2],
+                        bool squares) {
+      TRACKSCOPE_UNROLL
+      for (int mt = 0; mt < MT; ++mt) {
+        TRACKSCOPE_UNROLL
+        for (int grp = 0; grp < NT / 2; ++grp) {
+          float v[2];
+          partial(mt, grp, means[mt][grp], squares, v);
+          reduce(v);
+          const int group = n0 / kChannelsPerGroup + grp;
+          if (t == 0) {
+            TRACKSCOPE_UNROLL
+            for (int h = 0; h < 2; ++h) {
+              shared_store(part_base + (group * T::pairs + pair_of(m_tile0 + mt, h)) * P + position0, v[h]);
             }
-          } else {
-            A::store_shared(static_cast<uint32_t*>(region),
-                            pair * NextLayer::image_stride + position * NextLayer::channel_stride + column, y[0], y[1]);
           }
         }
+      }
+      block_sync();
+      TRACKSCOPE_UNROLL
+      for (int mt = 0; mt < MT; ++mt) {
+        TRACKSCOPE_UNROLL
+        for (int grp = 0; grp < NT / 2; ++grp) {
+          const int group = n0 / kChannelsPerGroup + grp;
+          TRACKSCOPE_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            const float* const parts = part_base + (group * T::pairs + pair_of(m_tile0 + mt, h)) * P;
+            float total = 0.0f;
+            TRACKSCOPE_UNROLL
+            for (int q = 0; q < P; ++q) total += shared_load(parts + q);
+            totals[mt][grp][h] = total;
+          }
+        }
+      }
+    };
+    float zeros[MT][NT / 2][2] = {};
+    exchange(scratch, mean, zeros, false);
+    TRACKSCOPE_UNROLL
+    for (int mt = 0; mt < MT; ++mt) {
+      TRACKSCOPE_UNROLL
+      for (int grp = 0; grp < NT / 2; ++grp) {
+        mean[mt][grp][0] *= inverse_count;
+        mean[mt][grp][1] *= inverse_count;
+      }
+    }
+    exchange(scratch + scratch_floats, inverse_std, mean, true);
+    TRACKSCOPE_UNROLL
+    for (int mt = 0; mt < MT; ++mt) {
+      TRACKSCOPE_UNROLL
+      for (int grp = 0; grp < NT / 2; ++grp) {
+        inverse_std[mt][grp][0] = reciprocal_sqrt(inverse_std[mt][grp][0] * inverse_count + eps);
+        inverse_std[mt][grp][1] = reciprocal_sqrt(inverse_std[mt][grp][1] * inverse_count + eps);
+        apply(mt, grp, mean[mt][grp], inverse_std[mt][grp]);
+      }
+    }
+  } else {
+    TRACKSCOPE_UNROLL
+    for (int mt = 0; mt < MT; ++mt) {
+      TRACKSCOPE_UNROLL
+      for (int grp = 0; grp < NT / 2; ++grp) {
+        const float no_mean[2] = {0.0f, 0.0f};
+        float mean[2];
+        partial(mt, grp, no_mean, false, mean);
+        reduce(mean);
+        mean[0] *= inverse_count;
+        mean[1] *= inverse_count;
+        float inverse_std[2];
+        partial(mt, grp, mean, true, inverse_std);
+        reduce(inverse_std);
+        inverse_std[0] = reciprocal_sqrt(inverse_std[0] * inverse_count + eps);
+        inverse_std[1] = reciprocal_sqrt(inverse_std[1] * inverse_count + eps);
+        apply(mt, grp, mean, inverse_std);
       }
     }
   }

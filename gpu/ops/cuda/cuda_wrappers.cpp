@@ -304,23 +304,27 @@ int cmdtop_mma_tile_cuda(c10::Device device, bool base, at::ScalarType dtype) {
   return fits(16) ? 16 : 0;
 }
 
-at::Tensor cmdtop_mma_weight_cuda(const at::Tensor& conv_weight, at::ScalarType dtype, c10::Device device) {
+at::Tensor cmdtop_mma_weight_cuda(const at::Tensor& conv_weight, int64_t in_side, int64_t stride, at::ScalarType dtype,
+                                  c10::Device device) {
   const at::Tensor weight = conv_weight.to(at::kCPU, at::kFloat).contiguous();
   const auto out_channels = static_cast<int>(weight.size(0));
   const auto in_channels = static_cast<int>(weight.size(1));
   const auto kernel = static_cast<int>(weight.size(2));
-  TORCH_CHECK(weight.dim() == 4 && weight.size(3) == kernel && out_channels % 16 == 0,
+  const auto side = static_cast<int>(in_side);
+  const auto step = static_cast<int>(stride);
+  TORCH_CHECK(weight.dim() == 4 && weight.size(3) == kernel && out_channels % 16 == 0 && side > 0 && step > 0,
               "cmdtop_fast: internal layout error in the tensor-core weight");
   if (dtype == at::kFloat) {  // 3xTF32: TF32 parts and remainders
-    at::Tensor packed = at::empty({2 * cuda::cmdtop_tf32_k_padded(in_channels, kernel) * out_channels},
+    at::Tensor packed = at::empty({cuda::cmdtop_tf32_packed_floats(out_channels, in_channels, kernel, side, step)},
                                   at::TensorOptions().dtype(at::kFloat));
-    cuda::pack_cmdtop_tf32_weight(weight.data_ptr<float>(), out_channels, in_channels, kernel,
+    cuda::pack_cmdtop_tf32_weight(weight.data_ptr<float>(), out_channels, in_channels, kernel, side, step,
                                   packed.data_ptr<float>());
     return packed.to(device);
   }
-  at::Tensor packed =
-      at::empty({cuda::cmdtop_mma_k_padded(in_channels, kernel) * out_channels}, at::TensorOptions().dtype(at::kFloat));
-  cuda::pack_cmdtop_mma_weight(weight.data_ptr<float>(), out_channels, in_channels, kernel, packed.data_ptr<float>());
+  at::Tensor packed = at::empty({cuda::cmdtop_mma_packed_floats(out_channels, in_channels, kernel, side, step)},
+                                at::TensorOptions().dtype(at::kFloat));
+  cuda::pack_cmdtop_mma_weight(weight.data_ptr<float>(), out_channels, in_channels, kernel, side, step,
+                               packed.data_ptr<float>());
   return packed.to(dtype).to(device);
 }
 
