@@ -49,9 +49,12 @@ bool local_corr4d_mma_pipelined_eligible(const LocalCorr4dShape& s, ElementType 
   const int64_t chunk = single ? corr_mma::Tf32x3::chunk : corr_mma::Half<Fp16Tag>::chunk;
   const int64_t per_vector = single ? 4 : 8;  // elements per 16 bytes
   const bool output_ok = corr_type == ElementType::float32 || (!single && corr_type == element_type);
-  return compute_capability >= 80 && output_ok && s.channels > 0 && s.channels % chunk == 0 &&
-         s.stride_frame % per_vector == 0 && s.stride_row % per_vector == 0 && s.stride_column % per_vector == 0 &&
-         is_aligned(features, 16) && is_aligned(supports, 16);
+  // The kernel keeps a cell's offset within its frame in an int32.
+  const int64_t frame_span = (s.height - 1) * s.stride_row + (s.width - 1) * s.stride_column + s.channels;
+  return compute_capability >= 80 && output_ok && s.channels > 0 && s.channels % chunk == 0 && s.stride_row >= 0 &&
+         s.stride_column >= 0 && frame_span < (int64_t{1} << 31) && s.stride_frame % per_vector == 0 &&
+         s.stride_row % per_vector == 0 && s.stride_column % per_vector == 0 && is_aligned(features, 16) &&
+         is_aligned(supports, 16);
 }
 
 cudaError_t launch_local_corr4d_mma_pipelined(const LocalCorr4dShape& shape, ElementType element_type,

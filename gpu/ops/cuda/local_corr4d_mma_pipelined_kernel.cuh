@@ -219,27 +219,54 @@ local_corr4d_mma_pipelined_kernel(Params p) {
   const auto height = static_cast<int>(p.height), width = static_cast<int>(p.width);
   const Raw* const support_base = static_cast<const Raw*>(p.supports) + query * kTaps * p.channels;
 
+  // This thread's window copies, the same cells in every chunk (only the channel offset moves): copy u is element
+  // e = tid + u kThreads of (slot, cell, 16-byte vector), i.e. slot u / 2 (kThreads is half of one frame's copies);
+  // its source offset from the start of its frame (elements; launchers.h keeps a frame's span within int32), -1
+  // outside the grid or past the last frame (zero-filled). Computed once: per chunk a copy is then one addition.
+  constexpr int kWindowCopies = kFrames * kCells * L::vectors / kThreads;
+  static_assert(kWindowCopies * kThreads == kFrames * kCells * L::vectors && kCells * L::vectors == 2 * kThreads,
+                "each thread copies the same vector of two cells per frame");
+  int32_t window_source[kWindowCopies];
+  TRACKSCOPE_UNROLL
+  for (int u = 0; u < kWindowCopies; ++u) {
+    const int e = tid + u * kThreads;
+    const int vector = e % L::vectors;
+    const int cell = (e / L::vectors) % kCells;
+    const int slot = u / 2;  // a constant once unrolled
+    // (kFrames == 2: a select, not a run-time index into a register array, which would go to local memory)
+    const int y = (slot == 0 ? origin_y[0] : origin_y[1]) + cell / kWindow;
+    const int x = (slot == 0 ? origin_x[0] : origin_x[1]) + cell % kWindow;
+    const bool inside = first_frame + slot < p.frames && y >= 0 && y < height && x >= 0 && x < width;
+    window_source[u] =
+        inside ? static_cast<int32_t>(y * p.stride_row + x * p.stride_column + vector * L::per_vector) : -1;
+  }
+  const Raw* const frame_start[kFrames] = {
+      features + first_frame * p.stride_frame,
+      first_frame + 1 < p.frames ? features + (first_frame + 1) * p.stride_frame : features};
   // The raw windows of chunk `step` of both frames into stage `stage` (cp.async, zeros outside the grid).
   auto issue_windows = [&](int64_t step, int stage) {
     Raw* const destination = stages + stage * L::stage_elements;
     const int64_t c0 = step * A::chunk;
-    for (int e = tid; e < kFrames * kCells * L::vectors; e += kThreads) {
-      const int vector = e % L::vectors;
+    TRACKSCOPE_UNROLL
+    for (int u = 0; u < kWindowCopies; ++u) {
+      const int e = tid + u * kThreads;
       const int cell = (e / L::vectors) % kCells;
-      const int slot = e / (L::vectors * kCells);
-      // (kFrames == 2: a select, not a run-time index into a register array, which would go to local memory)
-      const int y = (slot == 0 ? origin_y[0] : origin_y[1]) + cell / kWindow;
-      const int x = (slot == 0 ? origin_x[0] : origin_x[1]) + cell % kWindow;
-      const bool inside = first_frame + slot < p.frames && y >= 0 && y < height && x >= 0 && x < width;
+      const int vector = e % L::vectors;
+      const bool inside = window_source[u] >= 0;
       // Outside: any valid address (nothing is read).
-      const Raw* source = inside ? features + (first_frame + slot) * p.stride_frame + y * p.stride_row +
-                                       x * p.stride_column + c0 + vector * L::per_vector
-                                 : features;
-      async_copy16(destination + (slot * kCells + cell) * kPitch + vector * L::per_vector, source, inside);
+      const Raw* source = inside ? frame_start[u / 2] + window_source[u] + c0 : features;
+      async_copy16(destination + ((u / 2) * kCells + cell) * kPitch + vector * L::per_vector, source, inside);
     }
   };
   // Supports: 16-bit, cp.async like the windows; 3xTF32, loaded into registers now and split + stored after this
   // chunk's mma (store_supports).
+  // This thread's support copies: item tid + u kThreads = (row, vector), the same in every chunk.
+  int32_t support_offset[L::support_loads];
+  TRACKSCOPE_UNROLL
+  for (int u = 0; u < L::support_loads; ++u) {
+    const int item = tid + u * kThreads;
+    support_offset[u] = static_cast<int32_t>((item / L::vectors) * p.channels + (item % L::vectors) * L::per_vector);
+  }
   Words4 support_raw[L::support_loads];
   (void)support_raw;  // 16-bit: unused (the supports go through cp.async)
   auto load_supports = [&](int64_t step, int stage) {
@@ -249,7 +276,7 @@ local_corr4d_mma_pipelined_kernel(Params p) {
       if (item < L::support_vectors) {
         const int row = item / L::vectors;
         const int vector = item % L::vectors;
-        const Raw* source = support_base + row * p.channels + step * A::chunk + vector * L::per_vector;
+        const Raw* source = support_base + support_offset[u] + step * A::chunk;
         if constexpr (A::split) {
           support_raw[u] = global_load16(source);
         } else {
