@@ -426,7 +426,10 @@ TRACKSCOPE_DEVICE_FN void load_images(const typename Config::Arithmetic::Raw* __
   if (vector_rows) {
     constexpr int per_vector = 16 / static_cast<int>(sizeof(Raw));  // elements per 16-byte load
     constexpr int vectors = kCorrPaddedRow / per_vector;            // covers the 2401 values
-    constexpr int kBatch = 4;                                       // loads in flight per thread before their scatters
+    // Loads in flight per thread before their scatters: the tile's rows in one round where 10 cover them (16-bit,
+    // 8 samples: 9.4 per thread), else rounds of 10 (the load phase waits on these loads, not on its instructions).
+    constexpr int kBatch =
+        ceil_div(Config::samples * vectors, kThreads) < 10 ? ceil_div(Config::samples * vectors, kThreads) : 10;
     for (int first = thread_index(); first < Config::samples * vectors; first += kBatch * kThreads) {
       Words4 words[kBatch];
       TRACKSCOPE_UNROLL
