@@ -208,7 +208,7 @@ template <class A>
 struct SmallConfig<A, 16> {
   using Arithmetic = A;
   static constexpr int samples = 16, pairs = 32, min_blocks = 1;
-  using L0 = Conv<A, 7, 49, 5, 4, 64, 50, 2456>;
+  using L0 = Conv<A, 7, 49, 5, 4, 64, 58, 2856>;
   using L1 = Conv<A, 2, 64, 2, 2, 128, 68, 280>;
   using T0 = Tiling<L0, pairs, 4, 2, 4, 2>;
   using T1 = Tiling<L1, pairs, 1, 2, 2>;
@@ -218,7 +218,7 @@ template <class A>
 struct SmallConfig<A, 8> {
   using Arithmetic = A;
   static constexpr int samples = 8, pairs = 16, min_blocks = 2;
-  using L0 = Conv<A, 7, 49, 5, 4, 64, 50, 2456>;
+  using L0 = Conv<A, 7, 49, 5, 4, 64, 58, 2856>;
   using L1 = Conv<A, 2, 64, 2, 2, 128, 68, 280>;
   using T0 = Tiling<L0, pairs, 4, 1, 4, 2>;
   using T1 = Tiling<L1, pairs, 1, 1, 2>;
