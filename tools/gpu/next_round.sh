@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The next GPU call. Last run 2026-12-06 (stop 36: the mixer MLP's GELU in the GEMM's epilogue; results and commands
-# in docs/performance-results.md). Now (stop 37): LocoTrack-S's first CMDTop layer without its padding taps
-# (cmdtop_mma_skips_padding): the GPU tests, the source A/B against the previous kernel (AB, AB_CASE), the official
+# The next GPU call. Last run 2026-12-06 09:19-10:01 UTC (stop 37: LocoTrack-S's first CMDTop layer without its
+# padding taps, the correlation's copies addressed once per block; results and commands in
+# docs/performance-results.md): the GPU tests, source A/Bs against the previous kernels (AB, AB_CASE), the official
 # cases, fast mode's fidelity. The item-1 targets of issue 17 are defined on an H200: when one is lent, this call as
 # it is gives the figures to compare with them.
 # One call, within TOTAL_S seconds (default 570), in this order, each step only if time is left:
