@@ -32,7 +32,7 @@ left() { echo $((TOTAL_S - (SECONDS - T0))); }
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee -a "$LOG"
 
 bash tools/gpu/check.sh "$OUT/check" --tests "${TESTS:-gpu/(ops|engine)_cuda}" \
-  --targets "trackscope-cli test_gpu_ops test_gpu_engine test_gpu_locotrack_parity"
+  --targets "trackscope-cli test_gpu_ops test_gpu_engine test_gpu_locotrack_parity test_gpu_synthetic test_gpu_trainer"
 say "check: done at $((SECONDS - T0)) s"
 grep -E 'tests passed|tests failed|Failed|Passed' "$OUT/check/summary.txt" 2>/dev/null | tee -a "$LOG"
 
