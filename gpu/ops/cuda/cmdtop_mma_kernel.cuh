@@ -146,10 +146,8 @@ struct Conv {
   static constexpr int image_stride = ImageStride;
   static constexpr int kernel = Kernel;
   static constexpr int stride = Stride;
-  static constexpr int out_side = ceil_div(InSide, Stride);
-  static constexpr int pad_total = max_of((out_side - 1) * Stride + Kernel - InSide, 0);
-  static constexpr int pad_before = pad_total / 2;
-  static constexpr bool padded = pad_total > 0;
+  static constexpr int out_side = cmdtop_out_side(InSide, Stride);
+  static constexpr int pad_before = cmdtop_pad_before(InSide, Kernel, Stride);
   static constexpr int positions = out_side * out_side;
   // Position-major (cmdtop_mma_layout.h): K runs over each position's taps inside the input only, B per position.
   static constexpr bool skip_padding = cmdtop_mma_skips_padding(InSide, Kernel, Stride);

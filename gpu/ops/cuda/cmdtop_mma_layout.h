@@ -32,10 +32,13 @@ struct CmdTopTapWindow {
   constexpr int taps() const { return rows * columns; }
 };
 constexpr int cmdtop_out_side(int in_side, int stride) { return (in_side + stride - 1) / stride; }
+/// The SAME padding's rows (columns) before the input.
+constexpr int cmdtop_pad_before(int in_side, int kernel, int stride) {
+  const int total = (cmdtop_out_side(in_side, stride) - 1) * stride + kernel - in_side;
+  return total > 0 ? total / 2 : 0;
+}
 constexpr CmdTopTapWindow cmdtop_tap_window(int in_side, int kernel, int stride, int oy, int ox) {
-  const int out_side = cmdtop_out_side(in_side, stride);
-  const int total = (out_side - 1) * stride + kernel - in_side;
-  const int pad_before = total > 0 ? total / 2 : 0;
+  const int pad_before = cmdtop_pad_before(in_side, kernel, stride);
   auto range = [&](int o, int& first, int& count) {
     const int start = o * stride - pad_before;  // input coordinate of tap 0
     first = start < 0 ? -start : 0;

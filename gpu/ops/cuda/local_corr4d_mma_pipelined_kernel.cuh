@@ -221,8 +221,9 @@ local_corr4d_mma_pipelined_kernel(Params p) {
 
   // This thread's window copies, the same cells in every chunk (only the channel offset moves): copy u is element
   // e = tid + u kThreads of (slot, cell, 16-byte vector), i.e. slot u / 2 (kThreads is half of one frame's copies);
-  // its source offset from the start of its frame (elements; launchers.h keeps a frame's span within int32), -1
-  // outside the grid or past the last frame (zero-filled). Computed once: per chunk a copy is then one addition.
+  // its source offset from the start of its frame (elements; local_corr4d_mma_pipelined_eligible keeps a frame's span
+  // within int32), -1 outside the grid or past the last frame (zero-filled). Computed once: per chunk a copy is then
+  // one addition.
   constexpr int kWindowCopies = kFrames * kCells * L::vectors / kThreads;
   static_assert(kWindowCopies * kThreads == kFrames * kCells * L::vectors && kCells * L::vectors == 2 * kThreads,
                 "each thread copies the same vector of two cells per frame");
@@ -258,8 +259,6 @@ local_corr4d_mma_pipelined_kernel(Params p) {
       async_copy16(destination + ((u / 2) * kCells + cell) * kPitch + vector * L::per_vector, source, inside);
     }
   };
-  // Supports: 16-bit, cp.async like the windows; 3xTF32, loaded into registers now and split + stored after this
-  // chunk's mma (store_supports).
   // This thread's support copies: item tid + u kThreads = (row, vector), the same in every chunk.
   int32_t support_offset[L::support_loads];
   TRACKSCOPE_UNROLL
@@ -267,6 +266,8 @@ local_corr4d_mma_pipelined_kernel(Params p) {
     const int item = tid + u * kThreads;
     support_offset[u] = static_cast<int32_t>((item / L::vectors) * p.channels + (item % L::vectors) * L::per_vector);
   }
+  // Supports: 16-bit, cp.async like the windows; 3xTF32, loaded into registers now and split + stored after this
+  // chunk's mma (store_supports).
   Words4 support_raw[L::support_loads];
   (void)support_raw;  // 16-bit: unused (the supports go through cp.async)
   auto load_supports = [&](int64_t step, int stage) {
