@@ -95,17 +95,26 @@ constexpr int64_t kMixerPaddedInput = 864;
 
 // The module mixer's weights the fast path adds: the input projection padded to kMixerPaddedInput input channels,
 // and per layer the stacked query/key/value projection.
+// Clips from this many frames on take ops::alibi_attention (the tensor-core kernel) instead of the module's
+// scaled_dot_product_attention. Measured on an H100 in fp16 (docs/kernels.md §6c): at 372 frames the transformer stage
+// 13.0 -> 12.2 ms (small, N=256) and 20.1 -> 18.7 ms (base), the key chunks that no query of a group attends to being
+// skipped; at 47 frames it was 1.50 -> 1.55 ms (small N=256) and 7.49 -> 7.84 ms (base N=1024): slower. Not measured
+// in between: 129 frames (three key chunks of 64) is the conservative start.
+constexpr int64_t kTensorCoreAttentionFrames = 129;
+
 struct PaddedMixerWeights {
   const at::Tensor& input_weight;
   const std::vector<at::Tensor>& qkv_weights;
   const std::vector<at::Tensor>& qkv_biases;
+  const at::Tensor& alibi_slopes;  // ops::alibi_slopes (bf16/fp16 on compute capability 8.0+), or undefined
 };
 
 // TemporalMixer::forward on input rows padded to kMixerPaddedInput; bias = model::alibi_bias(heads, T, x's options).
-// On the automatic glue path each layer's query, key and value come from one GEMM (slices of its [S, T, 3D] output
-// go to the attention as strided views), and each residual add goes with the LayerNorm that reads its sum (the
-// layer's second one, then the next layer's first one or ln_out) through ops::add_layer_norm: one kernel per pair on
-// CUDA; the MLP's first layer and its GELU are ops::linear_gelu in the form `gelu`. The composite glue path is
+// On the automatic glue path each layer's query, key and value come from one GEMM, whose [S, T, 3D] rows
+// ops::alibi_attention reads as they are (with alibi_slopes, from kTensorCoreAttentionFrames frames on; else slices
+// of them go to the module's attention as strided views), and each residual add goes with the LayerNorm that reads its
+// sum (the layer's second one, then the next layer's first one or ln_out) through ops::add_layer_norm: one kernel per
+// pair on CUDA; the MLP's first layer and its GELU are ops::linear_gelu in the form `gelu`. The composite glue path is
 // TemporalMixer's own layers (three projections, at::layer_norm and the adds, the exact GELU).
 at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const PaddedMixerWeights& weights,
                                 const at::Tensor& x, const at::Tensor& bias, ops::GluePath glue, ops::MlpGelu gelu) {
@@ -122,8 +131,15 @@ at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const PaddedM
     for (size_t l = 0; l < mixer.layers.size(); ++l) {
       const model::TransformerLayer& layer = *mixer.layers[l];
       const at::Tensor qkv = at::linear(normed, weights.qkv_weights[l], weights.qkv_biases[l]);  // [S, T, 3D]
-      const at::Tensor attended =
-          layer.attn->attend(qkv.narrow(-1, 0, dim), qkv.narrow(-1, dim, dim), qkv.narrow(-1, 2 * dim, dim), bias);
+      at::Tensor attended;
+      if (weights.alibi_slopes.defined() && h.size(1) >= kTensorCoreAttentionFrames) {
+        const model::Linear& final_proj = *layer.attn->final_proj;
+        attended = at::linear(ops::alibi_attention(qkv, weights.alibi_slopes), final_proj.weight, final_proj.bias)
+                       .view(h.sizes());
+      } else {
+        attended =
+            layer.attn->attend(qkv.narrow(-1, 0, dim), qkv.narrow(-1, dim, dim), qkv.narrow(-1, 2 * dim, dim), bias);
+      }
       ops::SumAndNorm step =
           ops::add_layer_norm(h, attended, layer.layer_norm2->weight, layer.layer_norm2->bias, kEps, glue);
       const at::Tensor mlp =
@@ -210,6 +226,10 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
       mixer_.emplace(ops::MixerWeights::from_named(lookup, "torch_pips_mixer."), device_, mixer_options);
     }
     if (device_.is_cuda() && !mixer_) {  // the module mixer of mix(): one QKV GEMM per layer
+      // The tensor-core attention (bf16/fp16, compute capability 8.0+); padded_mixer_forward takes it for long clips.
+      if (ops::cuda_kernels_available() && is_reduced(compute_dtype_) && device_info.compute_capability() >= 80) {
+        mixer_alibi_slopes_ = ops::alibi_slopes(compute_model_->torch_pips_mixer->layers.front()->attn->heads, device_);
+      }
       for (const auto& layer : compute_model_->torch_pips_mixer->layers) {
         const model::AlibiAttention& attn = *layer->attn;
         mixer_qkv_weights_.push_back(
@@ -481,7 +501,7 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
     if (!bias.defined()) {
       bias = with_aligned_rows(model::alibi_bias(mixer.layers.front()->attn->heads, frames, input.options()));
     }
-    const PaddedMixerWeights weights{mixer_input_weight_, mixer_qkv_weights_, mixer_qkv_biases_};
+    const PaddedMixerWeights weights{mixer_input_weight_, mixer_qkv_weights_, mixer_qkv_biases_, mixer_alibi_slopes_};
     update = padded_mixer_forward(mixer, weights, input, bias, options_.glue_path, mlp_gelu()).to(at::kFloat);
   }
   return apply_update(update, previous);

@@ -228,6 +228,7 @@ class Engine {
   // Fused path, module mixer on CUDA: each layer's query, key and value projections stacked into one [3D, D] weight
   // and [3D] bias (one GEMM instead of three; the compute dtype). Empty where mixer_ or the CPU runs the mixer.
   std::vector<at::Tensor> mixer_qkv_weights_, mixer_qkv_biases_;
+  at::Tensor mixer_alibi_slopes_;  // with them in bf16/fp16 on compute capability 8.0+: ops::alibi_attention's slopes
   std::optional<ops::MixerFast> mixer_;  // fused path on CUDA with fused_mixer
   core::CostModelConfig cost_;
   // The graph cache and the reused grids: mutable because an Engine is used by one thread at a time and these

@@ -104,6 +104,11 @@ void mixer_rows_cuda(const at::Tensor& x, cuda::MixerRowOp op, const at::Tensor*
 /// slopes [heads] float32.
 void mixer_attention_cuda(const at::Tensor& qkv, int64_t sequences, int64_t frames, int64_t heads,
                           const at::Tensor& slopes, bool split3, at::Tensor& out);
+/// The same attention on tensor cores into plain rows: qkv [sequences * frames, 3 * heads * 64] bfloat16/float16 ->
+/// out [sequences * frames, heads * 64]. false (nothing launched) where it does not run: float32, compute capability
+/// below 8.0, rows not 16-byte multiples.
+bool mixer_attention_mma_cuda(const at::Tensor& qkv, int64_t sequences, int64_t frames, int64_t heads,
+                              const at::Tensor& slopes, at::Tensor& out);
 /// x [rows, k] -> out [rows, 4] float32 (contiguous): LayerNorm(gamma, beta, eps), then weight [4, k] and bias [4].
 void mixer_head_cuda(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, const at::Tensor& weight,
                      const at::Tensor& bias, double eps, at::Tensor& out);

@@ -147,15 +147,7 @@ MixerFast::MixerFast(const MixerWeights& weights, c10::Device device, Options op
   ln_out_bias_ = on_device_float(weights.ln_out_bias, device_);
   output_weight_ = on_device_float(weights.output_weight.narrow(0, 0, 4), device_);
   output_bias_ = on_device_float(weights.output_bias.narrow(0, 0, 4), device_);
-  // ALiBi slopes exactly as gpu/model alibi_bias computes them (in double on the device, rounded once), forward heads
-  // first, then the backward heads with the same slopes.
-  const int64_t half = heads_ / 2;
-  const double base = std::pow(24.0, 1.0 / static_cast<double>(half));
-  const at::Tensor slope =
-      at::pow(base, at::arange(1, half + 1, at::TensorOptions().device(device_).dtype(at::kDouble)))
-          .reciprocal()
-          .to(at::kFloat);
-  slopes_ = at::cat({slope, slope}, 0).contiguous();
+  slopes_ = alibi_slopes(heads_, device_);
 }
 
 void MixerFast::gemm(const at::Tensor& a, const at::Tensor& w, at::Tensor& c, bool accumulate) const {
@@ -242,6 +234,40 @@ void MixerFast::run_pass(const at::Tensor& x, int64_t sequences, int64_t frames,
   (void)frames;
   (void)out;
   TORCH_CHECK(false, "MixerFast: this build has no CUDA kernels");
+#endif
+}
+
+at::Tensor alibi_slopes(int64_t heads, c10::Device device) {
+  TORCH_CHECK(heads >= 2 && heads % 2 == 0, "alibi_slopes: heads must be even and positive, got ", heads);
+  const int64_t half = heads / 2;
+  const double base = std::pow(24.0, 1.0 / static_cast<double>(half));
+  const at::Tensor slope = at::pow(base, at::arange(1, half + 1, at::TensorOptions().device(device).dtype(at::kDouble)))
+                               .reciprocal()
+                               .to(at::kFloat);
+  return at::cat({slope, slope}, 0).contiguous();
+}
+
+at::Tensor alibi_attention(const at::Tensor& qkv, const at::Tensor& slopes) {
+  TORCH_CHECK(qkv.defined() && qkv.dim() == 3 && qkv.size(2) % (3 * cuda::kMixerHeadDim) == 0 && qkv.is_contiguous(),
+              "alibi_attention: qkv must be contiguous [S, T, 3 * heads * 64], got ",
+              qkv.defined() ? qkv.sizes() : at::IntArrayRef{});
+  const int64_t heads = qkv.size(2) / (3 * cuda::kMixerHeadDim);
+  TORCH_CHECK(slopes.defined() && slopes.numel() == heads && slopes.device() == qkv.device(),
+              "alibi_attention: slopes must be [", heads, "] on ", qkv.device());
+  TORCH_CHECK(qkv.is_cuda(), "alibi_attention: CUDA tensors only, got ", qkv.device());
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+  const int64_t sequences = qkv.size(0), frames = qkv.size(1), dim = heads * cuda::kMixerHeadDim;
+  const at::Tensor rows = qkv.view({sequences * frames, 3 * dim});
+  const at::Tensor slopes_f32 = slopes.to(at::kFloat).contiguous();
+  at::Tensor attended = at::empty({sequences * frames, dim}, qkv.options());
+  if (detail::mixer_attention_mma_cuda(rows, sequences, frames, heads, slopes_f32, attended)) return attended;
+  // float32 and older GPUs: the fused mixer's SIMT kernel, into an operand row (its ones column is not read).
+  at::Tensor out = at::empty({sequences * frames, cuda::mixer_padded_k(static_cast<int>(dim))}, qkv.options());
+  detail::mixer_attention_cuda(rows, sequences, frames, heads, slopes_f32, /*split3=*/false, out);
+  return out.narrow(1, 0, dim);
+#else
+  TORCH_CHECK(false, "alibi_attention: this build has no CUDA kernels");
+  return {};
 #endif
 }
 

@@ -1392,6 +1392,50 @@ TEST(MixerCuda, MatchesTheModuleInEveryArithmetic) {
   }
 }
 
+// ops::alibi_attention (the fused mixer's attention kernel on the module mixer's QKV rows) against the attention
+// written out in float64 from the same (rounded) inputs, with model::alibi_bias as the bias: small's and base's
+// heads, T = 5, 47, 70 and 130 (one to three query groups and key chunks of 64), every dtype; and the layout it
+// promises (contiguous rows, or rows mixer_padded_k apart).
+TEST(AlibiAttentionCuda, MatchesTheAttentionWithTheModelsBiasInFloat64) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  const at::Device cuda(at::kCUDA, 0);
+  for (const int64_t heads : {int64_t{4}, int64_t{6}}) {
+    const int64_t dim = heads * 64;
+    const at::Tensor slopes = ops::alibi_slopes(heads, cuda);
+    for (const int64_t frames : {int64_t{5}, int64_t{47}, int64_t{70}, int64_t{130}}) {
+      const int64_t sequences = 5;
+      const at::Tensor bias = gpu::model::alibi_bias(heads, frames, at::TensorOptions().dtype(at::kDouble));
+      for (const at::ScalarType dtype : {at::kFloat, at::kHalf, at::kBFloat16}) {
+        const at::Tensor qkv = (2.0 * at::randn({sequences, frames, 3 * dim})).to(cuda, dtype);
+        const at::Tensor rounded = qkv.to(at::kCPU, at::kDouble);
+        auto split = [&](int64_t part) {
+          return rounded.narrow(2, part * dim, dim).view({sequences, frames, heads, 64}).permute({0, 2, 1, 3});
+        };
+        const at::Tensor scores = at::matmul(split(0), split(1).transpose(2, 3)) / 8.0 + bias;
+        const at::Tensor expected =
+            at::matmul(at::softmax(scores, -1), split(2)).permute({0, 2, 1, 3}).reshape({sequences * frames, dim});
+        const at::Tensor actual = ops::alibi_attention(qkv, slopes);
+        ASSERT_EQ(actual.sizes(), (at::IntArrayRef{sequences * frames, dim}));
+        EXPECT_TRUE(actual.stride(1) == 1 && (actual.stride(0) == dim || actual.stride(0) == (dim + 1 + 7) / 8 * 8));
+        EXPECT_EQ(actual.scalar_type(), dtype);
+        const Difference d = difference(actual.to(at::kCPU, at::kDouble).contiguous(), expected);
+        const double tolerance = dtype == at::kFloat ? 1e-5 : (dtype == at::kHalf ? 2e-3 : 1.6e-2);
+        report("alibi attention heads=" + std::to_string(heads) + " T=" + std::to_string(frames) + " " +
+                   c10::toString(dtype),
+               d, "rel " + std::to_string(tolerance));
+        EXPECT_LE(d.relative(), tolerance) << heads << " heads, T=" << frames << ", " << dtype;
+      }
+    }
+  }
+  // The slopes as alibi_bias has them: the forward heads' bias one frame back, the backward heads' one frame ahead.
+  const at::Tensor bias = gpu::model::alibi_bias(6, 3, at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor slopes = ops::alibi_slopes(6, cuda).cpu();
+  for (int64_t h = 0; h < 6; ++h) {
+    const float expected = h < 3 ? bias[h][1][0].item<float>() : bias[h][0][1].item<float>();
+    EXPECT_FLOAT_EQ(-slopes[h].item<float>(), expected) << "head " << h;
+  }
+}
+
 // The CPU's bf16 arithmetic, found through CPUID, against the kernel's view of the processor (/proc/cpuinfo
 // flags): the device list offers bf16 on the CPU as a supported opt-in exactly when it is there.
 TEST(CpuSupport, Bf16ArithmeticAsTheKernelReportsIt) {

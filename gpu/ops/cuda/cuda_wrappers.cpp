@@ -424,6 +424,35 @@ void mixer_attention_cuda(const at::Tensor& qkv, int64_t sequences, int64_t fram
                "mixer (attention)");
 }
 
+bool mixer_attention_mma_cuda(const at::Tensor& qkv, int64_t sequences, int64_t frames, int64_t heads,
+                              const at::Tensor& slopes, at::Tensor& out) {
+  if ((qkv.scalar_type() != at::kHalf && qkv.scalar_type() != at::kBFloat16) ||
+      cuda_compute_capability(qkv.device()) < 80 || qkv.stride(0) % 8 != 0 || out.stride(0) % 2 != 0 ||
+      !cuda::is_aligned(qkv.data_ptr(), 16) || !cuda::is_aligned(out.data_ptr(), 4)) {
+    return false;
+  }
+  const c10::cuda::CUDAGuard guard(qkv.device());
+  const int64_t dim = heads * cuda::kMixerHeadDim;
+  TORCH_CHECK(qkv.dim() == 2 && out.dim() == 2 && qkv.stride(1) == 1 && out.stride(1) == 1 &&
+                  qkv.size(0) == sequences * frames && out.size(0) == qkv.size(0) && qkv.size(1) == 3 * dim &&
+                  out.size(1) == dim && out.scalar_type() == qkv.scalar_type() && slopes.is_contiguous() &&
+                  slopes.scalar_type() == at::kFloat && slopes.numel() == heads && frames < (1 << 30),
+              "mixer: internal layout error in the attention (qkv ", qkv.sizes(), ", out ", out.sizes(), ")");
+  cuda::MixerAttentionMmaParams p;
+  p.qkv = qkv.data_ptr();
+  p.qkv_stride = qkv.stride(0);
+  p.sequences = sequences;
+  p.frames = static_cast<int>(frames);
+  p.heads = static_cast<int>(heads);
+  p.slopes = slopes.data_ptr<float>();
+  p.scale = 1.0f / 8.0f;  // 1 / sqrt(64)
+  p.out = out.data_ptr();
+  p.out_stride = out.stride(0);
+  check_launch(cuda::launch_mixer_attention_mma(element_type(qkv.scalar_type(), "mixer"), p, current_stream(qkv)),
+               "mixer (tensor-core attention)");
+  return true;
+}
+
 void mixer_head_cuda(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, const at::Tensor& weight,
                      const at::Tensor& bias, double eps, at::Tensor& out) {
   const c10::cuda::CUDAGuard guard(x.device());

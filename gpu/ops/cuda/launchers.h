@@ -187,6 +187,10 @@ cudaError_t launch_mixer_rows(ElementType element_type, bool split3, MixerRowOp 
                               cudaStream_t stream);
 cudaError_t launch_mixer_attention(ElementType element_type, bool split3, const MixerAttentionParams& params,
                                    cudaStream_t stream);
+// The attention on tensor cores (attention_mma_kernel.cuh; bfloat16/float16, compute capability 8.0+): qkv rows with a
+// stride that is a multiple of 8 elements, 16-byte aligned -> plain attended rows (out_stride even, 4-byte aligned).
+cudaError_t launch_mixer_attention_mma(ElementType element_type, const MixerAttentionMmaParams& params,
+                                       cudaStream_t stream);
 cudaError_t launch_mixer_head(ElementType element_type, const MixerHeadParams& params, cudaStream_t stream);
 
 // -- instance_norm_relu ------------------------------------------------------------------------------------

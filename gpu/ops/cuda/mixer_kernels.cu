@@ -2,6 +2,7 @@
 // docs/kernels.md §5).
 #include <cstdint>
 
+#include "gpu/ops/cuda/attention_mma_kernel.cuh"
 #include "gpu/ops/cuda/launchers.h"
 #include "gpu/ops/cuda/mixer_kernels.cuh"
 
@@ -61,6 +62,30 @@ cudaError_t launch_mixer_attention(ElementType element_type, bool split3, const 
     case ElementType::float16: return launch_attention_typed<Fp16Tag, false>(p, stream);
   }
   return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_mixer_attention_mma(ElementType element_type, const MixerAttentionMmaParams& p,
+                                       cudaStream_t stream) {
+  if (p.sequences == 0 || p.frames == 0) return cudaSuccess;
+  if (p.heads <= 0 || p.heads % 2 != 0 || p.frames < 0 || p.qkv_stride % 8 != 0 || p.out_stride % 2 != 0 ||
+      p.qkv_stride < 3 * p.heads * kMixerHeadDim || p.out_stride < p.heads * kMixerHeadDim || !is_aligned(p.qkv, 16) ||
+      !is_aligned(p.out, 4)) {
+    return cudaErrorInvalidValue;
+  }
+  const int64_t blocks = p.sequences * p.heads * attention_mma::query_groups(p.frames);
+  if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  const auto grid = static_cast<unsigned>(blocks);
+  constexpr auto shared = static_cast<size_t>(attention_mma::kSharedBytes);
+  switch (element_type) {
+    case ElementType::bfloat16:
+      attention_mma::attention_kernel<Bf16Tag><<<grid, attention_mma::kThreads, shared, stream>>>(p);
+      break;
+    case ElementType::float16:
+      attention_mma::attention_kernel<Fp16Tag><<<grid, attention_mma::kThreads, shared, stream>>>(p);
+      break;
+    case ElementType::float32: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
 }
 
 cudaError_t launch_mixer_head(ElementType element_type, const MixerHeadParams& p, cudaStream_t stream) {

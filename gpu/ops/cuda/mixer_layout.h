@@ -99,6 +99,20 @@ struct MixerAttentionParams {
   int kp = 0;  // mixer_padded_k(dim)
 };
 
+/// The tensor-core attention (attention_mma_kernel.cuh, bfloat16/float16) of the module mixer's QKV rows: the same
+/// attention as MixerAttentionParams' kernel, written as plain rows (no ones column, no padding).
+struct MixerAttentionMmaParams {
+  const void* qkv = nullptr;  // [sequences * frames, qkv_stride] 16-bit: q | k | v, head h at columns h * 64 of each
+  int64_t qkv_stride = 0;     // elements, a multiple of 8 (16-byte rows)
+  int64_t sequences = 0;
+  int frames = 0;
+  int heads = 0;                  // even: the first heads / 2 forward, the rest backward
+  const float* slopes = nullptr;  // [heads] ALiBi slopes
+  float scale = 0.125f;
+  void* out = nullptr;  // [sequences * frames, out_stride] 16-bit: head h at columns h * 64 (out_stride even)
+  int64_t out_stride = 0;
+};
+
 struct MixerHeadParams {
   const void* x = nullptr;  // [rows, k] of In, row stride x_stride
   int64_t x_stride = 0;
