@@ -4,9 +4,10 @@
 // same 16-bit inputs, with the bias written out from its definition (forward heads: slope * (j - i) for j <= i,
 // backward heads: slope * (i - j) for j >= i, the rest excluded). Frame counts that leave the last query tile and key
 // chunk partial (5, 47), two and three query groups and key chunks (70, 130: the online softmax across chunks, the
-// chunks a group skips: after its rows for forward heads, before them for backward heads), heads with both directions, both 16-bit types; rows of qkv with a stride wider than their columns and an
-// output stride wider than its columns, whose extra columns must stay untouched.
-// Inputs are fresh random values each run (the seed is printed; TRACKSCOPE_TEST_SEED repeats a run). Torch-free.
+// chunks a group skips: after its rows for forward heads, before them for backward heads), heads with both directions,
+// both 16-bit types; rows of qkv with a stride wider than their columns and an output stride wider than its columns,
+// whose extra columns must stay untouched. Inputs are fresh random values each run (the seed is printed;
+// TRACKSCOPE_TEST_SEED repeats a run). Torch-free.
 #include "cuda_emulation.h"  // first: the kernel header takes its primitives from it
 
 #include <gtest/gtest.h>
@@ -34,8 +35,8 @@ void check(int frames, int heads, double tolerance) {
   const int dim = heads * kDim;
   const int64_t qkv_stride = 3 * dim + 8, out_stride = dim + 6;  // wider rows than their columns
   const int64_t rows = int64_t{sequences} * frames;
-  const std::string name = std::string(std::is_same_v<Element, cuda::Fp16Tag> ? "float16" : "bfloat16") + " T=" +
-                           std::to_string(frames) + ", " + std::to_string(heads) + " heads";
+  const std::string name = std::string(std::is_same_v<Element, cuda::Fp16Tag> ? "float16" : "bfloat16") +
+                           " T=" + std::to_string(frames) + ", " + std::to_string(heads) + " heads";
   std::mt19937_64 rng(emu::test_seed("attention mma emulation") ^ std::hash<std::string>{}(name));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   emu::PoisonedBuffer<uint16_t> qkv(static_cast<size_t>(rows * qkv_stride), 0);
@@ -43,9 +44,10 @@ void check(int frames, int heads, double tolerance) {
   const uint16_t poison = 0x7e7e;
   emu::PoisonedBuffer<uint16_t> out(static_cast<size_t>(rows * out_stride), poison);
   std::vector<float> slopes(static_cast<size_t>(heads));
-  for (int h = 0; h < heads / 2; ++h) {
-    slopes[static_cast<size_t>(h)] = slopes[static_cast<size_t>(h + heads / 2)] =
-        static_cast<float>(1.0 / std::pow(24.0, (h + 1.0) / (heads / 2)));
+  const int half = heads / 2;
+  for (size_t h = 0; h < static_cast<size_t>(half); ++h) {
+    slopes[h] = slopes[h + static_cast<size_t>(half)] =
+        static_cast<float>(1.0 / std::pow(24.0, (static_cast<double>(h) + 1.0) / static_cast<double>(half)));
   }
   cuda::MixerAttentionMmaParams p;
   p.qkv = qkv.data();
@@ -108,8 +110,8 @@ void check(int frames, int heads, double tolerance) {
     for (int64_t c = dim; c < out_stride; ++c) extra_columns += out[static_cast<size_t>(r * out_stride + c)] != poison;
   }
   const double relative = max_diff / max_expected;
-  std::printf("[attention mma emulation] %s: max |diff| %.3g, relative %.3g (tolerance %.3g)\n", name.c_str(),
-              max_diff, relative, tolerance);
+  std::printf("[attention mma emulation] %s: max |diff| %.3g, relative %.3g (tolerance %.3g)\n", name.c_str(), max_diff,
+              relative, tolerance);
   EXPECT_LE(relative, tolerance) << name;
   EXPECT_EQ(untouched, 0) << name << ": every attended value must be written";
   EXPECT_EQ(extra_columns, 0) << name << ": columns past heads * 64 must stay untouched";

@@ -37,10 +37,10 @@ using namespace primitives;
 inline constexpr int kHeadDim = kMixerHeadDim;
 inline constexpr int kWarps = 4;
 inline constexpr int kThreads = 32 * kWarps;
-inline constexpr int kGroupRows = 16 * kWarps;  // query rows per block
-inline constexpr int kChunkKeys = 64;           // keys per shared-memory chunk (8 n8 tiles, 4 k16 steps)
-inline constexpr int kRowElements = kHeadDim + 8;       // q and k rows in shared memory (36 words: no conflicts)
-inline constexpr int kKeyElements = kChunkKeys + 8;     // v^T rows in shared memory
+inline constexpr int kGroupRows = 16 * kWarps;       // query rows per block
+inline constexpr int kChunkKeys = 64;                // keys per shared-memory chunk (8 n8 tiles, 4 k16 steps)
+inline constexpr int kRowElements = kHeadDim + 8;    // q and k rows in shared memory (36 words: no conflicts)
+inline constexpr int kKeyElements = kChunkKeys + 8;  // v^T rows in shared memory
 inline constexpr int64_t kSharedBytes = 2 * (2 * kGroupRows * kRowElements + kHeadDim * kKeyElements);
 
 using Params = MixerAttentionMmaParams;
@@ -108,7 +108,7 @@ TRACKSCOPE_DEVICE_FN void stage_chunk(const uint16_t* base, int64_t stride, int 
 template <class Element>
 TRACKSCOPE_KERNEL(kThreads, 3)
 attention_kernel(Params p) {
-  auto* const q_rows = static_cast<uint16_t*>(dynamic_shared());  // [kGroupRows][kRowElements]
+  auto* const q_rows = static_cast<uint16_t*>(dynamic_shared());    // [kGroupRows][kRowElements]
   uint16_t* const k_rows = q_rows + kGroupRows * kRowElements;      // [kChunkKeys][kRowElements]
   uint16_t* const v_columns = k_rows + kChunkKeys * kRowElements;   // [kHeadDim][kKeyElements]: v transposed
   const int64_t groups = (p.frames + kGroupRows - 1) / kGroupRows;  // query_groups (host-only)
@@ -243,7 +243,8 @@ attention_kernel(Params p) {
     const int i = q0 + tile_row + g + 8 * h;
     if (i >= p.frames) continue;
     const float inverse = 1.0f / row_sum[h];
-    auto* const out = static_cast<uint16_t*>(p.out) + (sequence * p.frames + i) * p.out_stride + head * kHeadDim + 2 * t;
+    auto* const out =
+        static_cast<uint16_t*>(p.out) + (sequence * p.frames + i) * p.out_stride + head * kHeadDim + 2 * t;
     TRACKSCOPE_UNROLL
     for (int n = 0; n < kHeadDim / 8; ++n) {
       global_store_u32(reinterpret_cast<uint32_t*>(out + n * 8),
