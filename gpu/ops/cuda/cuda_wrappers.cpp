@@ -398,6 +398,28 @@ void mixer_rows_cuda(const at::Tensor& x, cuda::MixerRowOp op, const at::Tensor*
                "mixer (rows)");
 }
 
+namespace {
+
+// The fields the two attention launches share (MixerAttentionParams, MixerAttentionMmaParams), from tensors whose
+// layout the caller checked.
+template <class Params>
+Params attention_params(const at::Tensor& qkv, int64_t sequences, int64_t frames, int64_t heads,
+                        const at::Tensor& slopes, const at::Tensor& out) {
+  Params p;
+  p.qkv = qkv.data_ptr();
+  p.qkv_stride = qkv.stride(0);
+  p.sequences = sequences;
+  p.frames = static_cast<int>(frames);
+  p.heads = static_cast<int>(heads);
+  p.slopes = slopes.data_ptr<float>();
+  p.scale = 1.0f / 8.0f;  // 1 / sqrt(64)
+  p.out = out.data_ptr();
+  p.out_stride = out.stride(0);
+  return p;
+}
+
+}  // namespace
+
 void mixer_attention_cuda(const at::Tensor& qkv, int64_t sequences, int64_t frames, int64_t heads,
                           const at::Tensor& slopes, bool split3, at::Tensor& out) {
   const c10::cuda::CUDAGuard guard(qkv.device());
@@ -409,16 +431,7 @@ void mixer_attention_cuda(const at::Tensor& qkv, int64_t sequences, int64_t fram
                   slopes.is_contiguous() && slopes.scalar_type() == at::kFloat && slopes.numel() == heads &&
                   frames < (1 << 30) && (!split3 || qkv.scalar_type() == at::kFloat),
               "mixer: internal layout error in the attention (qkv ", qkv.sizes(), ", out ", out.sizes(), ")");
-  cuda::MixerAttentionParams p;
-  p.qkv = qkv.data_ptr();
-  p.qkv_stride = qkv.stride(0);
-  p.sequences = sequences;
-  p.frames = static_cast<int>(frames);
-  p.heads = static_cast<int>(heads);
-  p.slopes = slopes.data_ptr<float>();
-  p.scale = 1.0f / 8.0f;  // 1 / sqrt(64)
-  p.out = out.data_ptr();
-  p.out_stride = out.stride(0);
+  auto p = attention_params<cuda::MixerAttentionParams>(qkv, sequences, frames, heads, slopes, out);
   p.kp = kp;
   check_launch(cuda::launch_mixer_attention(element_type(qkv.scalar_type(), "mixer"), split3, p, current_stream(qkv)),
                "mixer (attention)");
@@ -438,16 +451,7 @@ bool mixer_attention_mma_cuda(const at::Tensor& qkv, int64_t sequences, int64_t 
                   out.size(1) == dim && out.scalar_type() == qkv.scalar_type() && slopes.is_contiguous() &&
                   slopes.scalar_type() == at::kFloat && slopes.numel() == heads && frames < (1 << 30),
               "mixer: internal layout error in the attention (qkv ", qkv.sizes(), ", out ", out.sizes(), ")");
-  cuda::MixerAttentionMmaParams p;
-  p.qkv = qkv.data_ptr();
-  p.qkv_stride = qkv.stride(0);
-  p.sequences = sequences;
-  p.frames = static_cast<int>(frames);
-  p.heads = static_cast<int>(heads);
-  p.slopes = slopes.data_ptr<float>();
-  p.scale = 1.0f / 8.0f;  // 1 / sqrt(64)
-  p.out = out.data_ptr();
-  p.out_stride = out.stride(0);
+  const auto p = attention_params<cuda::MixerAttentionMmaParams>(qkv, sequences, frames, heads, slopes, out);
   check_launch(cuda::launch_mixer_attention_mma(element_type(qkv.scalar_type(), "mixer"), p, current_stream(qkv)),
                "mixer (tensor-core attention)");
   return true;
