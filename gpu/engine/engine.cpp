@@ -133,9 +133,7 @@ at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const PaddedM
       const at::Tensor qkv = at::linear(normed, weights.qkv_weights[l], weights.qkv_biases[l]);  // [S, T, 3D]
       at::Tensor attended;
       if (weights.alibi_slopes.defined() && h.size(1) >= kTensorCoreAttentionFrames) {
-        const model::Linear& final_proj = *layer.attn->final_proj;
-        attended = at::linear(ops::alibi_attention(qkv, weights.alibi_slopes), final_proj.weight, final_proj.bias)
-                       .view(h.sizes());
+        attended = layer.attn->final_proj->forward(ops::alibi_attention(qkv, weights.alibi_slopes)).view(h.sizes());
       } else {
         attended =
             layer.attn->attend(qkv.narrow(-1, 0, dim), qkv.narrow(-1, dim, dim), qkv.narrow(-1, 2 * dim, dim), bias);

@@ -333,12 +333,10 @@ at::Tensor encode_correlations(const LocoTrack& model, const std::array<at::Tens
 
 at::Tensor alibi_bias(std::int64_t heads, std::int64_t frames, const at::TensorOptions& options) {
   const std::int64_t half = heads / 2;
-  const double base = std::pow(24.0, 1.0 / static_cast<double>(half));
   const auto float_options = options.dtype(at::kFloat);
-  // Slopes 1 / base^(k+1) in double on the device, then rounded once: no host-to-device copy (the mixer runs
-  // inside CUDA graphs, which cannot capture copies from pageable host memory).
-  const at::Tensor slope =
-      at::pow(base, at::arange(1, half + 1, options.dtype(at::kDouble))).reciprocal().to(at::kFloat).view({-1, 1, 1});
+  // The forward heads' slopes (the backward heads have the same), computed on the device: no host-to-device copy (the
+  // mixer runs inside CUDA graphs, which cannot capture copies from pageable host memory).
+  const at::Tensor slope = ops::alibi_slopes(heads, options.device()).narrow(0, 0, half).view({-1, 1, 1});
   const at::Tensor position = at::arange(frames, float_options.dtype(at::kLong));
   const at::Tensor j_minus_i = position.unsqueeze(0) - position.unsqueeze(1);  // [i, j] = j - i
   const at::Tensor forward_bias =

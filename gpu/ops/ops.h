@@ -318,16 +318,16 @@ SumAndNorm add_layer_norm(const at::Tensor& x, const at::Tensor& residual, const
 
 /// The ALiBi slopes of the mixer's split-direction attention (docs/locotrack-spec.md §2.5): [heads] float32 on
 /// `device`, the forward heads' heads/2 slopes 1 / 24^(i / (heads/2)), i = 1.., then the same for the backward heads,
-/// computed as gpu/model's alibi_bias computes them (in double on the device, rounded once).
+/// in double on the device, rounded once. The one definition: gpu/model's alibi_bias and MixerFast take theirs from it.
 at::Tensor alibi_slopes(int64_t heads, c10::Device device);
 /// The mixer's multi-head attention with the split-direction ALiBi bias (forward heads attend to frames j <= i with
 /// bias slope * (j - i), backward heads to j >= i with slope * (i - j); scale 1/8) from the QKV projection's rows:
 /// qkv [S, T, 3 * heads * 64] (q | k | v, head h at columns h * 64 of each; bfloat16/float16/float32, contiguous,
 /// CUDA), slopes from alibi_slopes -> the attended values [S * T, heads * 64] of qkv's dtype (at::linear reads them as
-/// they are: contiguous, or rows cuda::mixer_padded_k(heads * 64) elements apart). One kernel instead of the module's
-/// scaled_dot_product_attention on permuted views and the copy of its permuted output: in bfloat16/float16 on compute
-/// capability 8.0+ the tensor-core kernel (gpu/ops/cuda/attention_mma_kernel.cuh: scores and output accumulated in
-/// float32, online softmax in float32, the probabilities rounded to the dtype for the second product), elsewhere the
+/// they are: contiguous, or rows cuda::mixer_padded_k(heads * 64) elements apart). Unlike the module's
+/// scaled_dot_product_attention with the bias as a tensor, it skips the keys the mask hides: in bfloat16/float16 on
+/// compute capability 8.0+ the tensor-core kernel (gpu/ops/cuda/attention_mma_kernel.cuh: scores and output accumulated
+/// in float32, online softmax in float32, the probabilities rounded to the dtype for the second product), elsewhere the
 /// fused mixer's SIMT kernel (a thread per query row, float32 throughout). CUDA builds only; c10::Error elsewhere.
 at::Tensor alibi_attention(const at::Tensor& qkv, const at::Tensor& slopes);
 

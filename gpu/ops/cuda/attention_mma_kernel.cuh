@@ -2,11 +2,11 @@
 // The temporal mixer's attention on tensor cores for bf16/fp16 (fast mode): softmax(q k^T / 8 + ALiBi) v per
 // (sequence, head), from the QKV projection's rows to the attended rows, in one launch (ops::alibi_attention).
 //
-// Why: the module path ran it as scaled_dot_product_attention on permuted views of the QKV rows (PyTorch's
-// memory-efficient kernel: 64 x 64 tiles, 21 us per call at 256 sequences of T = 47 on an H100, Nsight Compute) and
-// then copied its permuted output into rows; the fused mixer's SIMT kernel (a thread per query row) took 140 us for the
-// same call. The work is small (18 MB of qkv in, 6 MB out at that size), so the kernel is about loading q, k and v once
-// and keeping the products on tensor cores.
+// Why: the module path runs it as scaled_dot_product_attention on permuted views of the QKV rows with the ALiBi bias
+// as a [H, T, T] tensor (PyTorch's memory-efficient kernel: every 64 x 64 tile of the scores, 21 us per call at 256
+// sequences of T = 47 on an H100, Nsight Compute), although half of each head's scores are masked; the fused mixer's
+// SIMT kernel (a thread per query row) took 140 us for the same call. This kernel skips what the mask hides, which pays
+// for long clips only (docs/kernels.md §6c: the engine takes it from 129 frames on).
 //
 // Design (FlashAttention-2's structure for short sequences): a block of kWarps warps per (sequence, head, group of
 // kGroupRows query rows), each warp one m16 tile of query rows. The group's q rows, then each chunk of kChunkKeys keys'
