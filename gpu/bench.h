@@ -71,6 +71,8 @@ const char* to_string(BenchNorm value);
 const char* to_string(BenchMixer value);
 const char* to_string(BenchGlue value);
 const char* to_string(BenchGelu value);
+/// The engine's default for BenchOptions::attention_from_frames (EngineOptions::tensor_core_attention_frames).
+int64_t default_attention_from_frames();
 const char* to_string(BenchSwitch value);
 
 struct BenchOptions {
@@ -92,6 +94,7 @@ struct BenchOptions {
                                               // reference = the module path)
   BenchGlue glue = BenchGlue::automatic;      // the glue ops (ops::GluePath)
   BenchGelu mlp_gelu = BenchGelu::automatic;  // the mixer MLP's GELU in bf16/fp16 on CUDA (ops::MlpGelu)
+  int64_t attention_from_frames = -1;         // EngineOptions::tensor_core_attention_frames (-1 = the engine's default)
   int repeats = 5;
   int warmup = 2;
   std::string video;                    // frames (looped back and forth if short); empty = the

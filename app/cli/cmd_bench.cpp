@@ -38,6 +38,7 @@ struct BenchArguments {
   gpu::BenchMixer mixer = gpu::BenchMixer::automatic;
   gpu::BenchGlue glue = gpu::BenchGlue::automatic;
   gpu::BenchGelu mlp_gelu = gpu::BenchGelu::automatic;
+  int64_t attention_from_frames = -1;
   std::string video;
   std::string json;
   int repeats = 5;
@@ -90,6 +91,7 @@ int run_bench_command(const BenchArguments& args) {
   options.mixer = args.mixer;
   options.glue = args.glue;
   options.mlp_gelu = args.mlp_gelu;
+  options.attention_from_frames = args.attention_from_frames;
   options.video = args.video;
   options.repeats = args.repeats;
   options.warmup = args.warmup;
@@ -183,6 +185,14 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
                    "of its own) or fused-tanh (the tanh form in the GEMM's epilogue)")
       ->transform(names_of(gpu::kBenchGeluNames))
       ->default_str(gpu::to_string(args->mlp_gelu));
+  command
+      ->add_option(
+          "--attention-from-frames", args->attention_from_frames,
+          "the mixer's attention in bf16/fp16 on CUDA (compute capability 8.0+) runs on the tensor-core kernel "
+          "for chunks of at least this many frames, below as the module's scaled_dot_product_attention "
+          "(0 = always the kernel; default: the engine's, " +
+              std::to_string(gpu::default_attention_from_frames()) + ")")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   command->add_option("--video", args->video, "frames to run on (default: the procedural sample scene)");
   command->add_option("--repeats", args->repeats, "timed repeats per case")
       ->check(CLI::Range(1, 100000))

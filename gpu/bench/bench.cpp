@@ -258,6 +258,7 @@ const char* to_string(BenchNorm value) { return name_in(kBenchNormNames, value);
 const char* to_string(BenchMixer value) { return name_in(kBenchMixerNames, value); }
 const char* to_string(BenchGlue value) { return name_in(kBenchGlueNames, value); }
 const char* to_string(BenchGelu value) { return name_in(kBenchGeluNames, value); }
+int64_t default_attention_from_frames() { return engine::kDefaultTensorCoreAttentionFrames; }
 const char* to_string(BenchSwitch value) { return name_in(kBenchSwitchNames, value); }
 
 core::Status BenchOptions::check() const {
@@ -371,6 +372,8 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
           engine_options.mlp_gelu =
               options.mlp_gelu == BenchGelu::fused_tanh ? ops::MlpGelu::fused_tanh : ops::MlpGelu::exact;
         }
+        if (options.attention_from_frames >= 0)
+          engine_options.tensor_core_attention_frames = options.attention_from_frames;
         std::optional<engine::Engine> engine;
         {
           c10::InferenceMode no_inference(false);  // the engine converts weights outside inference mode
@@ -424,7 +427,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
                   builder.build(peak, core::summarize_telemetry((*sampler)->samples_since(case_start_s)));
               result.notes = fmt::format(
                   "{} path, corr kernel {}, CMDTop {}, backbone norm {}, mixer {}, glue kernels {}, MLP GELU {}, "
-                  "CUDA graphs {}, cuDNN benchmark {}{}",
+                  "mixer attention {}, CUDA graphs {}, cuDNN benchmark {}{}",
                   engine->fused() ? "fused" : "eager", to_string(options.corr_kernel),
                   engine->uses_fused_cmdtop() ? "fused" : to_string(options.cmdtop),
                   engine->uses_fused_instance_norm() ? "fused" : "reference",
@@ -433,6 +436,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
                                                : "reference",
                   to_string(options.glue),
                   to_string(engine->mlp_gelu() == ops::MlpGelu::exact ? BenchGelu::exact : BenchGelu::fused_tanh),
+                  engine->uses_tensor_core_attention(frames) ? "tensor cores" : "module",
                   engine->uses_cuda_graphs() ? "on" : "off",
                   at::globalContext().benchmarkCuDNN()
                       ? fmt::format("on (limit {})", at::globalContext().benchmarkLimitCuDNN())

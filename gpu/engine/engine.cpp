@@ -95,24 +95,17 @@ constexpr int64_t kMixerPaddedInput = 864;
 
 // The module mixer's weights the fast path adds: the input projection padded to kMixerPaddedInput input channels,
 // and per layer the stacked query/key/value projection.
-// Clips from this many frames on take ops::alibi_attention (the tensor-core kernel) instead of the module's
-// scaled_dot_product_attention. Measured on an H100 in fp16 (docs/kernels.md §6c): at 372 frames the transformer stage
-// 13.0 -> 12.2 ms (small, N=256) and 20.1 -> 18.7 ms (base), the key chunks that no query of a group attends to being
-// skipped; at 47 frames it was 1.50 -> 1.55 ms (small N=256) and 7.49 -> 7.84 ms (base N=1024): slower. Not measured
-// in between: 129 frames (three key chunks of 64) is the conservative start.
-constexpr int64_t kTensorCoreAttentionFrames = 129;
-
 struct PaddedMixerWeights {
   const at::Tensor& input_weight;
   const std::vector<at::Tensor>& qkv_weights;
   const std::vector<at::Tensor>& qkv_biases;
-  const at::Tensor& alibi_slopes;  // ops::alibi_slopes (bf16/fp16 on compute capability 8.0+), or undefined
+  const at::Tensor& alibi_slopes;  // ops::alibi_slopes where ops::alibi_attention runs the attention, else undefined
 };
 
 // TemporalMixer::forward on input rows padded to kMixerPaddedInput; bias = model::alibi_bias(heads, T, x's options).
 // On the automatic glue path each layer's query, key and value come from one GEMM, whose [S, T, 3D] rows
-// ops::alibi_attention reads as they are (with alibi_slopes, from kTensorCoreAttentionFrames frames on; else slices
-// of them go to the module's attention as strided views), and each residual add goes with the LayerNorm that reads its
+// ops::alibi_attention reads as they are (with alibi_slopes: Engine::uses_tensor_core_attention; else slices of them
+// go to the module's attention as strided views), and each residual add goes with the LayerNorm that reads its
 // sum (the layer's second one, then the next layer's first one or ln_out) through ops::add_layer_norm: one kernel per
 // pair on CUDA; the MLP's first layer and its GELU are ops::linear_gelu in the form `gelu`. The composite glue path is
 // TemporalMixer's own layers (three projections, at::layer_norm and the adds, the exact GELU).
@@ -132,7 +125,7 @@ at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const PaddedM
       const model::TransformerLayer& layer = *mixer.layers[l];
       const at::Tensor qkv = at::linear(normed, weights.qkv_weights[l], weights.qkv_biases[l]);  // [S, T, 3D]
       at::Tensor attended;
-      if (weights.alibi_slopes.defined() && h.size(1) >= kTensorCoreAttentionFrames) {
+      if (weights.alibi_slopes.defined()) {
         attended = layer.attn->final_proj->forward(ops::alibi_attention(qkv, weights.alibi_slopes)).view(h.sizes());
       } else {
         attended =
@@ -256,6 +249,11 @@ void Engine::set_cost_config(const core::CostModelConfig& config) {
   cost_.model_size = model_->config().size == model::ModelSize::small ? core::ModelSize::small : core::ModelSize::base;
   cost_.dtype_bytes = static_cast<int>(c10::elementSize(compute_dtype_));
   cost_.fused_correlation = fused_;
+}
+
+bool Engine::uses_tensor_core_attention(int64_t frames) const {
+  return mixer_alibi_slopes_.defined() && options_.glue_path == ops::GluePath::automatic &&
+         frames >= options_.tensor_core_attention_frames;
 }
 
 ops::MlpGelu Engine::mlp_gelu() const {
@@ -499,7 +497,9 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
     if (!bias.defined()) {
       bias = with_aligned_rows(model::alibi_bias(mixer.layers.front()->attn->heads, frames, input.options()));
     }
-    const PaddedMixerWeights weights{mixer_input_weight_, mixer_qkv_weights_, mixer_qkv_biases_, mixer_alibi_slopes_};
+    const at::Tensor no_slopes;
+    const PaddedMixerWeights weights{mixer_input_weight_, mixer_qkv_weights_, mixer_qkv_biases_,
+                                     uses_tensor_core_attention(input.size(1)) ? mixer_alibi_slopes_ : no_slopes};
     update = padded_mixer_forward(mixer, weights, input, bias, options_.glue_path, mlp_gelu()).to(at::kFloat);
   }
   return apply_update(update, previous);

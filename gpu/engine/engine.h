@@ -49,6 +49,9 @@ enum class EnginePath {
   eager,
 };
 
+/// EngineOptions::tensor_core_attention_frames's default.
+inline constexpr int64_t kDefaultTensorCoreAttentionFrames = 129;
+
 struct EngineOptions {
   core::Precision precision = core::Precision::fp32;
   EnginePath path = EnginePath::automatic;
@@ -89,6 +92,11 @@ struct EngineOptions {
   /// (ops::MlpGelu): exact = the official model's erf GELU as a pass of its own; fused_tanh = in the GEMM's epilogue
   /// (the tanh form). Float32 and the CPU always compute the exact GELU (Engine::mlp_gelu() says which runs).
   ops::MlpGelu mlp_gelu = ops::MlpGelu::fused_tanh;
+  /// The module mixer's attention (automatic glue path, bf16/fp16 on CUDA, compute capability 8.0+) runs on
+  /// ops::alibi_attention, the tensor-core kernel, for clips of at least this many frames, and as the module's
+  /// scaled_dot_product_attention below (0: always the kernel). The default is where the kernel overtook SDPA on
+  /// an H100 (docs/kernels.md §6c; `bench --attention-from-frames` measures it).
+  int64_t tensor_core_attention_frames = kDefaultTensorCoreAttentionFrames;
 };
 
 /// Compute dtype of a precision: float32 for fp32/tf32, bfloat16, float16.
@@ -116,6 +124,9 @@ class Engine {
   bool uses_fused_instance_norm() const { return fused_ && options_.fused_instance_norm; }
   /// The GELU form the module mixer's MLP computes (EngineOptions::mlp_gelu where it applies, else exact).
   ops::MlpGelu mlp_gelu() const;
+  /// Whether a chunk of `frames` frames runs the module mixer's attention on ops::alibi_attention
+  /// (EngineOptions::tensor_core_attention_frames, where the kernel applies).
+  bool uses_tensor_core_attention(int64_t frames) const;
   /// Whether the correlation encoders run as the one-kernel CMDTop (ops::CmdTopFast::fused()).
   bool uses_fused_cmdtop() const { return fused_ && cmdtop_[0].has_value() && cmdtop_[0]->fused(); }
   /// Whether the mixer runs as ops::MixerFast, and in 3xTF32.

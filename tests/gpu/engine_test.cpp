@@ -354,6 +354,42 @@ TEST_F(EngineTest, Bf16StaysCloseToExactModeWhereRandomWeightsAllowIt) {
   EXPECT_LT(occlusion.relative_l2, 0.1);
 }
 
+// EngineOptions::tensor_core_attention_frames: from that many frames on, the module mixer's attention (fp16/bf16,
+// compute capability 8.0+) runs on ops::alibi_attention instead of scaled_dot_product_attention. Both accumulate in
+// float and differ in rounding only, so the first refinement's update (one mixer pass after the same initialisation)
+// must agree closely; a wrong mask, slope or layout moves it by its own size.
+TEST_F(EngineTest, TensorCoreAttentionGivesTheModuleAttentionsUpdate) {
+  if (!wants_cuda()) GTEST_SKIP() << "the tensor-core attention needs a CUDA device (TRACKSCOPE_TEST_DEVICE=cuda)";
+  constexpr int64_t kFrames = 16;
+  engine::EngineOptions module_attention;
+  module_attention.precision = core::Precision::fp16;
+  module_attention.tensor_core_attention_frames = kFrames + 1;
+  engine::EngineOptions kernel_attention = module_attention;
+  kernel_attention.tensor_core_attention_frames = 0;
+  {
+    c10::InferenceMode inference;
+    const engine::Engine probe(load_model(ModelSize::small), at::Device(device_name()), kernel_attention);
+    if (!probe.uses_tensor_core_attention(kFrames)) {
+      GTEST_SKIP() << "the tensor-core attention needs compute capability 8.0+ and the CUDA kernels";
+    }
+    const engine::Engine below(load_model(ModelSize::small), at::Device(device_name()), module_attention);
+    EXPECT_FALSE(below.uses_tensor_core_attention(kFrames));
+    EXPECT_TRUE(below.uses_tensor_core_attention(kFrames + 1));
+  }
+  const auto a = run_engine(ModelSize::small, module_attention, nullptr, kFrames);
+  const auto b = run_engine(ModelSize::small, kernel_attention, nullptr, kFrames);
+  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(b.size(), 5u);
+  const at::Tensor update_a = a[1].tracks - a[0].tracks;
+  const at::Tensor update_b = b[1].tracks - b[0].tracks;
+  const Figures update = compare(update_b, update_a);
+  std::printf("%s: first update mean |%.3g| px, difference max %.3g px, rel L2 %.3g\n",
+              label("tensor-core vs module attention, fp16").c_str(), update_a.abs().mean().item<double>(),
+              update.max_abs, update.relative_l2);
+  EXPECT_GT(update_a.abs().mean().item<double>(), 1e-3);  // the comparison is not of two zero updates
+  EXPECT_LT(update.relative_l2, 1e-2);
+}
+
 // --- the whole tracker ---------------------------------------------------------------------------------------
 
 core::TrackerDescription describe(ModelSize size) {
