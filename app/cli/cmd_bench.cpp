@@ -56,6 +56,13 @@ CLI::CheckedTransformer names_of(const gpu::BenchName<Value> (&names)[N]) {
   return CLI::CheckedTransformer(map);
 }
 
+// An option taking one of the names of `names`, its default shown by name.
+template <class Value, size_t N>
+void add_named_option(CLI::App* command, const std::string& option, Value& value,
+                      const gpu::BenchName<Value> (&names)[N], const std::string& help) {
+  command->add_option(option, value, help)->transform(names_of(names))->default_str(gpu::to_string(value));
+}
+
 int run_bench_command(const BenchArguments& args) {
   auto fail = [](const core::Status& status) {
     std::fprintf(stderr, "trackscope-cli bench: %s\n", status.message().c_str());
@@ -138,53 +145,33 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
       ->delimiter(',')
       ->check(CLI::Range(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
-  command->add_option("--path", args->path, "auto, fused or eager")
-      ->transform(names_of(gpu::kBenchPathNames))
-      ->default_str(gpu::to_string(args->path));
-  command
-      ->add_option("--corr-kernel", args->corr_kernel,
-                   "CUDA 4D-correlation kernel: auto, classic, tensor, wmma or pipelined")
-      ->transform(names_of(gpu::kBenchCorrKernelNames))
-      ->default_str(gpu::to_string(args->corr_kernel));
-  command
-      ->add_option("--cmdtop", args->cmdtop,
-                   "CMDTop convolutions: auto, im2col, dense or fused (one CUDA kernel, float32)")
-      ->transform(names_of(gpu::kBenchCmdTopNames))
-      ->default_str(gpu::to_string(args->cmdtop));
+  add_named_option(command, "--path", args->path, gpu::kBenchPathNames, "auto, fused or eager");
+  add_named_option(command, "--corr-kernel", args->corr_kernel, gpu::kBenchCorrKernelNames,
+                   "CUDA 4D-correlation kernel: auto, classic, tensor, wmma or pipelined");
+  add_named_option(command, "--cmdtop", args->cmdtop, gpu::kBenchCmdTopNames,
+                   "CMDTop convolutions: auto, im2col, dense or fused (one CUDA kernel, float32)");
   command
       ->add_option("--cudnn-benchmark-limit", args->cudnn_benchmark_limit,
                    "cuDNN algorithms the autotuning times per convolution (0 = all; -1 = LibTorch's default, 10)")
       ->check(CLI::Range(-1, 1000))
       ->capture_default_str();
-  command->add_option("--cudnn-benchmark", args->cudnn_benchmark, "cuDNN autotuning: auto (on), on, off")
-      ->transform(names_of(gpu::kBenchSwitchNames))
-      ->default_str(gpu::to_string(args->cudnn_benchmark));
-  command->add_option("--norm", args->norm, "backbone InstanceNorm+ReLU on CUDA: auto (fused), fused, reference")
-      ->transform(names_of(gpu::kBenchNormNames))
-      ->default_str(gpu::to_string(args->norm));
+  add_named_option(command, "--cudnn-benchmark", args->cudnn_benchmark, gpu::kBenchSwitchNames,
+                   "cuDNN autotuning: auto (on), on, off");
+  add_named_option(command, "--norm", args->norm, gpu::kBenchNormNames,
+                   "backbone InstanceNorm+ReLU on CUDA: auto (fused), fused, reference");
   command->add_option("--cuda-graphs", args->cuda_graphs, "replay the refinement as CUDA graphs: on or off")
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, gpu::BenchSwitch>{{"on", gpu::BenchSwitch::on}, {"off", gpu::BenchSwitch::off}}))
       ->default_str(gpu::to_string(args->cuda_graphs));
-  command
-      ->add_option("--mixer", args->mixer,
+  add_named_option(command, "--mixer", args->mixer, gpu::kBenchMixerNames,
                    "temporal mixer on CUDA: auto (float32: the fused kernels in 3xTF32; fp16/bf16: the module), fused, "
-                   "plain (fused, float32 "
-                   "without 3xTF32) or reference (the module path)")
-      ->transform(names_of(gpu::kBenchMixerNames))
-      ->default_str(gpu::to_string(args->mixer));
-  command
-      ->add_option("--glue-kernels", args->glue,
+                   "plain (fused, float32 without 3xTF32) or reference (the module path)");
+  add_named_option(command, "--glue-kernels", args->glue, gpu::kBenchGlueNames,
                    "glue ops on CUDA (the bf16/fp16 query supports, the mixer's input rows): auto (one kernel each) "
-                   "or composite (their ATen op sequences, as on the CPU)")
-      ->transform(names_of(gpu::kBenchGlueNames))
-      ->default_str(gpu::to_string(args->glue));
-  command
-      ->add_option("--mlp-gelu", args->mlp_gelu,
+                   "or composite (their ATen op sequences, as on the CPU)");
+  add_named_option(command, "--mlp-gelu", args->mlp_gelu, gpu::kBenchGeluNames,
                    "the mixer MLP's GELU in bf16/fp16 on CUDA: auto (fused-tanh), exact (the official erf form, a pass "
-                   "of its own) or fused-tanh (the tanh form in the GEMM's epilogue)")
-      ->transform(names_of(gpu::kBenchGeluNames))
-      ->default_str(gpu::to_string(args->mlp_gelu));
+                   "of its own) or fused-tanh (the tanh form in the GEMM's epilogue)");
   command
       ->add_option(
           "--attention-from-frames", args->attention_from_frames,
