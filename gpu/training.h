@@ -109,6 +109,9 @@ struct AugmentationOptions {
 struct ConsistencyOptions {
   double weight = 0.0;     // weight of the consistency term in the loss
   bool symmetric = false;  // gradients through both copies; default: copy B is a fixed target (stop-gradient)
+  /// Also pull together the positions of points hidden in the ground truth. The supervised loss leaves a hidden
+  /// point's position free, and the stability figures over all pairs are mostly such points moving (docs/training.md).
+  bool hidden_points = false;
   double huber_delta_px = 4.0;
 
   core::Status check() const;

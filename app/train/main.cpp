@@ -118,6 +118,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--consistency-symmetric", o.consistency.symmetric,
                "consistency gradients through both copies (default: the second copy is a fixed target)");
+  app.add_flag("--consistency-hidden", o.consistency.hidden_points,
+               "the consistency loss also pulls together the positions of points hidden in the ground truth (default: "
+               "visible points only, as the supervised loss)");
   app.add_option("--val-stability-clips", o.validation_stability.clips,
                  "validation clips tracked again under +-2 levels, JPEG-like q90 and bf16/fp16 (0 = off)")
       ->capture_default_str();

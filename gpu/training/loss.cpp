@@ -79,8 +79,9 @@ at::Tensor consistency_loss(const TrackerOutputs& a, const TrackerOutputs& b, co
       target_xy = target_xy.detach();
       target_occlusion = target_occlusion.detach();
     }
-    at::Tensor position = huber_position_loss(to_256(x.tracks_xy.to(at::kFloat), height, width), target_xy, occluded,
-                                              options.huber_delta_px);
+    at::Tensor position =
+        huber_position_loss(to_256(x.tracks_xy.to(at::kFloat), height, width), target_xy,
+                            options.hidden_points ? at::zeros_like(occluded) : occluded, options.huber_delta_px);
     at::Tensor occlusion = (at::sigmoid(x.occlusion_logits.to(at::kFloat)) - target_occlusion).abs().mean();
     at::Tensor sum = position + occlusion;
     total = total.defined() ? total + sum : sum;
