@@ -109,9 +109,10 @@ struct AugmentationOptions {
 struct ConsistencyOptions {
   double weight = 0.0;     // weight of the consistency term in the loss
   bool symmetric = false;  // gradients through both copies; default: copy B is a fixed target (stop-gradient)
-  /// Also pull together the positions of points hidden in the ground truth. The supervised loss leaves a hidden
-  /// point's position free, and the stability figures over all pairs are mostly such points moving (docs/training.md).
-  bool hidden_points = false;
+  /// Weight of the points hidden in the ground truth in the position term, against 1 for the visible ones (0: visible
+  /// points only, as the supervised loss, which leaves a hidden point's position free; but the stability figures over
+  /// all pairs are mostly such points moving: docs/training.md).
+  double hidden_weight = 0.0;
   double huber_delta_px = 4.0;
 
   core::Status check() const;

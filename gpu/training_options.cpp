@@ -105,8 +105,10 @@ core::Status AugmentationOptions::check() const {
 }
 
 core::Status ConsistencyOptions::check() const {
-  return require(in_range(weight, 0, 1e3) && in_range(huber_delta_px, 1e-6, 1e3), "consistency options",
-                 fmt::format("weight {} must be >= 0 and the Huber delta {} positive", weight, huber_delta_px));
+  return require(in_range(weight, 0, 1e3) && in_range(hidden_weight, 0, 1e3) && in_range(huber_delta_px, 1e-6, 1e3),
+                 "consistency options",
+                 fmt::format("weights {} and {} (hidden points) must be >= 0 and the Huber delta {} positive", weight,
+                             hidden_weight, huber_delta_px));
 }
 
 core::Status ValidationStabilityOptions::check() const {

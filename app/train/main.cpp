@@ -118,9 +118,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--consistency-symmetric", o.consistency.symmetric,
                "consistency gradients through both copies (default: the second copy is a fixed target)");
-  app.add_flag("--consistency-hidden", o.consistency.hidden_points,
-               "the consistency loss also pulls together the positions of points hidden in the ground truth (default: "
-               "visible points only, as the supervised loss)");
+  CLI::Option* hidden_weight =
+      app.add_option("--consistency-hidden-weight", o.consistency.hidden_weight,
+                     "weight of the points hidden in the ground truth in the consistency loss's position term, against "
+                     "1 for the visible ones (0: visible points only, as the supervised loss)")
+          ->check(CLI::Range(0.0, 1e3))
+          ->capture_default_str();
+  app.add_flag_callback(
+         "--consistency-hidden", [&o] { o.consistency.hidden_weight = 1.0; },
+         "the consistency loss pulls together the positions of hidden points as of visible ones "
+         "(--consistency-hidden-weight 1)")
+      ->excludes(hidden_weight);
   app.add_option("--val-stability-clips", o.validation_stability.clips,
                  "validation clips tracked again under +-2 levels, JPEG-like q90 and bf16/fp16 (0 = off)")
       ->capture_default_str();

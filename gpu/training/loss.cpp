@@ -81,7 +81,8 @@ at::Tensor consistency_loss(const TrackerOutputs& a, const TrackerOutputs& b, co
     }
     at::Tensor position =
         huber_position_loss(to_256(x.tracks_xy.to(at::kFloat), height, width), target_xy,
-                            options.hidden_points ? at::zeros_like(occluded) : occluded, options.huber_delta_px);
+                            // weight 1 - occluded': visible 1, hidden hidden_weight
+                            occluded.to(at::kFloat) * (1.0 - options.hidden_weight), options.huber_delta_px);
     at::Tensor occlusion = (at::sigmoid(x.occlusion_logits.to(at::kFloat)) - target_occlusion).abs().mean();
     at::Tensor sum = position + occlusion;
     total = total.defined() ? total + sum : sum;

@@ -41,8 +41,8 @@ at::Tensor occlusion_loss(const at::Tensor& occlusion_logits, const at::Tensor& 
 
 /// The consistency of two copies of the same clips (outputs a and b, same queries), summed over iterations:
 /// mean(Huber_delta(|tracks_a - tracks_b|) x visible) + mean(|sigmoid(occ_a) - sigmoid(occ_b)|), positions at
-/// 256x256, visible = not occluded in the ground truth (every point with options.hidden_points). Copy b is a fixed
-/// target (detached) unless options.symmetric. Unweighted (the caller multiplies by options.weight).
+/// 256x256, visible = not occluded in the ground truth (the hidden points weighted by options.hidden_weight). Copy b is
+/// a fixed target (detached) unless options.symmetric. Unweighted (the caller multiplies by options.weight).
 at::Tensor consistency_loss(const TrackerOutputs& a, const TrackerOutputs& b, const at::Tensor& occluded,
                             int64_t height, int64_t width, const ConsistencyOptions& options);
 

@@ -410,7 +410,7 @@ core::Expected<TrainingSummary> Trainer::train() {
                 {"consistency",
                  {{"weight", options_.consistency.weight},
                   {"symmetric", options_.consistency.symmetric},
-                  {"hidden_points", options_.consistency.hidden_points}}},
+                  {"hidden_weight", options_.consistency.hidden_weight}}},
                 {"max_steps", options_.max_steps},
                 {"max_minutes", options_.max_minutes}}
                .dump());

@@ -126,9 +126,11 @@ TEST(Loss, ConsistencyPullsCopyATowardsCopyB) {
   EXPECT_NEAR(consistency_loss(a, a, t.occluded, 256, 256, options).item<double>(), 0.0, 1e-9);
   const TrackerOutputs b_plain{{{t.tracks + at::tensor({1.0f, 0.0f}), b_occlusion, at::Tensor()}}};
   EXPECT_NEAR(consistency_loss(a, b_plain, t.occluded, 128, 128, options).item<double>(), 2.0 * 3.0 / 4.0 + 0.25, 1e-5);
-  // With hidden points the hidden frame's 1 px counts too.
-  options.hidden_points = true;
+  // With hidden points the hidden frame's 1 px counts too, with its weight.
+  options.hidden_weight = 1.0;
   EXPECT_NEAR(consistency_loss(a, b, t.occluded, 256, 256, options).item<double>(), 0.5 * 4.0 / 4.0 + 0.25, 1e-5);
+  options.hidden_weight = 0.25;
+  EXPECT_NEAR(consistency_loss(a, b, t.occluded, 256, 256, options).item<double>(), 0.5 * 3.25 / 4.0 + 0.25, 1e-5);
   // Slicing a doubled batch gives each copy's estimates.
   const TrackerOutputs both{{{at::cat({t.tracks, t.tracks + 1.0}), at::zeros({2, 1, 4}), at::ones({2, 1, 4})}}};
   const TrackerOutputs second = slice_outputs(both, 1, 1);
