@@ -1,13 +1,13 @@
 // The tensor-core attention of the module mixer (gpu/ops/cuda/attention_mma_kernel.cuh), its exact source, run on the
 // CPU through tests/gpu/cuda_emulation.h (a thread per CUDA thread; mma.sync's fragments exchanged as the hardware
 // does, shared memory checked for races and bounds) against softmax(q k^T / 8 + ALiBi) v computed in double from the
-// same 16-bit inputs, with the bias written out from its definition (forward heads: slope * (j - i) for j <= i,
-// backward heads: slope * (i - j) for j >= i, the rest excluded). Frame counts that leave the last query tile and key
-// chunk partial (5, 47), two and three query groups and key chunks (70, 130: the online softmax across chunks, the
-// chunks a group skips: after its rows for forward heads, before them for backward heads), heads with both directions,
-// both 16-bit types; rows of qkv with a stride wider than their columns and an output stride wider than its columns,
-// whose extra columns must stay untouched. Inputs are fresh random values each run (the seed is printed;
-// TRACKSCOPE_TEST_SEED repeats a run). Torch-free.
+// same 16-bit inputs by alibi_attention_reference.h, the bias written out from its definition (forward heads:
+// slope * (j - i) for j <= i, backward heads: slope * (i - j) for j >= i, the rest excluded). Frame counts that leave
+// the last query tile and key chunk partial (5, 47), two and three query groups and key chunks (70, 130: the online
+// softmax across chunks, the chunks a group skips: after its rows for forward heads, before them for backward heads),
+// heads with both directions, both 16-bit types; rows of qkv with a stride wider than their columns and an output
+// stride wider than its columns, whose extra columns must stay untouched. Inputs are fresh random values each run (the
+// seed is printed; TRACKSCOPE_TEST_SEED repeats a run). Torch-free.
 #include "cuda_emulation.h"  // first: the kernel header takes its primitives from it
 
 #include <gtest/gtest.h>
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "alibi_attention_reference.h"
 #include "gpu/ops/cuda/attention_mma_kernel.cuh"
 
 namespace trackscope::test {
@@ -43,12 +44,7 @@ void check(int frames, int heads, double tolerance) {
   for (size_t i = 0; i < qkv.size; ++i) qkv[i] = emu::value_to_bits<Element>(2.0f * normal(rng));
   const uint16_t poison = 0x7e7e;
   emu::PoisonedBuffer<uint16_t> out(static_cast<size_t>(rows * out_stride), poison);
-  std::vector<float> slopes(static_cast<size_t>(heads));
-  const int half = heads / 2;
-  for (size_t h = 0; h < static_cast<size_t>(half); ++h) {
-    slopes[h] = slopes[h + static_cast<size_t>(half)] =
-        static_cast<float>(1.0 / std::pow(24.0, (static_cast<double>(h) + 1.0) / static_cast<double>(half)));
-  }
+  const std::vector<float> slopes = alibi_slopes_reference(heads);
   cuda::MixerAttentionMmaParams p;
   p.qkv = qkv.data();
   p.qkv_stride = qkv_stride;
@@ -64,45 +60,25 @@ void check(int frames, int heads, double tolerance) {
     ADD_FAILURE() << name << ": " << e;
   }
 
-  const auto value = [&](int64_t row, int64_t column) {
-    return static_cast<double>(emu::bits_to_value<Element>(qkv[static_cast<size_t>(row * qkv_stride + column)]));
-  };
   double max_diff = 0.0, max_expected = 0.0;
   int64_t untouched = 0, extra_columns = 0;
   for (int s = 0; s < sequences; ++s) {
-    for (int h = 0; h < heads; ++h) {
-      const bool forward = h < heads / 2;
-      for (int i = 0; i < frames; ++i) {
-        std::vector<double> weight(static_cast<size_t>(frames), 0.0);
-        double top = -INFINITY;
-        for (int j = 0; j < frames; ++j) {
-          if (forward ? j > i : j < i) continue;
-          double dot = 0.0;
-          for (int c = 0; c < kDim; ++c) {
-            dot += value(int64_t{s} * frames + i, h * kDim + c) * value(int64_t{s} * frames + j, dim + h * kDim + c);
-          }
-          const double bias = static_cast<double>(slopes[static_cast<size_t>(h)]) * (forward ? j - i : i - j);
-          weight[static_cast<size_t>(j)] = dot / 8.0 + bias;
-          top = std::max(top, weight[static_cast<size_t>(j)]);
-        }
-        double total = 0.0;
-        for (int j = 0; j < frames; ++j) {
-          const bool valid = forward ? j <= i : j >= i;
-          weight[static_cast<size_t>(j)] = valid ? std::exp(weight[static_cast<size_t>(j)] - top) : 0.0;
-          total += weight[static_cast<size_t>(j)];
-        }
-        for (int c = 0; c < kDim; ++c) {
-          double want = 0.0;
-          for (int j = 0; j < frames; ++j) {
-            want += weight[static_cast<size_t>(j)] * value(int64_t{s} * frames + j, 2 * dim + h * kDim + c);
-          }
-          want /= total;
-          const uint16_t bits = out[static_cast<size_t>((int64_t{s} * frames + i) * out_stride + h * kDim + c)];
-          untouched += bits == poison ? 1 : 0;
-          const double got = emu::bits_to_value<Element>(bits);
-          max_diff = std::max(max_diff, std::isfinite(got) ? std::fabs(got - want) : INFINITY);
-          max_expected = std::max(max_expected, std::fabs(want));
-        }
+    std::vector<double> sequence_qkv(static_cast<size_t>(frames * 3 * dim));
+    for (int i = 0; i < frames; ++i) {
+      for (int c = 0; c < 3 * dim; ++c) {
+        sequence_qkv[static_cast<size_t>(i * 3 * dim + c)] = static_cast<double>(
+            emu::bits_to_value<Element>(qkv[static_cast<size_t>((int64_t{s} * frames + i) * qkv_stride + c)]));
+      }
+    }
+    const std::vector<double> expected = reference_alibi_attention(sequence_qkv, frames, heads, slopes);
+    for (int i = 0; i < frames; ++i) {
+      for (int c = 0; c < dim; ++c) {
+        const double want = expected[static_cast<size_t>(i * dim + c)];
+        const uint16_t bits = out[static_cast<size_t>((int64_t{s} * frames + i) * out_stride + c)];
+        untouched += bits == poison ? 1 : 0;
+        const double got = emu::bits_to_value<Element>(bits);
+        max_diff = std::max(max_diff, std::isfinite(got) ? std::fabs(got - want) : INFINITY);
+        max_expected = std::max(max_expected, std::fabs(want));
       }
     }
   }

@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "alibi_attention_reference.h"
 #include "gpu/ops/cuda/mixer_kernels.cuh"
 #include "gpu/ops/cuda/mixer_layout.h"
 
@@ -215,46 +216,6 @@ TEST(MixerEmulation, RowsGeluAndCopyMatchTheReference) {
 }
 
 // -- attention -------------------------------------------------------------------------------------------------
-// The official attention on one sequence (double): softmax(q k^T / 8 + ALiBi bias) v per head, heads [0, H/2)
-// forward (j <= i), [H/2, H) backward (j >= i).
-std::vector<double> reference_attention(const std::vector<double>& qkv, int frames, int heads,
-                                        const std::vector<float>& slopes) {
-  const int dim = heads * 64;
-  std::vector<double> out(static_cast<size_t>(frames * dim), 0.0);
-  std::vector<double> score(static_cast<size_t>(frames));
-  for (int h = 0; h < heads; ++h) {
-    const bool forward = h < heads / 2;
-    for (int i = 0; i < frames; ++i) {
-      double top = -INFINITY;
-      for (int j = 0; j < frames; ++j) {
-        double s = 0.0;
-        for (int c = 0; c < 64; ++c) s += qkv[i * 3 * dim + h * 64 + c] * qkv[j * 3 * dim + dim + h * 64 + c];
-        const bool visible = forward ? j <= i : j >= i;
-        s = s * 0.125 + (visible ? static_cast<double>(slopes[h]) * (forward ? j - i : i - j) : -1e9);
-        score[j] = s;
-        top = std::max(top, s);
-      }
-      double total = 0.0;
-      for (int j = 0; j < frames; ++j) total += (score[j] = std::exp(score[j] - top));
-      for (int j = 0; j < frames; ++j) {
-        for (int c = 0; c < 64; ++c) {
-          out[i * dim + h * 64 + c] += score[j] / total * qkv[j * 3 * dim + 2 * dim + h * 64 + c];
-        }
-      }
-    }
-  }
-  return out;
-}
-
-std::vector<float> alibi_slopes(int heads) {
-  const int half = heads / 2;
-  const double base = std::pow(24.0, 1.0 / half);
-  std::vector<float> slopes;
-  for (int repeat = 0; repeat < 2; ++repeat) {
-    for (int k = 1; k <= half; ++k) slopes.push_back(static_cast<float>(1.0 / std::pow(base, k)));
-  }
-  return slopes;
-}
 
 template <class Tag, bool Split>
 void check_attention(int64_t sequences, int frames, int heads) {
@@ -269,7 +230,7 @@ void check_attention(int64_t sequences, int frames, int heads) {
       qkv[static_cast<size_t>(r * qkv_stride + c)] = from_float<Tag>(values[static_cast<size_t>(r * 3 * dim + c)]);
     }
   }
-  const std::vector<float> slopes = alibi_slopes(heads);
+  const std::vector<float> slopes = alibi_slopes_reference(heads);
   const int kp = cuda::mixer_padded_k(dim);
   const int64_t out_stride = cuda::mixer_blocks(Split) * kp;
   std::vector<Raw<Tag>> out(static_cast<size_t>((rows + 1) * out_stride), poison<Tag>());
@@ -296,7 +257,7 @@ void check_attention(int64_t sequences, int frames, int heads) {
         sequence_qkv[i * 3 * dim + c] = to_float<Tag>(qkv[static_cast<size_t>((s * frames + i) * qkv_stride + c)]);
       }
     }
-    const std::vector<double> expected = reference_attention(sequence_qkv, frames, heads, slopes);
+    const std::vector<double> expected = reference_alibi_attention(sequence_qkv, frames, heads, slopes);
     for (int i = 0; i < frames; ++i) {
       const Raw<Tag>* row = &out[static_cast<size_t>((s * frames + i) * out_stride)];
       for (int c = 0; c < dim; ++c) f.add(operand_value<Tag, Split>(row, kp, c, f), expected[i * dim + c]);
@@ -447,7 +408,7 @@ std::vector<double> reference_mixer(const Weights& w, const std::vector<double>&
   const int d = w.dim;
   std::vector<double> h, a(static_cast<size_t>(rows * d)), t, qkv(static_cast<size_t>(rows * 3 * d)), u;
   linear(w.input_proj, x, rows, h);
-  const std::vector<float> slopes = alibi_slopes(w.heads);
+  const std::vector<float> slopes = alibi_slopes_reference(w.heads);
   for (const Layer& layer : w.layers) {
     for (int64_t r = 0; r < rows; ++r) {
       layer_norm(&h[r * d], d, layer.ln1.gamma.data(), layer.ln1.beta.data(), &a[r * d]);
@@ -462,7 +423,7 @@ std::vector<double> reference_mixer(const Weights& w, const std::vector<double>&
     }
     for (int64_t s = 0; s < sequences; ++s) {
       const std::vector<double> one(qkv.begin() + s * frames * 3 * d, qkv.begin() + (s + 1) * frames * 3 * d);
-      const std::vector<double> attended = reference_attention(one, frames, w.heads, slopes);
+      const std::vector<double> attended = reference_alibi_attention(one, frames, w.heads, slopes);
       std::copy(attended.begin(), attended.end(), a.begin() + s * frames * d);
     }
     linear(layer.f, a, rows, t);
@@ -565,7 +526,7 @@ void check_whole_mixer(int dim, int64_t sequences, int frames, double tolerance)
   std::vector<Raw<Tag>> a, h, qkv, u;
   run_rows<Tag, Split>(cuda::MixerRowOp::copy, x_stored, kInput, rows, kInput, nullptr, a, errors);
   gemm<Tag>(a, rows, blocks * ip, packed<Tag, Split>({&w.input_proj}), dim, h, false);
-  const std::vector<float> slopes = alibi_slopes(w.heads);
+  const std::vector<float> slopes = alibi_slopes_reference(w.heads);
   for (const Layer& layer : w.layers) {
     run_rows<Tag, Split>(cuda::MixerRowOp::layer_norm, h, dim, rows, dim, &layer.ln1, a, errors);
     gemm<Tag>(a, rows, blocks * dp, packed<Tag, Split>({&layer.q, &layer.k, &layer.v}), 3 * dim, qkv, false);
