@@ -16,15 +16,21 @@ at::Tensor to_256(const at::Tensor& xy, int64_t height, int64_t width) {
   return xy * at::tensor({scale[0], scale[1]}, xy.options());
 }
 
-}  // namespace
-
-at::Tensor huber_position_loss(const at::Tensor& tracks_xy, const at::Tensor& target_xy, const at::Tensor& occluded,
-                               double delta_px) {
+// huber_position_loss with a weight per entry (of the tracks' leading shape) instead of the visibility mask.
+at::Tensor weighted_huber_position_loss(const at::Tensor& tracks_xy, const at::Tensor& target_xy,
+                                        const at::Tensor& weight, double delta_px) {
   at::Tensor error = tracks_xy - target_xy;
   at::Tensor distance_sq = (error * error).sum(-1);
   at::Tensor distance = at::sqrt(distance_sq + 1e-12);
   at::Tensor huber = at::where(distance < delta_px, distance_sq * 0.5, (distance - delta_px * 0.5) * delta_px);
-  return (huber * visible_weight(occluded, huber)).mean();
+  return (huber * weight.to(huber.scalar_type())).mean();
+}
+
+}  // namespace
+
+at::Tensor huber_position_loss(const at::Tensor& tracks_xy, const at::Tensor& target_xy, const at::Tensor& occluded,
+                               double delta_px) {
+  return weighted_huber_position_loss(tracks_xy, target_xy, visible_weight(occluded, tracks_xy), delta_px);
 }
 
 at::Tensor expected_dist_loss(const at::Tensor& tracks_xy, const at::Tensor& expected_dist_logits,
@@ -79,10 +85,11 @@ at::Tensor consistency_loss(const TrackerOutputs& a, const TrackerOutputs& b, co
       target_xy = target_xy.detach();
       target_occlusion = target_occlusion.detach();
     }
+    // Visible points weigh 1, hidden ones options.hidden_weight.
+    const at::Tensor hidden = occluded.to(at::kFloat);
     at::Tensor position =
-        huber_position_loss(to_256(x.tracks_xy.to(at::kFloat), height, width), target_xy,
-                            // weight 1 - occluded': visible 1, hidden hidden_weight
-                            occluded.to(at::kFloat) * (1.0 - options.hidden_weight), options.huber_delta_px);
+        weighted_huber_position_loss(to_256(x.tracks_xy.to(at::kFloat), height, width), target_xy,
+                                     (1.0 - hidden) + options.hidden_weight * hidden, options.huber_delta_px);
     at::Tensor occlusion = (at::sigmoid(x.occlusion_logits.to(at::kFloat)) - target_occlusion).abs().mean();
     at::Tensor sum = position + occlusion;
     total = total.defined() ? total + sum : sum;
