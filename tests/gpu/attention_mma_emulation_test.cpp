@@ -63,17 +63,17 @@ void check(int frames, int heads, double tolerance) {
   double max_diff = 0.0, max_expected = 0.0;
   int64_t untouched = 0, extra_columns = 0;
   for (int s = 0; s < sequences; ++s) {
-    std::vector<double> sequence_qkv(static_cast<size_t>(frames * 3 * dim));
+    std::vector<double> sequence_qkv(static_cast<size_t>(int64_t{frames} * 3 * dim));
     for (int i = 0; i < frames; ++i) {
       for (int c = 0; c < 3 * dim; ++c) {
-        sequence_qkv[static_cast<size_t>(i * 3 * dim + c)] = static_cast<double>(
+        sequence_qkv[static_cast<size_t>(int64_t{i} * 3 * dim + c)] = static_cast<double>(
             emu::bits_to_value<Element>(qkv[static_cast<size_t>((int64_t{s} * frames + i) * qkv_stride + c)]));
       }
     }
     const std::vector<double> expected = reference_alibi_attention(sequence_qkv, frames, heads, slopes);
     for (int i = 0; i < frames; ++i) {
       for (int c = 0; c < dim; ++c) {
-        const double want = expected[static_cast<size_t>(i * dim + c)];
+        const double want = expected[static_cast<size_t>(int64_t{i} * dim + c)];
         const uint16_t bits = out[static_cast<size_t>((int64_t{s} * frames + i) * out_stride + c)];
         untouched += bits == poison ? 1 : 0;
         const double got = emu::bits_to_value<Element>(bits);
