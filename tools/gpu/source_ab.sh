@@ -11,6 +11,9 @@
 # Writes OUT_DIR/ab-{new,old}-K.json (K = 1..ROUNDS, default 2, in the order new, old, new, old, ...) and the
 # headless comparison of the first pair (`trackscope-cli compare`) to OUT_DIR/ab-compare.txt. Rebuilding for "old"
 # recompiles only the swapped files and relinks; the tree is restored and rebuilt as "new" before returning.
+# Two rounds write 11 files and the device tool returns at most 8 from $OUT: run into a folder outside $OUT and
+# bring back one archive, e.g. --run "bash tools/gpu/source_ab.sh --run /tmp/ab 'ARGS' 2; tar czf \$OUT/ab.tar.gz
+# -C /tmp ab" (stop 40 lost the old side's JSON of a two-round A/B written under $OUT).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 # SOURCE_AB_OLD names another folder for the old files (two A/Bs in one call: prepare and run each with its own).
