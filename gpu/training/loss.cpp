@@ -87,9 +87,9 @@ at::Tensor consistency_loss(const TrackerOutputs& a, const TrackerOutputs& b, co
     }
     // Visible points weigh 1, hidden ones options.hidden_weight.
     const at::Tensor hidden = occluded.to(at::kFloat);
-    at::Tensor position =
-        weighted_huber_position_loss(to_256(x.tracks_xy.to(at::kFloat), height, width), target_xy,
-                                     (1.0 - hidden) + options.hidden_weight * hidden, options.huber_delta_px);
+    at::Tensor position = weighted_huber_position_loss(
+        to_256(x.tracks_xy.to(at::kFloat), height, width), target_xy,
+        visible_weight(occluded, hidden) + options.hidden_weight * hidden, options.huber_delta_px);
     at::Tensor occlusion = (at::sigmoid(x.occlusion_logits.to(at::kFloat)) - target_occlusion).abs().mean();
     at::Tensor sum = position + occlusion;
     total = total.defined() ? total + sum : sum;
