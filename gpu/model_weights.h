@@ -68,4 +68,19 @@ struct ConvertOptions {
 /// Returns the description of the input.
 core::Expected<ModelWeightsInfo> convert_model_weights(const ConvertOptions& options);
 
+struct AverageOptions {
+  std::vector<std::filesystem::path> inputs;  // two or more weights files of one model size (any accepted format)
+  std::vector<double> weights;                // one per input, each >= 0, summing to 1; empty = equal weights
+  std::filesystem::path output;               // .safetensors
+  std::string dtype = "f16";                  // f32 | f16 | bf16
+  core::Status check() const;
+};
+
+/// The weighted average of several weights files of the same model, parameter by parameter (a "weight soup" of
+/// fine-tuned runs that share their start: docs/training.md). Every input is validated as by `convert`; the sum is
+/// taken in float64 and rounded once to float32, then to `dtype`. Writes the official keys with __metadata__ naming
+/// every source (file name, sha256, weight). Mixed model sizes are an error. Returns the description of the
+/// written file.
+core::Expected<ModelWeightsInfo> average_model_weights(const AverageOptions& options);
+
 }  // namespace trackscope::gpu

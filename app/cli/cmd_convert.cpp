@@ -1,5 +1,6 @@
 // trackscope-cli convert IN OUT [--dtype f32|f16|bf16]: LocoTrack weights (.ckpt / .pt / .safetensors, shards)
 // to one strict-checked .safetensors file with the official keys.
+// trackscope-cli average IN IN... --out OUT [--weights W,W...] [--dtype ...]: their weighted average, one file.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -31,6 +32,29 @@ void add_convert_command(CLI::App& app, CliContext& context) {
     }
     std::printf("read    %s\n        %s\nwrote   %s (%s)\n", options->input.string().c_str(), info->summary().c_str(),
                 options->output.string().c_str(), options->dtype.c_str());
+    context.exit_code = 0;
+  });
+}
+
+void add_average_command(CLI::App& app, CliContext& context) {
+  CLI::App* command = app.add_subcommand(
+      "average", "average the weights of several runs of one LocoTrack model into one .safetensors file");
+  auto options = std::make_shared<gpu::AverageOptions>();
+  command->add_option("inputs", options->inputs, "two or more weights files (as `convert` reads them)")->required();
+  command->add_option("-o,--out", options->output, "the .safetensors file to write")->required();
+  command->add_option("--weights", options->weights, "one weight per input, summing to 1 (default: equal)")
+      ->delimiter(',');
+  command->add_option("--dtype", options->dtype, "dtype of the written tensors")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+  command->callback([options, &context] {
+    core::Expected<gpu::ModelWeightsInfo> info = gpu::average_model_weights(*options);
+    if (!info) {
+      std::fprintf(stderr, "trackscope-cli average: error: %s\n", info.status().message().c_str());
+      context.exit_code = 1;
+      return;
+    }
+    std::printf("wrote   %s\n        %s\n", options->output.string().c_str(), info->summary().c_str());
     context.exit_code = 0;
   });
 }

@@ -17,6 +17,7 @@ std::string version_text();
 
 void add_devices_command(CLI::App& app, CliContext& context);
 void add_convert_command(CLI::App& app, CliContext& context);
+void add_average_command(CLI::App& app, CliContext& context);
 void add_compare_command(CLI::App& app, CliContext& context);  // cmd_compare.cpp
 void add_gpus_command(CLI::App& app, CliContext& context);     // cmd_compare.cpp
 void add_info_command(CLI::App& app, CliContext& context);

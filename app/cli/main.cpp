@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   app::CliContext context;
   app::add_devices_command(app, context);
   app::add_convert_command(app, context);
+  app::add_average_command(app, context);
   app::add_compare_command(app, context);
   app::add_gpus_command(app, context);
   app::add_info_command(app, context);

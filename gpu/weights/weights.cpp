@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -197,6 +198,32 @@ core::Status ConvertOptions::check() const {
   return parse_dtype(dtype).status();
 }
 
+core::Status AverageOptions::check() const {
+  if (inputs.size() < 2) return core::invalid_argument("average: give at least two weights files");
+  if (output.empty()) return core::invalid_argument("average: no output file given");
+  if (output.extension() != ".safetensors") {
+    return core::invalid_argument(fmt::format("average: the output '{}' must end in .safetensors", output.string()));
+  }
+  if (!weights.empty()) {
+    if (weights.size() != inputs.size()) {
+      return core::invalid_argument(
+          fmt::format("average: {} weights for {} files (give one per file, or none for equal weights)", weights.size(),
+                      inputs.size()));
+    }
+    double sum = 0.0;
+    for (double w : weights) {
+      if (!std::isfinite(w) || w < 0.0) {
+        return core::invalid_argument(fmt::format("average: weight {} is not a finite number >= 0", w));
+      }
+      sum += w;
+    }
+    if (std::fabs(sum - 1.0) > 1e-6) {
+      return core::invalid_argument(fmt::format("average: the weights sum to {}, not 1", sum));
+    }
+  }
+  return parse_dtype(dtype).status();
+}
+
 namespace weights {
 
 const at::Tensor* StateDict::find(const std::string& key) const {
@@ -375,6 +402,49 @@ core::Expected<ModelWeightsInfo> convert_model_weights(const ConvertOptions& opt
   TRACKSCOPE_RETURN_IF_ERROR(weights::save_model_safetensors(*loaded->model, options.output, dtype, metadata));
   core::log::info("wrote {} as {} to {}", info.model_name, options.dtype, options.output.string());
   return info;
+}
+
+core::Expected<ModelWeightsInfo> average_model_weights(const AverageOptions& options) {
+  TRACKSCOPE_RETURN_IF_ERROR(options.check());
+  const at::ScalarType dtype = *parse_dtype(options.dtype);
+  const std::size_t count = options.inputs.size();
+  std::vector<double> mix = options.weights;
+  if (mix.empty()) mix.assign(count, 1.0 / static_cast<double>(count));
+  std::vector<weights::LoadedModel> models;
+  std::vector<std::string> sources;
+  for (std::size_t i = 0; i < count; ++i) {
+    core::Expected<weights::LoadedModel> loaded = weights::load_locotrack(options.inputs[i]);
+    if (!loaded) return loaded.status();
+    if (!models.empty() && loaded->info.model_size != models.front().info.model_size) {
+      return core::invalid_argument(fmt::format("average: '{}' is {} but '{}' is {}: only one model's weights average",
+                                                options.inputs[i].string(), loaded->info.model_name,
+                                                options.inputs.front().string(), models.front().info.model_name));
+    }
+    const std::string sha = loaded->info.sha256.size() == 1 ? loaded->info.sha256[0] : "shards";
+    sources.push_back(fmt::format("{} (sha256 {}) x {}", options.inputs[i].filename().string(), sha, mix[i]));
+    models.push_back(std::move(*loaded));
+  }
+  try {
+    at::NoGradGuard no_grad;
+    auto target = models.front().model->named_parameters(/*recurse=*/true);
+    std::vector<decltype(target)> others;
+    for (std::size_t i = 1; i < count; ++i) others.push_back(models[i].model->named_parameters(/*recurse=*/true));
+    for (auto& item : target) {
+      at::Tensor sum = item.value().to(at::kDouble) * mix[0];
+      for (std::size_t i = 1; i < count; ++i) sum += others[i - 1][item.key()].to(at::kDouble) * mix[i];
+      item.value().copy_(sum);
+    }
+  } catch (const c10::Error& e) {
+    return core::internal_error(fmt::format("average: LibTorch failed: {}", e.what_without_backtrace()));
+  }
+  const std::map<std::string, std::string> metadata = {
+      {"averaged_by", "trackscope-cli average"},
+      {"averaged_from", fmt::format("{}", fmt::join(sources, "; "))},
+  };
+  TRACKSCOPE_RETURN_IF_ERROR(weights::save_model_safetensors(*models.front().model, options.output, dtype, metadata));
+  core::log::info("wrote the average of {} {} weights files as {} to {}", count, models.front().info.model_name,
+                  options.dtype, options.output.string());
+  return inspect_model_weights(options.output);
 }
 
 }  // namespace trackscope::gpu

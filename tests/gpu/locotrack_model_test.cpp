@@ -323,6 +323,67 @@ TEST(LocoTrackWeights, ConvertWritesStrictSafetensorsInEachDtype) {
             core::StatusCode::not_found);
 }
 
+TEST(LocoTrackWeights, AverageMixesRunsParameterByParameterAndRefusesMixedModels) {
+  const fs::path folder = temp_folder("average");
+  core::Expected<weights::LoadedModel> a = weights::load_locotrack(fixture_weights(ModelSize::small));
+  ASSERT_TRUE(a) << a.status().message();
+  // A second "run": every parameter of the fixture moved by its own index-dependent amount.
+  core::Expected<weights::LoadedModel> b = weights::load_locotrack(fixture_weights(ModelSize::small));
+  ASSERT_TRUE(b) << b.status().message();
+  {
+    at::NoGradGuard no_grad;
+    double shift = 0.25;
+    for (auto& item : b->model->named_parameters()) {
+      item.value().add_(shift);
+      shift += 0.125;
+    }
+  }
+  const fs::path b_file = folder / "b.safetensors";
+  ASSERT_TRUE(weights::save_model_safetensors(*b->model, b_file, at::kFloat).ok());
+  const fs::path out = folder / "mix.safetensors";
+  core::Expected<ModelWeightsInfo> info =
+      average_model_weights({{fixture_weights(ModelSize::small), b_file}, {0.25, 0.75}, out, "f32"});
+  ASSERT_TRUE(info) << info.status().message();
+  EXPECT_EQ(info->model_size, "small");
+  core::Expected<weights::LoadedModel> mixed = weights::load_locotrack(out);
+  ASSERT_TRUE(mixed) << mixed.status().message();
+  const auto want_a = a->model->named_parameters();
+  const auto want_b = b->model->named_parameters();
+  int64_t checked = 0;
+  for (const auto& item : mixed->model->named_parameters()) {
+    const at::Tensor want = want_a[item.key()] * 0.25 + want_b[item.key()] * 0.75;
+    EXPECT_TRUE(at::allclose(item.value(), want, 1e-6, 1e-6)) << item.key();
+    EXPECT_FALSE(at::allclose(item.value(), want_a[item.key()], 1e-3, 1e-3)) << item.key() << " kept input 1";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 135);
+  core::Expected<core::io::SafetensorsSet> written = core::io::SafetensorsSet::open(out);
+  ASSERT_TRUE(written) << written.status().message();
+  const std::string sources = written->metadata().at("averaged_from");
+  EXPECT_NE(sources.find("b.safetensors"), std::string::npos) << sources;
+  EXPECT_NE(sources.find("x 0.75"), std::string::npos) << sources;
+
+  // Equal weights by default; mixed sizes, a lone input, bad weights and outputs are refused before writing.
+  ASSERT_TRUE(average_model_weights({{b_file, b_file}, {}, folder / "same.safetensors", "f32"}));
+  core::Expected<weights::LoadedModel> same = weights::load_locotrack(folder / "same.safetensors");
+  ASSERT_TRUE(same) << same.status().message();
+  for (const auto& item : same->model->named_parameters()) EXPECT_TRUE(at::equal(item.value(), want_b[item.key()]));
+  const core::Expected<ModelWeightsInfo> mixed_sizes = average_model_weights(
+      {{fixture_weights(ModelSize::small), fixture_weights(ModelSize::base)}, {}, folder / "x.safetensors", "f16"});
+  ASSERT_FALSE(mixed_sizes);
+  EXPECT_NE(mixed_sizes.status().message().find("LocoTrack-B"), std::string::npos) << mixed_sizes.status().message();
+  EXPECT_FALSE(average_model_weights({{b_file}, {}, folder / "x.safetensors", "f16"}));
+  EXPECT_FALSE(average_model_weights({{b_file, b_file}, {0.5, 0.6}, folder / "x.safetensors", "f16"}));
+  EXPECT_FALSE(average_model_weights({{b_file, b_file}, {1.5, -0.5}, folder / "x.safetensors", "f16"}));
+  EXPECT_FALSE(average_model_weights({{b_file, b_file}, {1.0}, folder / "x.safetensors", "f16"}));
+  EXPECT_FALSE(average_model_weights({{b_file, b_file}, {}, folder / "x.bin", "f16"}));
+  EXPECT_FALSE(fs::exists(folder / "x.safetensors"));
+  EXPECT_EQ(average_model_weights({{b_file, folder / "absent.safetensors"}, {}, folder / "x.safetensors", "f16"})
+                .status()
+                .code(),
+            core::StatusCode::not_found);
+}
+
 TEST(LocoTrackWeights, RecognisesOfficialCheckpointsBySha256) {
   ASSERT_EQ(known_checkpoints().size(), 2u);
   const KnownCheckpoint* small =
