@@ -215,6 +215,10 @@ struct TrainingOptions {
   WeightsDtype checkpoint_weights_dtype = WeightsDtype::fp32;
   int64_t max_shard_bytes = 15 * 1024 * 1024;  // weights files are split to stay under this (GPU-machine $OUT limit)
   bool self_check = true;                      // generator determinism + one forward/backward before training
+  /// Measure the starting weights (init_weights or the checkpoint resumed from) and stop: the validation only,
+  /// into validation.json and the log; no self-check, no optimiser step, no checkpoint, no budget needed. Needs
+  /// validation_clips > 0.
+  bool validate_only = false;
 
   TrainingOptions();
   core::Status check() const;
@@ -246,7 +250,7 @@ struct TrainingSummary {
   double steps_per_second = 0.0;
   double last_loss = 0.0;
   std::optional<ValidationSummary> validation;  // the final validation
-  std::filesystem::path checkpoint_dir;
+  std::filesystem::path checkpoint_dir;         // empty when no checkpoint was written (validate_only)
 };
 
 /// One training call: creates the model named by options.model on the device, resumes or initialises it,

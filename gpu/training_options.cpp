@@ -249,8 +249,10 @@ core::Status TrainingOptions::check() const {
                                      what, "step counts must be >= 0 (log interval >= 1)"));
   TRACKSCOPE_RETURN_IF_ERROR(require(in_range(max_minutes, 0, 1e6) && in_range(checkpoint_every_minutes, 0, 1e6), what,
                                      "minutes must be >= 0"));
+  TRACKSCOPE_RETURN_IF_ERROR(require(!validate_only || validation_clips > 0, what,
+                                     "validate-only needs validation clips (validation_clips > 0)"));
   TRACKSCOPE_RETURN_IF_ERROR(
-      require(max_steps > 0 || max_minutes > 0.0, what, "give a budget: max_steps or max_minutes"));
+      require(validate_only || max_steps > 0 || max_minutes > 0.0, what, "give a budget: max_steps or max_minutes"));
   return require(max_shard_bytes >= (1 << 20), what,
                  fmt::format("max shard size {} B is below 1 MiB", max_shard_bytes));
 }

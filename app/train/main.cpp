@@ -161,6 +161,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-shard-mib", max_shard_mib, "split weights files above this size")->capture_default_str();
   app.add_flag("--no-self-check", no_self_check, "skip the generator/forward/backward self-check");
+  app.add_flag("--validate-only", o.validate_only,
+               "only validate the starting weights (--init-weights or --resume): no step, no checkpoint, no budget "
+               "needed; validation.json and the summary");
   app.add_option("--summary-json", summary_path, "also write the summary JSON here");
   app.add_option("--data-bench", data_bench_batches, "only measure the synthetic generator: N batches, JSON on stdout");
   app.add_option("--data-preview", preview_folder,
@@ -228,13 +231,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "trackscope-train: %s\n", summary.status().message().c_str());
     return 1;
   }
-  nlohmann::json out = {{"first_step", summary->first_step},
-                        {"last_step", summary->last_step},
-                        {"train_seconds", summary->train_seconds},
-                        {"steps_per_second", summary->steps_per_second},
-                        {"clips_per_second", summary->clips_per_second},
-                        {"last_loss", summary->last_loss},
-                        {"checkpoint", summary->checkpoint_dir.string()}};
+  nlohmann::json out = {
+      {"first_step", summary->first_step},
+      {"last_step", summary->last_step},
+      {"train_seconds", summary->train_seconds},
+      {"steps_per_second", summary->steps_per_second},
+      {"clips_per_second", summary->clips_per_second},
+      {"last_loss", summary->last_loss},
+      {"checkpoint",
+       summary->checkpoint_dir.empty() ? nlohmann::json() : nlohmann::json(summary->checkpoint_dir.string())}};
   if (summary->validation) {
     out["validation"] = {{"step", summary->validation->step},
                          {"loss", summary->validation->loss},

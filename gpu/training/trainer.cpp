@@ -343,6 +343,17 @@ core::Expected<StepRecord> Trainer::train_step(bool timed) {
   });
 }
 
+core::Expected<TrainingSummary> Trainer::validate_weights() {
+  TrainingSummary summary;
+  summary.first_step = summary.last_step = step_;
+  auto v = validate();
+  if (!v) return v.status();
+  log_json(validation_json(*v).dump());
+  TRACKSCOPE_RETURN_IF_ERROR(write_json(options_.output_dir / "validation.json", validation_json(*v)));
+  summary.validation = std::move(*v);
+  return summary;
+}
+
 core::Expected<TrainingSummary> Trainer::train() {
   TrainingSummary summary;
   summary.first_step = step_;
@@ -508,6 +519,7 @@ core::Expected<TrainingSummary> run_training(const TrainingOptions& options, con
     } else if (!options.init_weights.empty()) {
       TRACKSCOPE_RETURN_IF_ERROR((*trainer)->load_initial_weights(options.init_weights));
     }
+    if (options.validate_only) return (*trainer)->validate_weights();
     if (options.self_check) {
       core::Status checked = (*trainer)->self_check();
       if (!checked && (*trainer)->uses_autocast()) {

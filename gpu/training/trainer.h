@@ -74,6 +74,9 @@ class Trainer {
   /// Trains until options.max_steps / max_minutes, validating and checkpointing as configured; always writes
   /// a final checkpoint and validation.json.
   core::Expected<TrainingSummary> train();
+  /// The validation of the weights as they are (options.validate_only): validation.json and a log line, no
+  /// step and no checkpoint; the summary's first and last step are step().
+  core::Expected<TrainingSummary> validate_weights();
   /// weights*.safetensors, optimizer.pt and trainer_state.json into `dir`.
   core::Status save_checkpoint(const std::filesystem::path& dir);
 

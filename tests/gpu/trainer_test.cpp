@@ -265,6 +265,70 @@ TEST(Trainer, RunTrainingWritesCheckpointLogsAndValidation) {
   EXPECT_EQ(run_training(no_budget, factory).status().code(), core::StatusCode::invalid_argument);
 }
 
+TEST(Trainer, ValidateOnlyMeasuresTheStartingWeightsWithoutTraining) {
+  SKIP_WITHOUT_DEVICE();
+  TrainableTrackerFactory factory = [](const std::string& name,
+                                       const at::Device& device) -> core::Expected<std::unique_ptr<TrainableTracker>> {
+    if (name != "tiny") return core::not_found("unknown model " + name);
+    auto tracker = std::make_unique<TinyTracker>();
+    tracker->module().to(device);
+    return std::unique_ptr<TrainableTracker>(std::move(tracker));
+  };
+  // A short run whose final validation is of the weights it checkpoints (fp32).
+  TrainingOptions trained = tiny_options(fresh_dir("validate_only_source"));
+  trained.max_steps = 2;
+  auto source = run_training(trained, factory);
+  ASSERT_TRUE(source) << source.status().message();
+  ASSERT_TRUE(source->validation.has_value());
+
+  auto expect_same_validation = [&](const TrainingSummary& summary) {
+    ASSERT_TRUE(summary.validation.has_value());
+    EXPECT_EQ(summary.validation->metrics.videos, 3);
+    EXPECT_DOUBLE_EQ(summary.validation->metrics.average_jaccard, source->validation->metrics.average_jaccard);
+    EXPECT_DOUBLE_EQ(summary.validation->loss, source->validation->loss);
+  };
+  auto expect_no_training = [](const fs::path& dir, const std::map<std::string, int>& log_lines) {
+    for (const char* file : {"weights.safetensors", "optimizer.pt", "trainer_state.json"}) {
+      EXPECT_FALSE(fs::exists(dir / file)) << file << " written by a validate-only call";
+    }
+    EXPECT_TRUE(fs::exists(dir / "validation.json"));
+    std::map<std::string, int> kinds;
+    for (const auto& line : read_lines(dir / "train_log.jsonl")) ++kinds[line.at("type").get<std::string>()];
+    EXPECT_EQ(kinds, log_lines);
+  };
+
+  // From the checkpoint's weights as a fresh start: step 0, no budget given.
+  TrainingOptions from_weights = tiny_options(fresh_dir("validate_only_weights"));
+  from_weights.validate_only = true;
+  from_weights.max_steps = 0;
+  from_weights.init_weights = trained.output_dir / "weights.safetensors";
+  auto measured = run_training(from_weights, factory);
+  ASSERT_TRUE(measured) << measured.status().message();
+  EXPECT_EQ(measured->first_step, 0);
+  EXPECT_EQ(measured->last_step, 0);
+  EXPECT_TRUE(measured->checkpoint_dir.empty());
+  expect_same_validation(*measured);
+  expect_no_training(from_weights.output_dir, {{"validation", 1}});
+
+  // Resumed from the checkpoint folder: its step, and the checkpoint left as it was.
+  const auto state_before = fs::last_write_time(trained.output_dir / "trainer_state.json");
+  TrainingOptions resumed = from_weights;
+  resumed.init_weights.clear();
+  resumed.resume_from = trained.output_dir;
+  resumed.output_dir = fresh_dir("validate_only_resumed");
+  auto measured_resumed = run_training(resumed, factory);
+  ASSERT_TRUE(measured_resumed) << measured_resumed.status().message();
+  EXPECT_EQ(measured_resumed->first_step, 2);
+  EXPECT_EQ(measured_resumed->last_step, 2);
+  expect_same_validation(*measured_resumed);
+  expect_no_training(resumed.output_dir, {{"resume", 1}, {"validation", 1}});
+  EXPECT_EQ(fs::last_write_time(trained.output_dir / "trainer_state.json"), state_before);
+
+  TrainingOptions nothing_to_measure = from_weights;
+  nothing_to_measure.validation_clips = 0;
+  EXPECT_EQ(run_training(nothing_to_measure, factory).status().code(), core::StatusCode::invalid_argument);
+}
+
 TEST(Trainer, WeightsRoundTripShardedAndStrict) {
   SKIP_WITHOUT_DEVICE();
   const fs::path dir = fresh_dir("weights");
