@@ -506,7 +506,8 @@ core::Expected<TrainingSummary> run_training(const TrainingOptions& options, con
     at::manual_seed(options.model_seed);
     auto model = factory(options.model, device);
     if (!model) return model.status();
-    core::log::info("training {} on {} ({})", (*model)->describe(), device.str(), core::to_string(effective.precision));
+    core::log::info("{} {} on {} ({})", options.validate_only ? "validating" : "training", (*model)->describe(),
+                    device.str(), core::to_string(effective.precision));
     auto trainer = Trainer::create(effective, **model, device);
     if (!trainer) return trainer.status();
     std::filesystem::path resume_from = options.resume_from;
