@@ -104,11 +104,14 @@ struct AugmentationOptions {
   core::Status check() const;
 };
 
-/// Consistency between two perturbed copies of each clip (both augmented independently, both supervised): the
-/// tracks and occlusion probabilities of copy A are pulled towards copy B's. Off when weight is 0.
+/// Consistency between two perturbed copies of each clip (both supervised): the tracks and occlusion probabilities
+/// of copy A are pulled towards copy B's. Off when weight is 0.
 struct ConsistencyOptions {
   double weight = 0.0;     // weight of the consistency term in the loss
   bool symmetric = false;  // gradients through both copies; default: copy B is a fixed target (stop-gradient)
+  /// Copy B is copy A passed through the JPEG-like round trip (quality uniform in the augmentation's JPEG range, per
+  /// clip), so that the copies differ by compression alone; default: two independent augmentations of the clip.
+  bool jpeg_pair = false;
   /// Weight of the points hidden in the ground truth in the position term, against 1 for the visible ones (0: visible
   /// points only, as the supervised loss, which leaves a hidden point's position free; but the stability figures over
   /// all pairs are mostly such points moving: docs/training.md).

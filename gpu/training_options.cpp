@@ -238,7 +238,7 @@ core::Status TrainingOptions::check() const {
   TRACKSCOPE_RETURN_IF_ERROR(augmentation.check());
   TRACKSCOPE_RETURN_IF_ERROR(consistency.check());
   TRACKSCOPE_RETURN_IF_ERROR(
-      require(consistency.weight == 0.0 || augmentation.enabled(), what,
+      require(consistency.weight == 0.0 || augmentation.enabled() || consistency.jpeg_pair, what,
               "the consistency loss compares two perturbed copies of each clip: turn on an augmentation "
               "(brightness, contrast, gamma or JPEG)"));
   TRACKSCOPE_RETURN_IF_ERROR(validation_stability.check());

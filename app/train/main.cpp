@@ -116,6 +116,9 @@ int main(int argc, char** argv) {
                  "weight of the consistency loss between two augmented copies of each clip (0 = off; doubles the "
                  "clips per step)")
       ->capture_default_str();
+  app.add_flag("--consistency-jpeg-pair", o.consistency.jpeg_pair,
+               "the consistency loss's second copy is the first through the JPEG-like round trip (quality uniform in "
+               "--aug-jpeg-quality): the copies differ by compression alone (default: two independent augmentations)");
   app.add_flag("--consistency-symmetric", o.consistency.symmetric,
                "consistency gradients through both copies (default: the second copy is a fixed target)");
   CLI::Option* hidden_weight =

@@ -131,4 +131,23 @@ at::Tensor augment_video(const at::Tensor& video, const AugmentationOptions& opt
   return at::where(shape(apply.to(at::kFloat)) > 0.5, augmented, video);
 }
 
+ConsistencyCopies consistency_copies(const at::Tensor& video, const AugmentationOptions& options, bool jpeg_pair,
+                                     uint64_t seed_first, uint64_t seed_second) {
+  ConsistencyCopies copies;
+  copies.first = augment_video(video, options, seed_first);
+  if (!jpeg_pair) {
+    copies.second = augment_video(video, options, seed_second);
+    return copies;
+  }
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed_second);
+  const double span = static_cast<double>(options.jpeg_max_quality - options.jpeg_min_quality + 1);
+  const at::Tensor quality = (at::rand({video.size(0)}, generator, at::TensorOptions(at::kDouble)) * span)
+                                 .floor_()
+                                 .add_(options.jpeg_min_quality)
+                                 .clamp_max_(options.jpeg_max_quality);
+  const at::Tensor levels = ((copies.first + 1.0) * 127.5).round_().clamp_(0.0, 255.0);
+  copies.second = jpeg_like(levels, quality).mul_(2.0 / 255.0).sub_(1.0);
+  return copies;
+}
+
 }  // namespace trackscope::gpu::training

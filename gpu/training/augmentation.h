@@ -26,6 +26,16 @@ namespace trackscope::gpu::training {
 /// itself is returned.
 at::Tensor augment_video(const at::Tensor& video, const AugmentationOptions& options, uint64_t seed);
 
+/// The two copies of each clip that the consistency loss compares: first = augment_video(video, options, seed_first);
+/// second = augment_video(video, options, seed_second), or with jpeg_pair first itself (rounded to 8-bit levels)
+/// through jpeg_like at a quality per clip uniform in [options.jpeg_min_quality, options.jpeg_max_quality] drawn
+/// from seed_second, so that the copies differ by compression alone. Both [B,T,H,W,3] in [-1, 1].
+struct ConsistencyCopies {
+  at::Tensor first, second;
+};
+ConsistencyCopies consistency_copies(const at::Tensor& video, const AugmentationOptions& options, bool jpeg_pair,
+                                     uint64_t seed_first, uint64_t seed_second);
+
 /// The JPEG-like round trip of rgb [B,T,H,W,3] float in [0, 255] (any H, W) at quality[b] (a [B] float tensor,
 /// IJG scale 1..100) per clip: the result is rounded to integers in [0, 255].
 at::Tensor jpeg_like(const at::Tensor& rgb255, const at::Tensor& quality);

@@ -276,18 +276,17 @@ core::Expected<StepRecord> Trainer::train_step(bool timed) {
     at::Tensor queries = batch.query_points_tyx, targets = batch.target_points_xy, occluded = batch.occluded;
     const int64_t clips = video.size(0);
     const bool two_copies = options_.consistency.weight > 0.0;
-    if (options_.augmentation.enabled()) {
-      // Augmentation seeds of their own: the generator's stream (and so every earlier run's data) is untouched.
-      at::Tensor first = augment_video(video, options_.augmentation, derive_seed(seed ^ kAugmentationSalt, 0));
-      if (two_copies) {
-        at::Tensor second = augment_video(video, options_.augmentation, derive_seed(seed ^ kAugmentationSalt, 1));
-        video = at::cat({first, second}, 0);
-        queries = at::cat({queries, queries}, 0);
-        targets = at::cat({targets, targets}, 0);
-        occluded = at::cat({occluded, occluded}, 0);
-      } else {
-        video = first;
-      }
+    // Augmentation seeds of their own: the generator's stream (and so every earlier run's data) is untouched.
+    const uint64_t first_seed = derive_seed(seed ^ kAugmentationSalt, 0);
+    if (two_copies) {
+      ConsistencyCopies copies = consistency_copies(video, options_.augmentation, options_.consistency.jpeg_pair,
+                                                    first_seed, derive_seed(seed ^ kAugmentationSalt, 1));
+      video = at::cat({copies.first, copies.second}, 0);
+      queries = at::cat({queries, queries}, 0);
+      targets = at::cat({targets, targets}, 0);
+      occluded = at::cat({occluded, occluded}, 0);
+    } else if (options_.augmentation.enabled()) {
+      video = augment_video(video, options_.augmentation, first_seed);
     }
     lap(r.data_ms);
     apply_schedule();
@@ -421,7 +420,8 @@ core::Expected<TrainingSummary> Trainer::train() {
                 {"consistency",
                  {{"weight", options_.consistency.weight},
                   {"symmetric", options_.consistency.symmetric},
-                  {"hidden_weight", options_.consistency.hidden_weight}}},
+                  {"hidden_weight", options_.consistency.hidden_weight},
+                  {"jpeg_pair", options_.consistency.jpeg_pair}}},
                 {"max_steps", options_.max_steps},
                 {"max_minutes", options_.max_minutes}}
                .dump());

@@ -630,6 +630,46 @@ TEST(Augmentation, OffIsIdentitySeededAndOnEightBitLevels) {
   EXPECT_TRUE(at::equal(augment_video(video, never, 7), video));
 }
 
+// The consistency loss's two copies: independent augmentations by default; with jpeg_pair the second is the first
+// through the JPEG-like round trip at a per-clip quality from the augmentation's range, and nothing else.
+TEST(Augmentation, ConsistencyCopiesIndependentOrJpegOfTheFirst) {
+  SKIP_WITHOUT_DEVICE();
+  const at::Tensor video = generate(small_options(), 42).video.to(test_device());
+  AugmentationOptions o;
+  o.max_brightness_levels = 8.0;
+  o.max_contrast = 0.2;
+  o.jpeg_min_quality = 85;
+  o.jpeg_max_quality = 95;
+  const ConsistencyCopies independent = consistency_copies(video, o, /*jpeg_pair=*/false, 5, 6);
+  EXPECT_TRUE(at::equal(independent.first, augment_video(video, o, 5)));
+  EXPECT_TRUE(at::equal(independent.second, augment_video(video, o, 6)));
+
+  const ConsistencyCopies paired = consistency_copies(video, o, /*jpeg_pair=*/true, 5, 6);
+  EXPECT_TRUE(at::equal(paired.first, independent.first));
+  ASSERT_EQ(paired.second.sizes(), video.sizes());
+  const at::Tensor first_levels = ((paired.first + 1.0) * 127.5).round().cpu();
+  const at::Tensor second_levels = ((paired.second + 1.0) * 127.5).cpu();
+  EXPECT_LT((second_levels - second_levels.round()).abs().max().item<double>(), 1e-3);  // 8-bit levels
+  // Each clip is the first copy compressed at one quality in [85, 95]: exactly jpeg_like at one of them.
+  for (int64_t clip = 0; clip < video.size(0); ++clip) {
+    const at::Tensor levels = first_levels.narrow(0, clip, 1).to(test_device());
+    int matches = 0;
+    for (int quality = 85; quality <= 95; ++quality) {
+      const at::Tensor expected = jpeg_like(levels, at::full({1}, static_cast<double>(quality), at::kDouble)).cpu();
+      if (at::equal(expected, second_levels.narrow(0, clip, 1).round())) ++matches;
+    }
+    EXPECT_GE(matches, 1) << "clip " << clip << " is not the first copy through jpeg_like at a quality in [85, 95]";
+    // Compression changes the pixels, by less than the photometric augmentation between independent copies.
+    const double change = (second_levels[clip] - first_levels[clip]).abs().mean().item<double>();
+    EXPECT_GT(change, 0.1) << clip;
+    EXPECT_LT(change, 8.0) << clip;
+  }
+  // Without any photometric augmentation the first copy is the clip itself, and the pair still differs.
+  const ConsistencyCopies jpeg_only = consistency_copies(video, AugmentationOptions{}, true, 5, 6);
+  EXPECT_TRUE(at::equal(jpeg_only.first, video));
+  EXPECT_GT((jpeg_only.second - video).abs().mean().item<double>(), 1e-3);
+}
+
 // The JPEG emulation against libjpeg (core::encode_jpeg / decode_jpeg, PIL's settings) on rendered frames: it
 // loses about what libjpeg loses, and lands close to libjpeg's pixels.
 TEST(Augmentation, JpegLikeIsCloseToLibjpeg) {

@@ -461,6 +461,20 @@ TEST(Trainer, AugmentationConsistencyCalibrationAndStability) {
     consistency += record->consistency_loss;
   }
   EXPECT_GT(consistency, 0.0) << "two differently augmented copies disagree somewhat";
+  {
+    // The JPEG pair needs no other augmentation: the compressed copy differs from the plain one.
+    TrainingOptions paired = tiny_options(fresh_dir("robust_jpeg_pair"));
+    paired.consistency.weight = 0.5;
+    paired.consistency.jpeg_pair = true;
+    ASSERT_TRUE(paired.check().ok()) << paired.check().message();
+    auto paired_model = seeded_tracker(5);
+    auto paired_trainer = Trainer::create(paired, *paired_model, test_device());
+    ASSERT_TRUE(paired_trainer) << paired_trainer.status().message();
+    auto record = (*paired_trainer)->train_step(false);
+    ASSERT_TRUE(record) << record.status().message();
+    EXPECT_TRUE(std::isfinite(record->loss));
+    EXPECT_GT(record->consistency_loss, 0.0) << "a clip and its JPEG-like copy disagree somewhat";
+  }
   auto v = (*trainer)->validate();
   ASSERT_TRUE(v) << v.status().message();
   EXPECT_GT(v->occluded_calibration.count, 0);
