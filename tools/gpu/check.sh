@@ -9,12 +9,16 @@
 #   --all-tests         every test except benchmarks (CPU suites too)
 #   --bench "ARGS"      run `trackscope-cli bench ARGS --json OUT/bench.json` (repeatable: bench-1.json, ...)
 #   --train "ARGS"      build trackscope-train first and train in the background (ARGS are trackscope-train's,
-#                       e.g. "--out runs/s --continue --minutes 5"); tests run beside it, benches after it
+#                       e.g. "--out runs/s --continue --minutes 5"); tests run beside it, benches after it.
+#                       Repeatable: each run starts at once beside the others on the one GPU (logs train.log,
+#                       train-1.log, ...; give each its own --out), e.g. two seeds of one recipe in one call
 #   --run "COMMAND"     an extra shell command after everything (output in the logs)
 # At most 8 files come back from $OUT, so every log goes into OUT/logs.tar.gz; summary.txt, the bench JSON
 # files and the files named by --keep (e.g. weights) are returned next to it.
 #   --keep "GLOBS"      files to bring back: .safetensors files go into OUT, others into logs.tar.gz
-#                       (e.g. "runs/s/weights*.safetensors runs/s/*.json runs/s/*.jsonl")
+#                       (e.g. "runs/s/weights*.safetensors runs/s/*.json runs/s/*.jsonl"); with several --train
+#                       runs each kept file is named <its folder>-<name> (runs/a/weights-0.safetensors ->
+#                       a-weights-0.safetensors) so that the runs' files do not overwrite each other
 #   --targets "LIST"    build only these ninja targets after starting the training (default: everything), e.g.
 #                       "trackscope-cli" when the call only trains and evaluates: the build then competes less
 #                       with the training for the CPU
@@ -25,7 +29,7 @@
 set -uo pipefail
 OUT=${1:?usage: check.sh OUT_DIR [options]}
 shift
-TEST_MODE=gpu; TEST_REGEX=""; BENCHES=(); TRAIN_ARGS=""; EXTRA_RUNS=(); KEEP=""; ARCHS=90; TARGETS=""
+TEST_MODE=gpu; TEST_REGEX=""; BENCHES=(); TRAINS=(); EXTRA_RUNS=(); KEEP=""; ARCHS=90; TARGETS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --tests) TEST_MODE=regex; TEST_REGEX=$2; shift ;;
@@ -33,7 +37,7 @@ while [ $# -gt 0 ]; do
     --all-tests) TEST_MODE=all ;;
     --quick) TEST_MODE=gpu ;;
     --bench) BENCHES+=("$2"); shift ;;
-    --train) TRAIN_ARGS=$2; shift ;;
+    --train) TRAINS+=("$2"); shift ;;
     --run) EXTRA_RUNS+=("$2"); shift ;;
     --keep) KEEP=$2; shift ;;
     --archs) ARCHS=$2; shift ;;
@@ -60,16 +64,19 @@ rc=$?
 say "configure (preset cuda, sm ${ARCHS}): rc=$rc in $((SECONDS - T0)) s"
 if [ $rc -ne 0 ]; then tail -40 "$LOGS/configure.log"; pack; exit 1; fi
 
-TRAIN_PID=""
-if [ -n "$TRAIN_ARGS" ]; then
+TRAIN_PIDS=(); TRAIN_LOGS=()
+if [ ${#TRAINS[@]} -gt 0 ]; then
   ninja -C "$BUILD" -j"$(nproc)" trackscope-train > "$LOGS/build-train.log" 2>&1
   rc=$?
   say "build trackscope-train: rc=$rc at $((SECONDS - T0)) s"
   if [ $rc -ne 0 ]; then grep -m10 -B2 -A8 -E 'error|FAILED' "$LOGS/build-train.log" | tail -60; pack; exit 1; fi
-  # shellcheck disable=SC2086
-  setsid "$BUILD/app/trackscope-train" $TRAIN_ARGS > "$LOGS/train.log" 2>&1 &
-  TRAIN_PID=$!
-  say "training started (pid $TRAIN_PID): trackscope-train $TRAIN_ARGS"
+  for k in "${!TRAINS[@]}"; do
+    log=train.log; [ "$k" -gt 0 ] && log=train-$k.log
+    # shellcheck disable=SC2086
+    setsid "$BUILD/app/trackscope-train" ${TRAINS[$k]} > "$LOGS/$log" 2>&1 &
+    TRAIN_PIDS+=($!); TRAIN_LOGS+=("$log")
+    say "training started (pid $!, $log): trackscope-train ${TRAINS[$k]}"
+  done
 fi
 
 T1=$SECONDS
@@ -101,11 +108,11 @@ if [ "$TEST_MODE" != none ]; then
   grep -E '^\[(engine|small|base|ops)|max \|d\||rel L2|PARITY' "$LOGS/ctest.log" | head -150 >> "$SUMMARY"
 fi
 
-if [ -n "$TRAIN_PID" ]; then
-  wait "$TRAIN_PID"
-  say "training: rc=$? at $((SECONDS - T0)) s"
-  tail -25 "$LOGS/train.log" | tee -a "$SUMMARY"
-fi
+for k in "${!TRAIN_PIDS[@]}"; do
+  wait "${TRAIN_PIDS[$k]}"
+  say "training ${TRAIN_LOGS[$k]}: rc=$? at $((SECONDS - T0)) s"
+  tail -25 "$LOGS/${TRAIN_LOGS[$k]}" | tee -a "$SUMMARY"
+done
 
 i=0
 for args in "${BENCHES[@]}"; do
@@ -130,7 +137,9 @@ if [ -n "$KEEP" ]; then
   # shellcheck disable=SC2086
   for f in $KEEP; do
     [ -f "$f" ] || continue
-    case "$f" in *.safetensors) cp "$f" "$OUT/" ;; *) cp "$f" "$LOGS/" ;; esac
+    name=$(basename "$f")
+    [ ${#TRAINS[@]} -gt 1 ] && name=$(basename "$(dirname "$f")")-$name
+    case "$f" in *.safetensors) cp "$f" "$OUT/$name" ;; *) cp "$f" "$LOGS/$name" ;; esac
   done
 fi
 say "total: $((SECONDS - T0)) s"
