@@ -189,21 +189,27 @@ const KnownCheckpoint* find_known_checkpoint(std::string_view sha256_hex) {
   return nullptr;
 }
 
-core::Status ConvertOptions::check() const {
-  if (input.empty()) return core::invalid_argument("convert: no input file given");
-  if (output.empty()) return core::invalid_argument("convert: no output file given");
+namespace {
+
+// The output and dtype of a command that writes one weights file (`what`: the command, for the messages).
+core::Status check_weights_output(std::string_view what, const std::filesystem::path& output,
+                                  const std::string& dtype) {
+  if (output.empty()) return core::invalid_argument(fmt::format("{}: no output file given", what));
   if (output.extension() != ".safetensors") {
-    return core::invalid_argument(fmt::format("convert: the output '{}' must end in .safetensors", output.string()));
+    return core::invalid_argument(fmt::format("{}: the output '{}' must end in .safetensors", what, output.string()));
   }
   return parse_dtype(dtype).status();
 }
 
+}  // namespace
+
+core::Status ConvertOptions::check() const {
+  if (input.empty()) return core::invalid_argument("convert: no input file given");
+  return check_weights_output("convert", output, dtype);
+}
+
 core::Status AverageOptions::check() const {
   if (inputs.size() < 2) return core::invalid_argument("average: give at least two weights files");
-  if (output.empty()) return core::invalid_argument("average: no output file given");
-  if (output.extension() != ".safetensors") {
-    return core::invalid_argument(fmt::format("average: the output '{}' must end in .safetensors", output.string()));
-  }
   if (!weights.empty()) {
     if (weights.size() != inputs.size()) {
       return core::invalid_argument(
@@ -221,7 +227,7 @@ core::Status AverageOptions::check() const {
       return core::invalid_argument(fmt::format("average: the weights sum to {}, not 1", sum));
     }
   }
-  return parse_dtype(dtype).status();
+  return check_weights_output("average", output, dtype);
 }
 
 namespace weights {
