@@ -9,6 +9,29 @@
 #include "gpu/model_weights.h"
 
 namespace trackscope::app {
+namespace {
+
+// --dtype of the commands that write one weights file.
+void add_weights_dtype_option(CLI::App& command, std::string& dtype) {
+  command.add_option("--dtype", dtype, "dtype of the written tensors")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+}
+
+// A weights command's outcome: its error on stderr (exit code 1), else `report` on stdout (exit code 0).
+template <class Report>
+void finish_weights_command(const char* name, const core::Expected<gpu::ModelWeightsInfo>& info, CliContext& context,
+                            Report report) {
+  if (!info) {
+    std::fprintf(stderr, "trackscope-cli %s: error: %s\n", name, info.status().message().c_str());
+    context.exit_code = 1;
+    return;
+  }
+  report(*info);
+  context.exit_code = 0;
+}
+
+}  // namespace
 
 void add_convert_command(CLI::App& app, CliContext& context) {
   CLI::App* command = app.add_subcommand(
@@ -20,19 +43,13 @@ void add_convert_command(CLI::App& app, CliContext& context) {
                    "a '*' pattern or the stem of shards stem-0/-1/...")
       ->required();
   command->add_option("output", options->output, "the .safetensors file to write")->required();
-  command->add_option("--dtype", options->dtype, "dtype of the written tensors")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
-      ->capture_default_str();
+  add_weights_dtype_option(*command, options->dtype);
   command->callback([options, &context] {
-    core::Expected<gpu::ModelWeightsInfo> info = gpu::convert_model_weights(*options);
-    if (!info) {
-      std::fprintf(stderr, "trackscope-cli convert: error: %s\n", info.status().message().c_str());
-      context.exit_code = 1;
-      return;
-    }
-    std::printf("read    %s\n        %s\nwrote   %s (%s)\n", options->input.string().c_str(), info->summary().c_str(),
-                options->output.string().c_str(), options->dtype.c_str());
-    context.exit_code = 0;
+    finish_weights_command(
+        "convert", gpu::convert_model_weights(*options), context, [&](const gpu::ModelWeightsInfo& info) {
+          std::printf("read    %s\n        %s\nwrote   %s (%s)\n", options->input.string().c_str(),
+                      info.summary().c_str(), options->output.string().c_str(), options->dtype.c_str());
+        });
   });
 }
 
@@ -44,18 +61,12 @@ void add_average_command(CLI::App& app, CliContext& context) {
   command->add_option("-o,--out", options->output, "the .safetensors file to write")->required();
   command->add_option("--weights", options->weights, "one weight per input, summing to 1 (default: equal)")
       ->delimiter(',');
-  command->add_option("--dtype", options->dtype, "dtype of the written tensors")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
-      ->capture_default_str();
+  add_weights_dtype_option(*command, options->dtype);
   command->callback([options, &context] {
-    core::Expected<gpu::ModelWeightsInfo> info = gpu::average_model_weights(*options);
-    if (!info) {
-      std::fprintf(stderr, "trackscope-cli average: error: %s\n", info.status().message().c_str());
-      context.exit_code = 1;
-      return;
-    }
-    std::printf("wrote   %s\n        %s\n", options->output.string().c_str(), info->summary().c_str());
-    context.exit_code = 0;
+    finish_weights_command(
+        "average", gpu::average_model_weights(*options), context, [&](const gpu::ModelWeightsInfo& info) {
+          std::printf("wrote   %s\n        %s\n", options->output.string().c_str(), info.summary().c_str());
+        });
   });
 }
 
