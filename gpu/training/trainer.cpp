@@ -342,13 +342,20 @@ core::Expected<StepRecord> Trainer::train_step(bool timed) {
   });
 }
 
+core::Expected<ValidationSummary> Trainer::final_validation() {
+  auto v = validate();
+  if (!v) return v.status();
+  const Json json = validation_json(*v);
+  log_json(json.dump());
+  TRACKSCOPE_RETURN_IF_ERROR(write_json(options_.output_dir / "validation.json", json));
+  return v;
+}
+
 core::Expected<TrainingSummary> Trainer::validate_weights() {
   TrainingSummary summary;
   summary.first_step = summary.last_step = step_;
-  auto v = validate();
+  auto v = final_validation();
   if (!v) return v.status();
-  log_json(validation_json(*v).dump());
-  TRACKSCOPE_RETURN_IF_ERROR(write_json(options_.output_dir / "validation.json", validation_json(*v)));
   summary.validation = std::move(*v);
   return summary;
 }
@@ -471,11 +478,9 @@ core::Expected<TrainingSummary> Trainer::train() {
   previous_train_seconds_ += seconds_since(last_checkpoint);
   TRACKSCOPE_RETURN_IF_ERROR(save_checkpoint(options_.output_dir));
   if (options_.validation_clips > 0) {
-    auto v = validate();
+    auto v = final_validation();
     if (!v) return v.status();
-    log_json(validation_line(*v));
-    summary.validation = *v;
-    TRACKSCOPE_RETURN_IF_ERROR(write_json(options_.output_dir / "validation.json", validation_json(*v)));
+    summary.validation = std::move(*v);
   }
   log_json(Json{{"type", "end"},
                 {"step", step_},

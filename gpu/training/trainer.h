@@ -93,6 +93,8 @@ class Trainer {
   TrackerOutputs run_model(const at::Tensor& video, const at::Tensor& queries);
   /// The model under CUDA autocast to `dtype`, or in float32 with TF32 off when dtype is kFloat.
   TrackerOutputs run_model_as(const at::Tensor& video, const at::Tensor& queries, at::ScalarType dtype);
+  /// validate(), its log line and validation.json: the validation a call ends with.
+  core::Expected<ValidationSummary> final_validation();
   /// The stability rows of the validation (trainer_validation.cpp).
   core::Expected<std::vector<ValidationStabilityRow>> validation_stability();
 
