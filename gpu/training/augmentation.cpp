@@ -33,6 +33,12 @@ at::Tensor dct_matrix(const at::TensorOptions& options) {
   return at::tensor(at::ArrayRef<float>(d.data(), d.size()), at::TensorOptions(at::kFloat)).view({8, 8}).to(options);
 }
 
+// Qualities (IJG scale) uniform over the integers of [jpeg_min_quality, jpeg_max_quality], from draws u in [0, 1).
+at::Tensor jpeg_qualities(const at::Tensor& u, const AugmentationOptions& options) {
+  const double span = static_cast<double>(options.jpeg_max_quality - options.jpeg_min_quality + 1);
+  return (u * span).floor_().add_(options.jpeg_min_quality).clamp_max_(options.jpeg_max_quality);
+}
+
 // Tables [B,8,8] for each clip's quality.
 at::Tensor quantisation_tables(const at::Tensor& quality, bool chroma, const at::TensorOptions& options) {
   at::Tensor q = quality.to(at::kCPU, at::kDouble).contiguous();
@@ -113,8 +119,7 @@ at::Tensor augment_video(const at::Tensor& video, const AugmentationOptions& opt
   at::Tensor contrast = 1.0 + (column(2) * 2.0 - 1.0) * options.max_contrast;
   at::Tensor brightness = (column(3) * 2.0 - 1.0) * (options.max_brightness_levels / 255.0);
   at::Tensor compress = at::logical_and(apply, column(4) < options.jpeg_probability);
-  const double span = static_cast<double>(options.jpeg_max_quality - options.jpeg_min_quality + 1);
-  at::Tensor quality = (column(5) * span).floor_().add_(options.jpeg_min_quality).clamp_max_(options.jpeg_max_quality);
+  at::Tensor quality = jpeg_qualities(column(5), options);
 
   const auto shape = [&](const at::Tensor& per_clip) {
     return per_clip.to(video.options()).view({b_count, 1, 1, 1, 1});
@@ -140,11 +145,8 @@ ConsistencyCopies consistency_copies(const at::Tensor& video, const Augmentation
     return copies;
   }
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed_second);
-  const double span = static_cast<double>(options.jpeg_max_quality - options.jpeg_min_quality + 1);
-  const at::Tensor quality = (at::rand({video.size(0)}, generator, at::TensorOptions(at::kDouble)) * span)
-                                 .floor_()
-                                 .add_(options.jpeg_min_quality)
-                                 .clamp_max_(options.jpeg_max_quality);
+  const at::Tensor quality =
+      jpeg_qualities(at::rand({video.size(0)}, generator, at::TensorOptions(at::kDouble)), options);
   const at::Tensor levels = ((copies.first + 1.0) * 127.5).round_().clamp_(0.0, 255.0);
   copies.second = jpeg_like(levels, quality).mul_(2.0 / 255.0).sub_(1.0);
   return copies;
