@@ -114,6 +114,18 @@ std::unique_ptr<TinyTracker> seeded_tracker(uint64_t seed) {
   return tracker;
 }
 
+// run_training()'s factory for the model "tiny" (not_found for any other name); counts the models made in `made`.
+TrainableTrackerFactory tiny_factory(int* made = nullptr) {
+  return
+      [made](const std::string& name, const at::Device& device) -> core::Expected<std::unique_ptr<TrainableTracker>> {
+        if (name != "tiny") return core::not_found("unknown model " + name);
+        if (made != nullptr) ++*made;
+        auto tracker = std::make_unique<TinyTracker>();
+        tracker->module().to(device);
+        return std::unique_ptr<TrainableTracker>(std::move(tracker));
+      };
+}
+
 TEST(Trainer, LossDecreasesOnTinyClips) {
   SKIP_WITHOUT_DEVICE();
   TrainingOptions o = tiny_options(fresh_dir("decrease"));
@@ -215,14 +227,7 @@ TEST(Trainer, RunTrainingWritesCheckpointLogsAndValidation) {
   o.validation_every_steps = 4;
   o.max_shard_bytes = 1 << 20;
   int made = 0;
-  TrainableTrackerFactory factory =
-      [&made](const std::string& name, const at::Device& device) -> core::Expected<std::unique_ptr<TrainableTracker>> {
-    if (name != "tiny") return core::not_found("unknown model " + name);
-    ++made;
-    auto tracker = std::make_unique<TinyTracker>();
-    tracker->module().to(device);
-    return std::unique_ptr<TrainableTracker>(std::move(tracker));
-  };
+  const TrainableTrackerFactory factory = tiny_factory(&made);
   auto summary = run_training(o, factory);
   ASSERT_TRUE(summary) << summary.status().message();
   EXPECT_EQ(made, 1);
@@ -267,13 +272,7 @@ TEST(Trainer, RunTrainingWritesCheckpointLogsAndValidation) {
 
 TEST(Trainer, ValidateOnlyMeasuresTheStartingWeightsWithoutTraining) {
   SKIP_WITHOUT_DEVICE();
-  TrainableTrackerFactory factory = [](const std::string& name,
-                                       const at::Device& device) -> core::Expected<std::unique_ptr<TrainableTracker>> {
-    if (name != "tiny") return core::not_found("unknown model " + name);
-    auto tracker = std::make_unique<TinyTracker>();
-    tracker->module().to(device);
-    return std::unique_ptr<TrainableTracker>(std::move(tracker));
-  };
+  const TrainableTrackerFactory factory = tiny_factory();
   // A short run whose final validation is of the weights it checkpoints (fp32).
   TrainingOptions trained = tiny_options(fresh_dir("validate_only_source"));
   trained.max_steps = 2;
