@@ -35,6 +35,7 @@ struct BenchArguments {
   int cudnn_benchmark_limit = -1;
   gpu::BenchNorm norm = gpu::BenchNorm::automatic;
   gpu::BenchSwitch cuda_graphs = gpu::BenchSwitch::off;
+  gpu::BenchSwitch concurrent_levels = gpu::BenchSwitch::off;
   gpu::BenchMixer mixer = gpu::BenchMixer::automatic;
   gpu::BenchGlue glue = gpu::BenchGlue::automatic;
   gpu::BenchGelu mlp_gelu = gpu::BenchGelu::automatic;
@@ -95,6 +96,7 @@ int run_bench_command(const BenchArguments& args) {
   options.cudnn_benchmark_limit = args.cudnn_benchmark_limit;
   options.norm = args.norm;
   options.cuda_graphs = args.cuda_graphs == gpu::BenchSwitch::on;
+  options.concurrent_levels = args.concurrent_levels == gpu::BenchSwitch::on;
   options.mixer = args.mixer;
   options.glue = args.glue;
   options.mlp_gelu = args.mlp_gelu;
@@ -163,6 +165,12 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, gpu::BenchSwitch>{{"on", gpu::BenchSwitch::on}, {"off", gpu::BenchSwitch::off}}))
       ->default_str(gpu::to_string(args->cuda_graphs));
+  command
+      ->add_option("--concurrent-levels", args->concurrent_levels,
+                   "run the refinement's three pyramid levels on side streams: on or off")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, gpu::BenchSwitch>{{"on", gpu::BenchSwitch::on}, {"off", gpu::BenchSwitch::off}}))
+      ->default_str(gpu::to_string(args->concurrent_levels));
   add_named_option(command, "--mixer", args->mixer, gpu::kBenchMixerNames,
                    "temporal mixer on CUDA: auto (float32: the fused kernels in 3xTF32; fp16/bf16: the module), fused, "
                    "plain (fused, float32 without 3xTF32) or reference (the module path)");

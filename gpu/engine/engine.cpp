@@ -417,11 +417,20 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
                                                      &chunk.highest_support};
   const at::Tensor points_256 = tracks.select(0, 0);  // [n, T, 2] float32, 256 space
   const at::ScalarType corr_dtype = is_reduced(compute_dtype_) ? compute_dtype_ : at::kFloat;
+  const int streams_device = uses_concurrent_levels() ? device_.index() : -1;
+  const int branches = static_cast<int>(levels.size());
   std::array<at::Tensor, 3> correlations;
+  for (at::Tensor& correlation : correlations) {
+    // Padded rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow). Allocated before any fork: the
+    // branches write them, the encoders read them after the join.
+    correlation = at::empty({count, frames, ops::kCorrPaddedRow}, points_256.options().dtype(corr_dtype));
+  }
   {
     const auto scope =
         recorder.time(Stage::refine_correlation, chunk_index, iteration, cost_of(Stage::refine_correlation, count));
+    cuda_support::ForkedStreams fork(streams_device, branches);
     for (size_t level = 0; level < levels.size(); ++level) {
+      fork.enter(static_cast<int>(level));
       const at::Tensor grid = levels[level]->select(0, 0);
       // Grid cells from 256 space, multiplying first as the reference does (the grids are square). Where the grid's
       // side is a power of two both steps are exact, so one multiplication by side / 256 gives the same values.
@@ -430,8 +439,6 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
           (side & (side - 1)) == 0
               ? points_256.mul(static_cast<double>(side) / static_cast<double>(model::kModelResolution))
               : points_256.mul(static_cast<double>(side)).div(static_cast<double>(model::kModelResolution));
-      // Padded rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow).
-      correlations[level] = at::empty({count, frames, ops::kCorrPaddedRow}, points_256.options().dtype(corr_dtype));
       ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level], options_.corr_kernel);
     }
   }
@@ -442,10 +449,15 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
   const at::Tensor encoded = at::empty({count, frames, width * static_cast<int64_t>(levels.size())},
                                        correlations[0].options().dtype(compute_dtype_));
   const at::Tensor rows = encoded.view({count * frames, -1});
-  for (size_t level = 0; level < levels.size(); ++level) {
-    at::Tensor columns = rows.narrow(1, width * static_cast<int64_t>(level), width);
-    cmdtop_[level]->forward_out(correlations[level].view({count * frames, ops::kCorrPaddedRow}), columns);
-    correlations[level] = at::Tensor();
+  {
+    cuda_support::ForkedStreams fork(streams_device, branches);
+    for (size_t level = 0; level < levels.size(); ++level) {
+      fork.enter(static_cast<int>(level));
+      at::Tensor columns = rows.narrow(1, width * static_cast<int64_t>(level), width);
+      cmdtop_[level]->forward_out(correlations[level].view({count * frames, ops::kCorrPaddedRow}), columns);
+      // One level at a time, its memory goes back at once; concurrent branches still read theirs until the join.
+      if (streams_device < 0) correlations[level] = at::Tensor();
+    }
   }
   return encoded;
 }
