@@ -152,6 +152,14 @@ class EngineTest : public ::testing::Test {
   }
 
   // Every iteration of the engine on the parity inputs (16 frames, 12 queries, one chunk).
+  // The fixture's queries [1, n, 3] (t, y, x) on `device`, their frames wrapped into the first `frame_count`.
+  static at::Tensor fixture_queries(const c10::Device& device, int64_t frame_count) {
+    const at::Tensor queries = inputs().at("query_points_tyx").to(device);
+    return at::stack({queries.select(-1, 0).remainder(static_cast<double>(frame_count)), queries.select(-1, 1),
+                      queries.select(-1, 2)},
+                     -1);
+  }
+
   static std::vector<model::TrackState> run_engine(ModelSize size, engine::EngineOptions options,
                                                    std::vector<core::StageSample>* samples = nullptr,
                                                    int64_t frame_count = 16) {
@@ -175,10 +183,7 @@ class EngineTest : public ::testing::Test {
     const int64_t first_call = frame_count * 5 / 8;  // two backbone calls
     engine.compute_features(frames.narrow(0, 0, first_call), grids, 0, recorder);
     engine.compute_features(frames.narrow(0, first_call, frame_count - first_call), grids, first_call, recorder);
-    at::Tensor queries = inputs().at("query_points_tyx").to(engine.device());
-    queries = at::stack({queries.select(-1, 0).remainder(static_cast<double>(frame_count)), queries.select(-1, 1),
-                         queries.select(-1, 2)},
-                        -1);
+    const at::Tensor queries = fixture_queries(engine.device(), frame_count);
     const model::QueryFeatures features = engine.query_features(grids, queries, recorder);
     std::vector<model::TrackState> iterations;
     engine.track_chunk(grids, features, queries, 0, recorder, &iterations);
@@ -264,10 +269,7 @@ TEST_F(EngineTest, CudaGraphReplaysMatchTheEagerPath) {
   ASSERT_FALSE(eager.uses_cuda_graphs());
   graphed.apply_precision_flags();
   const at::Tensor frames = graphed.prepare_frames(inputs().at("video_u8")[0].narrow(0, 0, frame_count));
-  at::Tensor queries = inputs().at("query_points_tyx").to(graphed.device());
-  queries = at::stack(
-      {queries.select(-1, 0).remainder(static_cast<double>(frame_count)), queries.select(-1, 1), queries.select(-1, 2)},
-      -1);
+  const at::Tensor queries = fixture_queries(graphed.device(), frame_count);
   // The same queries in reverse order: other inputs for the replay, and a known permutation of the results.
   const at::Tensor reversed = queries.flip({1}).contiguous();
   engine::StageRecorder scratch(graphed.cuda_index());
@@ -340,10 +342,7 @@ TEST_F(EngineTest, ConcurrentLevelsGiveTheSequentialResults) {
   engine::Engine eager(load_model(ModelSize::small), at::Device(device_name()), engine::EngineOptions{});
   graphed.apply_precision_flags();
   const at::Tensor frames = graphed.prepare_frames(inputs().at("video_u8")[0].narrow(0, 0, frame_count));
-  at::Tensor queries = inputs().at("query_points_tyx").to(graphed.device());
-  queries = at::stack(
-      {queries.select(-1, 0).remainder(static_cast<double>(frame_count)), queries.select(-1, 1), queries.select(-1, 2)},
-      -1);
+  const at::Tensor queries = fixture_queries(graphed.device(), frame_count);
   engine::StageRecorder recorder(graphed.cuda_index());
   model::FeatureGrids grids = graphed.allocate_grids(frame_count);
   graphed.compute_features(frames, grids, 0, recorder);
