@@ -225,7 +225,7 @@ void ForkedStreams::enter(int index) {
   c10::cuda::setCurrentCUDAStream(branch);
 }
 
-ForkedStreams::~ForkedStreams() {
+void ForkedStreams::catch_up() noexcept {
   if (!impl_) return;
   for (size_t i = 0; i < impl_->branches.size(); ++i) {
     if (!impl_->entered[i]) continue;
@@ -243,6 +243,8 @@ ForkedStreams::~ForkedStreams() {
   }
   c10::cuda::setCurrentCUDAStream(impl_->origin);
 }
+
+ForkedStreams::~ForkedStreams() { catch_up(); }
 
 void used_on_current_stream(const at::Tensor& tensor, int device) {
   if (device < 0 || !tensor.defined() || !tensor.is_cuda()) return;

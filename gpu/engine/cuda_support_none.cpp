@@ -34,6 +34,7 @@ struct ForkedStreams::Impl {};
 ForkedStreams::ForkedStreams(int /*device*/, int /*branches*/) {}
 ForkedStreams::~ForkedStreams() = default;
 void ForkedStreams::enter(int /*index*/) {}
+void ForkedStreams::catch_up() noexcept {}
 void used_on_current_stream(const at::Tensor& /*tensor*/, int /*device*/) {}
 void nvtx_push(const char* /*name*/) {}
 void nvtx_pop() {}

@@ -419,15 +419,23 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
   const at::ScalarType corr_dtype = is_reduced(compute_dtype_) ? compute_dtype_ : at::kFloat;
   const int streams_device = uses_concurrent_levels() ? device_.index() : -1;
   const int branches = static_cast<int>(levels.size());
+  // Allocated before any fork (the branches write them; their memory belongs to the tracking stream). Padded
+  // correlation rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow).
   std::array<at::Tensor, 3> correlations;
   for (at::Tensor& correlation : correlations) {
-    // Padded rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow). Allocated before any fork: the
-    // branches write them, the encoders read them after the join.
     correlation = at::empty({count, frames, ops::kCorrPaddedRow}, points_256.options().dtype(corr_dtype));
   }
+  // Each level's encoder writes its columns of the [n, T, 3 x 256] rows directly (no concatenation pass).
+  const int64_t width = cmdtop_[0]->output_channels();
+  const at::Tensor encoded = at::empty({count, frames, width * static_cast<int64_t>(levels.size())},
+                                       points_256.options().dtype(compute_dtype_));
+  const at::Tensor rows = encoded.view({count * frames, -1});
+  std::optional<StageRecorder::Scope> stage;
+  stage.emplace(
+      recorder.time(Stage::refine_correlation, chunk_index, iteration, cost_of(Stage::refine_correlation, count)));
   {
-    const auto scope =
-        recorder.time(Stage::refine_correlation, chunk_index, iteration, cost_of(Stage::refine_correlation, count));
+    // Concurrent levels: each level is a chain on a side stream, its correlation, then its encoder, which starts as
+    // soon as that level's correlation is done. The correlation stage ends when all three correlations have.
     cuda_support::ForkedStreams fork(streams_device, branches);
     for (size_t level = 0; level < levels.size(); ++level) {
       fork.enter(static_cast<int>(level));
@@ -441,16 +449,9 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
               : points_256.mul(static_cast<double>(side)).div(static_cast<double>(model::kModelResolution));
       ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level], options_.corr_kernel);
     }
-  }
-  const auto scope =
-      recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
-  // Each level's encoder writes its columns of the [n, T, 3 x 256] rows directly (no concatenation pass).
-  const int64_t width = cmdtop_[0]->output_channels();
-  const at::Tensor encoded = at::empty({count, frames, width * static_cast<int64_t>(levels.size())},
-                                       correlations[0].options().dtype(compute_dtype_));
-  const at::Tensor rows = encoded.view({count * frames, -1});
-  {
-    cuda_support::ForkedStreams fork(streams_device, branches);
+    fork.catch_up();
+    stage.reset();
+    stage.emplace(recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count)));
     for (size_t level = 0; level < levels.size(); ++level) {
       fork.enter(static_cast<int>(level));
       at::Tensor columns = rows.narrow(1, width * static_cast<int64_t>(level), width);
@@ -459,6 +460,7 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
       if (streams_device < 0) correlations[level] = at::Tensor();
     }
   }
+  stage.reset();
   return encoded;
 }
 

@@ -82,9 +82,10 @@ struct EngineOptions {
   /// from CUDA events, recorded inside the graph. With graphs on, allocate_grids() hands out the engine's one
   /// set of grids (reused while the frame count stays the same), so the graphs' inputs keep their addresses.
   bool cuda_graphs = false;
-  /// The refinement's three pyramid levels (their correlations, then their CMDTop encoders) run concurrently on
-  /// side streams (cuda_support::ForkedStreams; fused path, CUDA), so that one level's blocks fill the others'
-  /// partial last waves. Each stage still ends when all three levels have (its timing is unchanged in meaning).
+  /// The refinement's three pyramid levels run concurrently (fused path, CUDA): each level is a chain on a side
+  /// stream (cuda_support::ForkedStreams), its correlation, then its CMDTop encoder, so that one level's blocks fill
+  /// the SMs the others leave idle at the ends of their launches. The correlation stage ends when all three
+  /// correlations have; an encoder that starts earlier counts in the correlation stage. Results are bit-identical.
   bool concurrent_levels = false;
   /// The temporal mixer as ops::MixerFast (fused path, CUDA): fused LayerNorm/attention/GELU kernels writing the
   /// GEMM operands, one GEMM per linear layer; for float32 in 3xTF32 on compute capability 8.0+ (mixer_arithmetic).
