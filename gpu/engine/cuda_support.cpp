@@ -25,6 +25,20 @@ void check(cudaError_t error, const char* what) {
 
 cudaEvent_t as_event(Event e) { return static_cast<cudaEvent_t>(e); }
 
+// Makes `waiter` wait (on the device) for the work enqueued on `producer` so far. For destructors, so it cannot
+// throw: should the event fail, the host waits for `producer` instead (still ordered).
+void wait_for_stream(cudaStream_t waiter, cudaStream_t producer) noexcept {
+  cudaEvent_t done = nullptr;
+  const bool joined = cudaEventCreateWithFlags(&done, cudaEventDisableTiming) == cudaSuccess &&
+                      cudaEventRecord(done, producer) == cudaSuccess &&
+                      cudaStreamWaitEvent(waiter, done, 0) == cudaSuccess;
+  if (!joined) {
+    (void)cudaGetLastError();
+    (void)cudaStreamSynchronize(producer);
+  }
+  if (done != nullptr) (void)cudaEventDestroy(done);  // released once the wait has completed
+}
+
 }  // namespace
 
 bool available() { return true; }
@@ -175,16 +189,7 @@ CopyStreamScope::CopyStreamScope(int device) {
 
 CopyStreamScope::~CopyStreamScope() {
   if (!impl_) return;
-  // A destructor cannot throw: should the event fail, the host waits for the copies instead (still ordered).
-  cudaEvent_t done = nullptr;
-  const bool joined = cudaEventCreateWithFlags(&done, cudaEventDisableTiming) == cudaSuccess &&
-                      cudaEventRecord(done, impl_->side.stream()) == cudaSuccess &&
-                      cudaStreamWaitEvent(impl_->caller.stream(), done, 0) == cudaSuccess;
-  if (!joined) {
-    (void)cudaGetLastError();
-    (void)cudaStreamSynchronize(impl_->side.stream());
-  }
-  if (done != nullptr) (void)cudaEventDestroy(done);  // released once the wait has completed
+  wait_for_stream(impl_->caller.stream(), impl_->side.stream());
   c10::cuda::setCurrentCUDAStream(impl_->caller);
 }
 
@@ -228,18 +233,7 @@ void ForkedStreams::enter(int index) {
 void ForkedStreams::catch_up() noexcept {
   if (!impl_) return;
   for (size_t i = 0; i < impl_->branches.size(); ++i) {
-    if (!impl_->entered[i]) continue;
-    const cudaStream_t branch = impl_->branches[i].stream();
-    // As in ~CopyStreamScope: should the event fail, the host waits for the branch instead (still ordered).
-    cudaEvent_t done = nullptr;
-    const bool joined = cudaEventCreateWithFlags(&done, cudaEventDisableTiming) == cudaSuccess &&
-                        cudaEventRecord(done, branch) == cudaSuccess &&
-                        cudaStreamWaitEvent(impl_->origin.stream(), done, 0) == cudaSuccess;
-    if (!joined) {
-      (void)cudaGetLastError();
-      (void)cudaStreamSynchronize(branch);
-    }
-    if (done != nullptr) (void)cudaEventDestroy(done);
+    if (impl_->entered[i]) wait_for_stream(impl_->origin.stream(), impl_->branches[i].stream());
   }
   c10::cuda::setCurrentCUDAStream(impl_->origin);
 }
