@@ -151,7 +151,6 @@ class EngineTest : public ::testing::Test {
     EXPECT_LE(f.relative_l2, tolerance) << what;
   }
 
-  // Every iteration of the engine on the parity inputs (16 frames, 12 queries, one chunk).
   // The fixture's queries [1, n, 3] (t, y, x) on `device`, their frames wrapped into the first `frame_count`.
   static at::Tensor fixture_queries(const c10::Device& device, int64_t frame_count) {
     const at::Tensor queries = inputs().at("query_points_tyx").to(device);
@@ -160,6 +159,7 @@ class EngineTest : public ::testing::Test {
                      -1);
   }
 
+  // Every iteration of the engine on the parity inputs (16 frames, 12 queries, one chunk).
   static std::vector<model::TrackState> run_engine(ModelSize size, engine::EngineOptions options,
                                                    std::vector<core::StageSample>* samples = nullptr,
                                                    int64_t frame_count = 16) {
