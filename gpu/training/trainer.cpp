@@ -61,18 +61,20 @@ core::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainingOptions& 
   TRACKSCOPE_RETURN_IF_ERROR(options.check());
   std::unique_ptr<Trainer> trainer(new Trainer(options, model, device));
   trainer->autocast_ = device.is_cuda() && options.precision == core::Precision::bf16;
-  auto train_data = SyntheticVideoGenerator::create(options.data, device);
-  if (!train_data) return train_data.status();
   auto validation_data = SyntheticVideoGenerator::create(options.validation_data, device);
   if (!validation_data) return validation_data.status();
-  trainer->train_data_ = std::move(*train_data);
   trainer->validation_data_ = std::move(*validation_data);
-  const OptimizerOptions& o = options.optimizer;
-  trainer->optimizer_ =
-      std::make_unique<torch::optim::AdamW>(model.module().parameters(), torch::optim::AdamWOptions(o.learning_rate)
-                                                                             .betas(std::make_tuple(o.beta1, o.beta2))
-                                                                             .weight_decay(o.weight_decay)
-                                                                             .eps(o.epsilon));
+  if (!options.validate_only) {
+    auto train_data = SyntheticVideoGenerator::create(options.data, device);
+    if (!train_data) return train_data.status();
+    trainer->train_data_ = std::move(*train_data);
+    const OptimizerOptions& o = options.optimizer;
+    trainer->optimizer_ =
+        std::make_unique<torch::optim::AdamW>(model.module().parameters(), torch::optim::AdamWOptions(o.learning_rate)
+                                                                               .betas(std::make_tuple(o.beta1, o.beta2))
+                                                                               .weight_decay(o.weight_decay)
+                                                                               .eps(o.epsilon));
+  }
   std::error_code error;
   std::filesystem::create_directories(options.output_dir, error);
   if (error) return core::io_error(fmt::format("cannot create '{}': {}", options.output_dir.string(), error.message()));
@@ -80,6 +82,11 @@ core::Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainingOptions& 
   if (!trainer->log_)
     return core::io_error(fmt::format("cannot write '{}'", (options.output_dir / "train_log.jsonl").string()));
   return trainer;
+}
+
+core::Status Trainer::require_training(const char* what) const {
+  if (optimizer_) return core::Status();
+  return core::invalid_argument(fmt::format("{} needs a training run: this trainer was made for validate-only", what));
 }
 
 void Trainer::disable_autocast() {
@@ -147,7 +154,9 @@ core::Status Trainer::resume(const std::filesystem::path& dir) {
           fmt::format("'{}' holds a {} checkpoint, not {}", dir.string(), state.value("model", ""), options_.model));
     }
     TRACKSCOPE_RETURN_IF_ERROR(load_weights(model_.module(), dir / "weights.safetensors"));
-    if (std::filesystem::exists(dir / "optimizer.pt")) {
+    if (!optimizer_) {
+      // Validate-only: the moments are never used, so a missing or damaged optimizer.pt does not matter.
+    } else if (std::filesystem::exists(dir / "optimizer.pt")) {
       torch::load(*optimizer_, (dir / "optimizer.pt").string(), device_);
     } else {
       core::log::warn("'{}' has no optimizer.pt: AdamW moments start afresh at step {}", dir.string(),
@@ -165,6 +174,7 @@ core::Status Trainer::resume(const std::filesystem::path& dir) {
 }
 
 core::Status Trainer::save_checkpoint(const std::filesystem::path& dir) {
+  TRACKSCOPE_RETURN_IF_ERROR(require_training("saving a checkpoint"));
   return guarded("saving the checkpoint", [&]() -> core::Status {
     const std::map<std::string, std::string> metadata = {{"format", "pt"},
                                                          {"model", options_.model},
@@ -196,6 +206,7 @@ core::Status Trainer::save_checkpoint(const std::filesystem::path& dir) {
 }
 
 core::Status Trainer::self_check() {
+  TRACKSCOPE_RETURN_IF_ERROR(require_training("the self-check"));
   const auto start = Clock::now();
   return guarded("self-check", [&]() -> core::Status {
     const uint64_t seed = derive_seed(options_.data_seed, ~uint64_t{0});
@@ -259,6 +270,7 @@ core::Status Trainer::self_check() {
 }
 
 core::Expected<StepRecord> Trainer::train_step(bool timed) {
+  TRACKSCOPE_RETURN_IF_ERROR(require_training("a training step"));
   return guarded("training step", [&]() -> core::Expected<StepRecord> {
     StepRecord r;
     r.step = step_;
@@ -361,6 +373,7 @@ core::Expected<TrainingSummary> Trainer::validate_weights() {
 }
 
 core::Expected<TrainingSummary> Trainer::train() {
+  TRACKSCOPE_RETURN_IF_ERROR(require_training("training"));
   TrainingSummary summary;
   summary.first_step = step_;
   summary.checkpoint_dir = options_.output_dir;

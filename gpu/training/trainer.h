@@ -52,13 +52,14 @@ struct StepRecord {
 
 class Trainer {
  public:
-  /// `model` must outlive the trainer and already live on `device`.
+  /// `model` must outlive the trainer and already live on `device`. With options.validate_only there is no
+  /// training data and no optimizer: self_check, train_step, train and save_checkpoint return invalid_argument.
   static core::Expected<std::unique_ptr<Trainer>> create(const TrainingOptions& options, TrainableTracker& model,
                                                          const at::Device& device);
   ~Trainer();
 
   /// Continues from a checkpoint folder: weights (required), optimizer.pt (optional: moments start afresh
-  /// without it, with a warning) and trainer_state.json (the global step).
+  /// without it, with a warning; not read for validate-only) and trainer_state.json (the global step).
   core::Status resume(const std::filesystem::path& dir);
   /// Fresh run from given weights (a .safetensors file or shard set).
   core::Status load_initial_weights(const std::filesystem::path& weights);
@@ -84,11 +85,14 @@ class Trainer {
   bool uses_autocast() const { return autocast_; }
   /// Runs the model in fp32 (TF32 allowed) from now on instead of bf16 autocast.
   void disable_autocast();
+  /// The optimizer of a training run (not of a validate-only trainer).
   torch::optim::AdamW& optimizer() { return *optimizer_; }
 
  private:
   Trainer(const TrainingOptions& options, TrainableTracker& model, const at::Device& device);
   void log_json(const std::string& line);
+  /// OK for a training run; invalid_argument naming `what` for a validate-only trainer.
+  core::Status require_training(const char* what) const;
   void apply_schedule();
   TrackerOutputs run_model(const at::Tensor& video, const at::Tensor& queries);
   /// The model under CUDA autocast to `dtype`, or in float32 with TF32 off when dtype is kFloat.

@@ -309,11 +309,15 @@ TEST(Trainer, ValidateOnlyMeasuresTheStartingWeightsWithoutTraining) {
   expect_same_validation(*measured);
   expect_no_training(from_weights.output_dir, {{"validation", 1}});
 
-  // Resumed from the checkpoint folder: its step, and the checkpoint left as it was.
-  const auto state_before = fs::last_write_time(trained.output_dir / "trainer_state.json");
+  // Resumed from a copy of the checkpoint folder whose optimizer.pt is damaged (validate-only never reads the
+  // moments): its step, and the checkpoint left as it was.
+  const fs::path damaged = fresh_dir("validate_only_damaged_moments");
+  fs::copy(trained.output_dir, damaged, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  std::ofstream(damaged / "optimizer.pt", std::ios::binary | std::ios::trunc) << "not a torch archive";
+  const auto state_before = fs::last_write_time(damaged / "trainer_state.json");
   TrainingOptions resumed = from_weights;
   resumed.init_weights.clear();
-  resumed.resume_from = trained.output_dir;
+  resumed.resume_from = damaged;
   resumed.output_dir = fresh_dir("validate_only_resumed");
   auto measured_resumed = run_training(resumed, factory);
   ASSERT_TRUE(measured_resumed) << measured_resumed.status().message();
@@ -321,7 +325,16 @@ TEST(Trainer, ValidateOnlyMeasuresTheStartingWeightsWithoutTraining) {
   EXPECT_EQ(measured_resumed->last_step, 2);
   expect_same_validation(*measured_resumed);
   expect_no_training(resumed.output_dir, {{"resume", 1}, {"validation", 1}});
-  EXPECT_EQ(fs::last_write_time(trained.output_dir / "trainer_state.json"), state_before);
+  EXPECT_EQ(fs::last_write_time(damaged / "trainer_state.json"), state_before);
+
+  // A validate-only trainer has no optimizer: training with it is refused, not a crash.
+  auto model = factory(resumed.model, test_device());
+  ASSERT_TRUE(model) << model.status().message();
+  auto validator = Trainer::create(resumed, **model, test_device());
+  ASSERT_TRUE(validator) << validator.status().message();
+  EXPECT_EQ((*validator)->train().status().code(), core::StatusCode::invalid_argument);
+  EXPECT_EQ((*validator)->save_checkpoint(fresh_dir("validate_only_no_checkpoint")).code(),
+            core::StatusCode::invalid_argument);
 
   TrainingOptions nothing_to_measure = from_weights;
   nothing_to_measure.validation_clips = 0;
