@@ -2,6 +2,8 @@
 // compiled only when LibTorch has CUDA (TRACKSCOPE_WITH_CUDA_OPS).
 #include "gpu/engine/cuda_support.h"
 
+#include "gpu/torch_compat.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -149,7 +151,13 @@ void Graph::capture(int device, const std::function<void(bool)>& work) {
       const c10::cuda::CUDAStreamGuard stream_guard(side);
       work(false);
       check(cudaStreamSynchronize(side.stream()), "cudaStreamSynchronize");
+#if TRACKSCOPE_TORCH_AT_LEAST(2, 1)
+      // Thread-local capture: another thread's CUDA calls (a decode thread registering its staging memory, another
+      // engine) neither fail nor invalidate this capture, as they would in LibTorch's default global mode.
+      impl_->graph.capture_begin(/*pool=*/{0, 0}, cudaStreamCaptureModeThreadLocal);
+#else
       impl_->graph.capture_begin();
+#endif
       try {
         work(true);
       } catch (...) {
