@@ -90,7 +90,6 @@ struct BenchOptions {
   int cudnn_benchmark_limit = -1;             // algorithms cuDNN's autotuning times (0 = all; -1 = LibTorch's default)
   BenchNorm norm = BenchNorm::automatic;      // the backbone's InstanceNorm+ReLU
   bool cuda_graphs = false;                   // track_chunk replayed as CUDA graphs (EngineOptions)
-  bool concurrent_levels = false;             // the refinement's pyramid levels on side streams (EngineOptions)
   BenchMixer mixer = BenchMixer::automatic;   // the temporal mixer (ops::MixerFast; plain = fused without 3xTF32;
                                               // reference = the module path)
   BenchGlue glue = BenchGlue::automatic;      // the glue ops (ops::GluePath)

@@ -35,7 +35,6 @@ struct BenchArguments {
   int cudnn_benchmark_limit = -1;
   gpu::BenchNorm norm = gpu::BenchNorm::automatic;
   gpu::BenchSwitch cuda_graphs = gpu::BenchSwitch::off;
-  gpu::BenchSwitch concurrent_levels = gpu::BenchSwitch::off;
   gpu::BenchMixer mixer = gpu::BenchMixer::automatic;
   gpu::BenchGlue glue = gpu::BenchGlue::automatic;
   gpu::BenchGelu mlp_gelu = gpu::BenchGelu::automatic;
@@ -104,7 +103,6 @@ int run_bench_command(const BenchArguments& args) {
   options.cudnn_benchmark_limit = args.cudnn_benchmark_limit;
   options.norm = args.norm;
   options.cuda_graphs = args.cuda_graphs == gpu::BenchSwitch::on;
-  options.concurrent_levels = args.concurrent_levels == gpu::BenchSwitch::on;
   options.mixer = args.mixer;
   options.glue = args.glue;
   options.mlp_gelu = args.mlp_gelu;
@@ -170,8 +168,6 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
   add_named_option(command, "--norm", args->norm, gpu::kBenchNormNames,
                    "backbone InstanceNorm+ReLU on CUDA: auto (fused), fused, reference");
   add_on_off_option(command, "--cuda-graphs", args->cuda_graphs, "replay the refinement as CUDA graphs: on or off");
-  add_on_off_option(command, "--concurrent-levels", args->concurrent_levels,
-                    "run the refinement's three pyramid levels on side streams: on or off");
   add_named_option(command, "--mixer", args->mixer, gpu::kBenchMixerNames,
                    "temporal mixer on CUDA: auto (float32: the fused kernels in 3xTF32; fp16/bf16: the module), fused, "
                    "plain (fused, float32 without 3xTF32) or reference (the module path)");

@@ -363,7 +363,6 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
         if (options.cudnn_benchmark_limit >= 0) engine_options.cudnn_benchmark_limit = options.cudnn_benchmark_limit;
         engine_options.fused_instance_norm = options.norm != BenchNorm::reference;
         engine_options.cuda_graphs = options.cuda_graphs;
-        engine_options.concurrent_levels = options.concurrent_levels;
         if (options.mixer != BenchMixer::automatic) engine_options.fused_mixer = options.mixer != BenchMixer::reference;
         engine_options.mixer_arithmetic = options.mixer == BenchMixer::plain ? ops::MixerFast::Arithmetic::plain
                                                                              : ops::MixerFast::Arithmetic::automatic;
@@ -428,7 +427,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
                   builder.build(peak, core::summarize_telemetry((*sampler)->samples_since(case_start_s)));
               result.notes = fmt::format(
                   "{} path, corr kernel {}, CMDTop {}, backbone norm {}, mixer {}, glue kernels {}, MLP GELU {}, "
-                  "mixer attention {}, CUDA graphs {}, concurrent levels {}, cuDNN benchmark {}{}",
+                  "mixer attention {}, CUDA graphs {}, cuDNN benchmark {}{}",
                   engine->fused() ? "fused" : "eager", to_string(options.corr_kernel),
                   engine->uses_fused_cmdtop() ? "fused" : to_string(options.cmdtop),
                   engine->uses_fused_instance_norm() ? "fused" : "reference",
@@ -438,7 +437,7 @@ core::Expected<core::Profile> run_bench(const BenchOptions& options,
                   to_string(options.glue),
                   to_string(engine->mlp_gelu() == ops::MlpGelu::exact ? BenchGelu::exact : BenchGelu::fused_tanh),
                   engine->uses_tensor_core_attention(frames) ? "tensor cores" : "module",
-                  engine->uses_cuda_graphs() ? "on" : "off", engine->uses_concurrent_levels() ? "on" : "off",
+                  engine->uses_cuda_graphs() ? "on" : "off",
                   at::globalContext().benchmarkCuDNN()
                       ? fmt::format("on (limit {})", at::globalContext().benchmarkLimitCuDNN())
                       : std::string("off"),

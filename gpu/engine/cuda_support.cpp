@@ -14,10 +14,6 @@
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 
-#include <stdexcept>
-#include <string>
-#include <vector>
-
 namespace trackscope::gpu::cuda_support {
 namespace {
 
@@ -200,53 +196,6 @@ CopyStreamScope::~CopyStreamScope() {
   wait_for_stream(impl_->caller.stream(), impl_->side.stream());
   c10::cuda::setCurrentCUDAStream(impl_->caller);
 }
-
-struct ForkedStreams::Impl {
-  explicit Impl(c10::DeviceIndex index) : origin(c10::cuda::getCurrentCUDAStream(index)) {}
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
-  ~Impl() {
-    if (fork != nullptr) (void)cudaEventDestroy(fork);
-  }
-  c10::cuda::CUDAStream origin;
-  std::vector<c10::cuda::CUDAStream> branches;
-  std::vector<bool> entered;
-  cudaEvent_t fork = nullptr;
-};
-
-ForkedStreams::ForkedStreams(int device, int branches) {
-  if (device < 0 || branches <= 1) return;
-  const auto index = static_cast<c10::DeviceIndex>(device);
-  auto impl = std::make_unique<Impl>(index);
-  check(cudaEventCreateWithFlags(&impl->fork, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-  check(cudaEventRecord(impl->fork, impl->origin.stream()), "cudaEventRecord");
-  for (int i = 0; i < branches; ++i) impl->branches.push_back(c10::cuda::getStreamFromPool(false, index));
-  impl->entered.assign(static_cast<size_t>(branches), false);
-  impl_ = std::move(impl);
-}
-
-void ForkedStreams::enter(int index) {
-  if (!impl_) return;
-  if (index < 0 || static_cast<size_t>(index) >= impl_->branches.size()) {
-    throw std::out_of_range("ForkedStreams::enter: no branch " + std::to_string(index));
-  }
-  const c10::cuda::CUDAStream& branch = impl_->branches[static_cast<size_t>(index)];
-  if (!impl_->entered[static_cast<size_t>(index)]) {
-    check(cudaStreamWaitEvent(branch.stream(), impl_->fork, 0), "cudaStreamWaitEvent");
-    impl_->entered[static_cast<size_t>(index)] = true;
-  }
-  c10::cuda::setCurrentCUDAStream(branch);
-}
-
-void ForkedStreams::catch_up() noexcept {
-  if (!impl_) return;
-  for (size_t i = 0; i < impl_->branches.size(); ++i) {
-    if (impl_->entered[i]) wait_for_stream(impl_->origin.stream(), impl_->branches[i].stream());
-  }
-  c10::cuda::setCurrentCUDAStream(impl_->origin);
-}
-
-ForkedStreams::~ForkedStreams() { catch_up(); }
 
 void used_on_current_stream(const at::Tensor& tensor, int device) {
   if (device < 0 || !tensor.defined() || !tensor.is_cuda()) return;

@@ -128,38 +128,6 @@ class CopyStreamScope {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-/// Independent pieces of work run concurrently on side streams of CUDA device `device` (fork/join through events,
-/// no host wait). The constructor marks the fork on the current stream; enter(i) makes branch i's side stream
-/// current, which waits for the fork the first time; catch_up() makes the original stream current again and makes it
-/// wait for everything the entered branches hold so far, while the branches go on: entering one again continues it
-/// where it was, without waiting for what the original stream does after the fork. The destructor is a last
-/// catch_up(), so work enqueued afterwards sees all of the branches' results. Inside a graph capture the branches
-/// become parallel paths of the graph.
-///
-///   { ForkedStreams fork(device, 3);
-///     for (int i = 0; i < 3; ++i) { fork.enter(i); first(i); }
-///     fork.catch_up();  mark();                                   // on the original stream, after every first(i)
-///     for (int i = 0; i < 3; ++i) { fork.enter(i); second(i); } } // second(i) follows first(i) only; joined here
-///
-/// Memory: tensors the branches share with the caller must be allocated before the fork and released after the
-/// join (their blocks belong to the original stream); a branch's own temporaries belong to its side stream.
-/// device < 0, branches <= 1 or no CUDA support: enter() does nothing and everything runs on the current stream.
-class ForkedStreams {
- public:
-  ForkedStreams(int device, int branches);
-  ~ForkedStreams();
-  ForkedStreams(const ForkedStreams&) = delete;
-  ForkedStreams& operator=(const ForkedStreams&) = delete;
-  /// Makes branch `index` (0 <= index < branches) current; throws std::out_of_range otherwise.
-  void enter(int index);
-  /// Makes the original stream current, waiting (on the device) for the work enqueued on the entered branches so far.
-  void catch_up() noexcept;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
 /// Marks a CUDA tensor as used by the current stream of `device` (Tensor::record_stream): the caching allocator then
 /// reuses its memory only after that stream's work queued so far. No-op for CPU tensors or without CUDA support.
 void used_on_current_stream(const at::Tensor& tensor, int device);

@@ -30,11 +30,6 @@ void Graph::replay(int /*device*/) { throw std::runtime_error("CUDA graphs: this
 struct CopyStreamScope::Impl {};
 CopyStreamScope::CopyStreamScope(int /*device*/) {}
 CopyStreamScope::~CopyStreamScope() = default;
-struct ForkedStreams::Impl {};
-ForkedStreams::ForkedStreams(int /*device*/, int /*branches*/) {}
-ForkedStreams::~ForkedStreams() = default;
-void ForkedStreams::enter(int /*index*/) {}
-void ForkedStreams::catch_up() noexcept {}
 void used_on_current_stream(const at::Tensor& /*tensor*/, int /*device*/) {}
 void nvtx_push(const char* /*name*/) {}
 void nvtx_pop() {}

@@ -417,28 +417,11 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
                                                      &chunk.highest_support};
   const at::Tensor points_256 = tracks.select(0, 0);  // [n, T, 2] float32, 256 space
   const at::ScalarType corr_dtype = is_reduced(compute_dtype_) ? compute_dtype_ : at::kFloat;
-  const int streams_device = uses_concurrent_levels() ? device_.index() : -1;
-  const int branches = static_cast<int>(levels.size());
-  // Allocated before any fork (the branches write them; their memory belongs to the tracking stream). Padded
-  // correlation rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow).
   std::array<at::Tensor, 3> correlations;
-  for (at::Tensor& correlation : correlations) {
-    correlation = at::empty({count, frames, ops::kCorrPaddedRow}, points_256.options().dtype(corr_dtype));
-  }
-  // Each level's encoder writes its columns of the [n, T, 3 x 256] rows directly (no concatenation pass).
-  const int64_t width = cmdtop_[0]->output_channels();
-  const at::Tensor encoded = at::empty({count, frames, width * static_cast<int64_t>(levels.size())},
-                                       points_256.options().dtype(compute_dtype_));
-  const at::Tensor rows = encoded.view({count * frames, -1});
-  std::optional<StageRecorder::Scope> stage;
-  stage.emplace(
-      recorder.time(Stage::refine_correlation, chunk_index, iteration, cost_of(Stage::refine_correlation, count)));
   {
-    // Concurrent levels: each level is a chain on a side stream, its correlation, then its encoder, which starts as
-    // soon as that level's correlation is done. The correlation stage ends when all three correlations have.
-    cuda_support::ForkedStreams fork(streams_device, branches);
+    const auto scope =
+        recorder.time(Stage::refine_correlation, chunk_index, iteration, cost_of(Stage::refine_correlation, count));
     for (size_t level = 0; level < levels.size(); ++level) {
-      fork.enter(static_cast<int>(level));
       const at::Tensor grid = levels[level]->select(0, 0);
       // Grid cells from 256 space, multiplying first as the reference does (the grids are square). Where the grid's
       // side is a power of two both steps are exact, so one multiplication by side / 256 gives the same values.
@@ -447,20 +430,23 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
           (side & (side - 1)) == 0
               ? points_256.mul(static_cast<double>(side) / static_cast<double>(model::kModelResolution))
               : points_256.mul(static_cast<double>(side)).div(static_cast<double>(model::kModelResolution));
+      // Padded rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow).
+      correlations[level] = at::empty({count, frames, ops::kCorrPaddedRow}, points_256.options().dtype(corr_dtype));
       ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level], options_.corr_kernel);
     }
-    fork.catch_up();
-    stage.reset();
-    stage.emplace(recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count)));
-    for (size_t level = 0; level < levels.size(); ++level) {
-      fork.enter(static_cast<int>(level));
-      at::Tensor columns = rows.narrow(1, width * static_cast<int64_t>(level), width);
-      cmdtop_[level]->forward_out(correlations[level].view({count * frames, ops::kCorrPaddedRow}), columns);
-      // One level at a time, its memory goes back at once; concurrent branches still read theirs until the join.
-      if (streams_device < 0) correlations[level] = at::Tensor();
-    }
   }
-  stage.reset();
+  const auto scope =
+      recorder.time(Stage::refine_encoder, chunk_index, iteration, cost_of(Stage::refine_encoder, count));
+  // Each level's encoder writes its columns of the [n, T, 3 x 256] rows directly (no concatenation pass).
+  const int64_t width = cmdtop_[0]->output_channels();
+  const at::Tensor encoded = at::empty({count, frames, width * static_cast<int64_t>(levels.size())},
+                                       correlations[0].options().dtype(compute_dtype_));
+  const at::Tensor rows = encoded.view({count * frames, -1});
+  for (size_t level = 0; level < levels.size(); ++level) {
+    at::Tensor columns = rows.narrow(1, width * static_cast<int64_t>(level), width);
+    cmdtop_[level]->forward_out(correlations[level].view({count * frames, ops::kCorrPaddedRow}), columns);
+    correlations[level] = at::Tensor();
+  }
   return encoded;
 }
 

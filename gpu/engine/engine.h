@@ -82,11 +82,6 @@ struct EngineOptions {
   /// from CUDA events, recorded inside the graph. With graphs on, allocate_grids() hands out the engine's one
   /// set of grids (reused while the frame count stays the same), so the graphs' inputs keep their addresses.
   bool cuda_graphs = false;
-  /// The refinement's three pyramid levels run concurrently (fused path, CUDA): each level is a chain on a side
-  /// stream (cuda_support::ForkedStreams), its correlation, then its CMDTop encoder, so that one level's blocks fill
-  /// the SMs the others leave idle at the ends of their launches. The correlation stage ends when all three
-  /// correlations have; an encoder that starts earlier counts in the correlation stage. Results are bit-identical.
-  bool concurrent_levels = false;
   /// The temporal mixer as ops::MixerFast (fused path, CUDA): fused LayerNorm/attention/GELU kernels writing the
   /// GEMM operands, one GEMM per linear layer; for float32 in 3xTF32 on compute capability 8.0+ (mixer_arithmetic).
   /// false = the module path (TemporalMixer's op sequence with the padded input projection). Unset (automatic):
@@ -166,8 +161,6 @@ class Engine {
   model::FeatureGrids allocate_grids(int64_t frames) const;
   /// Whether track_chunk replays CUDA graphs (cuda_graphs, fused path, CUDA).
   bool uses_cuda_graphs() const { return options_.cuda_graphs && fused_ && device_.is_cuda(); }
-  /// Whether encode() runs the three levels on side streams (concurrent_levels, fused path, CUDA).
-  bool uses_concurrent_levels() const { return options_.concurrent_levels && fused_ && device_.is_cuda(); }
   /// Backbone of frames [F, 256, 256, 3] (prepare_frames' output) into grids frames [first, first + F).
   void compute_features(const at::Tensor& frames, model::FeatureGrids& grids, int64_t first,
                         StageRecorder& recorder) const;

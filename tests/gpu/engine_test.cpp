@@ -310,52 +310,6 @@ TEST_F(EngineTest, CudaGraphReplaysMatchTheEagerPath) {
   compat::set_tf32_allowed(false);
 }
 
-// EngineOptions::concurrent_levels: the three pyramid levels' correlations and encoders on side streams run the
-// same kernels on the same inputs, so every iteration's tracks, occlusion and expected distance are the sequential
-// run's, in exact mode and in fp16, eagerly and inside a CUDA graph (whose capture takes the forked streams in).
-TEST_F(EngineTest, ConcurrentLevelsGiveTheSequentialResults) {
-  if (!wants_cuda()) GTEST_SKIP() << "side streams need a CUDA device (run with TRACKSCOPE_TEST_DEVICE=cuda)";
-  for (const core::Precision precision : {core::Precision::fp32, core::Precision::fp16}) {
-    engine::EngineOptions sequential;
-    sequential.precision = precision;
-    engine::EngineOptions concurrent = sequential;
-    concurrent.concurrent_levels = true;
-    ASSERT_TRUE(
-        engine::Engine(load_model(ModelSize::small), at::Device(device_name()), concurrent).uses_concurrent_levels());
-    const auto expected = run_engine(ModelSize::small, sequential);
-    const auto actual = run_engine(ModelSize::small, concurrent);
-    ASSERT_EQ(actual.size(), expected.size());
-    for (size_t i = 0; i < actual.size(); ++i) {
-      const std::string what = fmt::format("{} iteration {}", core::to_string(precision), i);
-      EXPECT_TRUE(at::equal(actual[i].tracks, expected[i].tracks)) << what << " tracks";
-      EXPECT_TRUE(at::equal(actual[i].occlusion, expected[i].occlusion)) << what << " occlusion";
-      EXPECT_TRUE(at::equal(actual[i].expected_dist, expected[i].expected_dist)) << what << " expected_dist";
-    }
-  }
-  // Captured with the forks: the graph's replay against the sequential eager chunk.
-  c10::InferenceMode inference;
-  const int64_t frame_count = 16;
-  engine::EngineOptions graphed_options;
-  graphed_options.cuda_graphs = true;
-  graphed_options.concurrent_levels = true;
-  engine::Engine graphed(load_model(ModelSize::small), at::Device(device_name()), graphed_options);
-  engine::Engine eager(load_model(ModelSize::small), at::Device(device_name()), engine::EngineOptions{});
-  graphed.apply_precision_flags();
-  const at::Tensor frames = graphed.prepare_frames(inputs().at("video_u8")[0].narrow(0, 0, frame_count));
-  const at::Tensor queries = fixture_queries(graphed.device(), frame_count);
-  engine::StageRecorder recorder(graphed.cuda_index());
-  model::FeatureGrids grids = graphed.allocate_grids(frame_count);
-  graphed.compute_features(frames, grids, 0, recorder);
-  const model::QueryFeatures features = graphed.query_features(grids, queries, recorder);
-  graphed.track_chunk(grids, features, queries, 0, recorder);  // captures
-  const model::TrackState replayed = graphed.track_chunk(grids, features, queries, 0, recorder);
-  const model::TrackState expected = eager.track_chunk(grids, features, queries, 0, recorder);
-  recorder.collect();
-  expect_tracks("[engine concurrent levels] graph replay vs sequential eager", replayed.tracks, expected.tracks, 1e-4);
-  expect_logits("[engine concurrent levels] graph replay occlusion", replayed.occlusion, expected.occlusion);
-  compat::set_tf32_allowed(false);
-}
-
 TEST_F(EngineTest, StageCostsFollowTheEnginesModelAndPrecision) {
   TRACKSCOPE_REQUIRE_FIXTURE(weights_path(ModelSize::base).filename().string());
   c10::InferenceMode inference;

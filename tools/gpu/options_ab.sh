@@ -8,7 +8,7 @@
 #   bash tools/gpu/options_ab.sh OUT_DIR ROUNDS "COMMON BENCH ARGS" NAME=ARGS [NAME=ARGS ...]
 # e.g.
 #   bash tools/gpu/options_ab.sh "$OUT" 2 "--device cuda:0 --model small,base --points 256 --precision fp16 \
-#     --repeats 5 --warmup 2 --no-peaks" "default=" "graphs=--cuda-graphs on" "levels=--concurrent-levels on"
+#     --repeats 5 --warmup 2 --no-peaks" "default=" "graphs=--cuda-graphs on" "pipelined=--corr-kernel pipelined"
 # A variant's ARGS may be empty (the defaults). Exit status: 1 when any bench failed (the table shows which).
 set -uo pipefail
 OUT=${1:?usage: options_ab.sh OUT_DIR ROUNDS "COMMON" NAME=ARGS...}
