@@ -63,14 +63,6 @@ void add_named_option(CLI::App* command, const std::string& option, Value& value
   command->add_option(option, value, help)->transform(names_of(names))->default_str(gpu::to_string(value));
 }
 
-// A switch that takes on or off only (no auto), its default shown by name.
-void add_on_off_option(CLI::App* command, const std::string& option, gpu::BenchSwitch& value, const std::string& help) {
-  command->add_option(option, value, help)
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, gpu::BenchSwitch>{{"on", gpu::BenchSwitch::on}, {"off", gpu::BenchSwitch::off}}))
-      ->default_str(gpu::to_string(value));
-}
-
 int run_bench_command(const BenchArguments& args) {
   auto fail = [](const core::Status& status) {
     std::fprintf(stderr, "trackscope-cli bench: %s\n", status.message().c_str());
@@ -167,7 +159,10 @@ void add_bench_command(CLI::App& app, CliContext& context, std::string command_l
                    "cuDNN autotuning: auto (on), on, off");
   add_named_option(command, "--norm", args->norm, gpu::kBenchNormNames,
                    "backbone InstanceNorm+ReLU on CUDA: auto (fused), fused, reference");
-  add_on_off_option(command, "--cuda-graphs", args->cuda_graphs, "replay the refinement as CUDA graphs: on or off");
+  command->add_option("--cuda-graphs", args->cuda_graphs, "replay the refinement as CUDA graphs: on or off")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, gpu::BenchSwitch>{{"on", gpu::BenchSwitch::on}, {"off", gpu::BenchSwitch::off}}))
+      ->default_str(gpu::to_string(args->cuda_graphs));
   add_named_option(command, "--mixer", args->mixer, gpu::kBenchMixerNames,
                    "temporal mixer on CUDA: auto (float32: the fused kernels in 3xTF32; fp16/bf16: the module), fused, "
                    "plain (fused, float32 without 3xTF32) or reference (the module path)");

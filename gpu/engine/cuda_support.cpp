@@ -23,20 +23,6 @@ void check(cudaError_t error, const char* what) {
 
 cudaEvent_t as_event(Event e) { return static_cast<cudaEvent_t>(e); }
 
-// Makes `waiter` wait (on the device) for the work enqueued on `producer` so far. For destructors, so it cannot
-// throw: should the event fail, the host waits for `producer` instead (still ordered).
-void wait_for_stream(cudaStream_t waiter, cudaStream_t producer) noexcept {
-  cudaEvent_t done = nullptr;
-  const bool joined = cudaEventCreateWithFlags(&done, cudaEventDisableTiming) == cudaSuccess &&
-                      cudaEventRecord(done, producer) == cudaSuccess &&
-                      cudaStreamWaitEvent(waiter, done, 0) == cudaSuccess;
-  if (!joined) {
-    (void)cudaGetLastError();
-    (void)cudaStreamSynchronize(producer);
-  }
-  if (done != nullptr) (void)cudaEventDestroy(done);  // released once the wait has completed
-}
-
 }  // namespace
 
 bool available() { return true; }
@@ -193,7 +179,16 @@ CopyStreamScope::CopyStreamScope(int device) {
 
 CopyStreamScope::~CopyStreamScope() {
   if (!impl_) return;
-  wait_for_stream(impl_->caller.stream(), impl_->side.stream());
+  // A destructor cannot throw: should the event fail, the host waits for the copies instead (still ordered).
+  cudaEvent_t done = nullptr;
+  const bool joined = cudaEventCreateWithFlags(&done, cudaEventDisableTiming) == cudaSuccess &&
+                      cudaEventRecord(done, impl_->side.stream()) == cudaSuccess &&
+                      cudaStreamWaitEvent(impl_->caller.stream(), done, 0) == cudaSuccess;
+  if (!joined) {
+    (void)cudaGetLastError();
+    (void)cudaStreamSynchronize(impl_->side.stream());
+  }
+  if (done != nullptr) (void)cudaEventDestroy(done);  // released once the wait has completed
   c10::cuda::setCurrentCUDAStream(impl_->caller);
 }
 
