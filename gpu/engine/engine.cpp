@@ -102,46 +102,64 @@ struct PaddedMixerWeights {
   const at::Tensor& alibi_slopes;  // ops::alibi_slopes where ops::alibi_attention runs the attention, else undefined
 };
 
+// A batch of one's state without its batch dimension, and back.
+ops::MixerState rows_of(const model::TrackState& state) {
+  return {state.tracks.select(0, 0), state.occlusion.select(0, 0), state.expected_dist.select(0, 0)};
+}
+model::TrackState batch_of_one(const ops::MixerState& state) {
+  return {state.tracks.unsqueeze(0), state.occlusion.unsqueeze(0), state.expected_dist.unsqueeze(0)};
+}
+
 // TemporalMixer::forward on input rows padded to kMixerPaddedInput; bias = model::alibi_bias(heads, T, x's options).
 // On the automatic glue path each layer's query, key and value come from one GEMM, whose [S, T, 3D] rows
 // ops::alibi_attention reads as they are (with alibi_slopes: Engine::uses_tensor_core_attention; else slices of them
 // go to the module's attention as strided views), and each residual add goes with the LayerNorm that reads its
 // sum (the layer's second one, then the next layer's first one or ln_out) through ops::add_layer_norm: one kernel per
-// pair on CUDA; the MLP's first layer and its GELU are ops::linear_gelu in the form `gelu`. The composite glue path is
-// TemporalMixer's own layers (three projections, at::layer_norm and the adds, the exact GELU).
-at::Tensor padded_mixer_forward(const model::TemporalMixer& mixer, const PaddedMixerWeights& weights,
-                                const at::Tensor& x, const at::Tensor& bias, ops::GluePath glue, ops::MlpGelu gelu) {
+// pair on CUDA, the last add with ln_out, the output projection's four used rows and the state update through
+// ops::add_layer_norm_head (one kernel on CUDA); the MLP's first layer and its GELU are ops::linear_gelu in the form
+// `gelu`. The composite glue path is TemporalMixer's own layers (three projections, at::layer_norm and the adds, the
+// exact GELU). Returns the next state: previous + the mixer's update.
+ops::MixerState padded_mixer_forward(const model::TemporalMixer& mixer, const PaddedMixerWeights& weights,
+                                     const at::Tensor& x, const at::Tensor& bias, ops::GluePath glue, ops::MlpGelu gelu,
+                                     const ops::MixerState& previous) {
   constexpr double kEps = 1e-5;  // every LayerNorm of the mixer (nn.LayerNorm's default)
   at::Tensor h = at::linear(x, weights.input_weight, mixer.input_proj->bias);
-  at::Tensor normed;  // ln_out of the last layer's output
+  // The output projection's rows of the two position deltas and the two logit deltas (the rest is unused).
+  const at::Tensor head_weight = mixer.output_proj->weight.narrow(0, 0, 4);
+  const at::Tensor head_bias = mixer.output_proj->bias.narrow(0, 0, 4);
   if (glue == ops::GluePath::composite) {
     for (const auto& layer : mixer.layers) h = layer->forward(h, bias);
-    normed = ops::layer_norm(h, mixer.ln_out->weight, mixer.ln_out->bias, kEps, glue);
-  } else {
-    const int64_t dim = h.size(-1);
-    const model::AffineNorm& first = *mixer.layers.front()->layer_norm1;
-    normed = ops::layer_norm(h, first.weight, first.bias, kEps, glue);
-    for (size_t l = 0; l < mixer.layers.size(); ++l) {
-      const model::TransformerLayer& layer = *mixer.layers[l];
-      const at::Tensor qkv = at::linear(normed, weights.qkv_weights[l], weights.qkv_biases[l]);  // [S, T, 3D]
-      at::Tensor attended;
-      if (weights.alibi_slopes.defined()) {
-        attended = layer.attn->final_proj->forward(ops::alibi_attention(qkv, weights.alibi_slopes)).view(h.sizes());
-      } else {
-        attended =
-            layer.attn->attend(qkv.narrow(-1, 0, dim), qkv.narrow(-1, dim, dim), qkv.narrow(-1, 2 * dim, dim), bias);
-      }
-      ops::SumAndNorm step =
-          ops::add_layer_norm(h, attended, layer.layer_norm2->weight, layer.layer_norm2->bias, kEps, glue);
-      const at::Tensor mlp =
-          layer.dense_out->forward(ops::linear_gelu(step.norm, layer.dense_in->weight, layer.dense_in->bias, gelu));
-      const model::AffineNorm& next = l + 1 < mixer.layers.size() ? *mixer.layers[l + 1]->layer_norm1 : *mixer.ln_out;
-      step = ops::add_layer_norm(step.sum, mlp, next.weight, next.bias, kEps, glue);
-      h = step.sum;
-      normed = step.norm;
-    }
+    const at::Tensor normed = ops::layer_norm(h, mixer.ln_out->weight, mixer.ln_out->bias, kEps, glue);
+    return ops::apply_mixer_update(at::linear(normed, head_weight, head_bias).to(at::kFloat), previous);
   }
-  return at::linear(normed, mixer.output_proj->weight.narrow(0, 0, 4), mixer.output_proj->bias.narrow(0, 0, 4));
+  TORCH_CHECK(!mixer.layers.empty(), "padded_mixer_forward: a mixer without layers");
+  const int64_t dim = h.size(-1);
+  const model::AffineNorm& first = *mixer.layers.front()->layer_norm1;
+  at::Tensor normed = ops::layer_norm(h, first.weight, first.bias, kEps, glue);
+  for (size_t l = 0;; ++l) {
+    const model::TransformerLayer& layer = *mixer.layers[l];
+    const at::Tensor qkv = at::linear(normed, weights.qkv_weights[l], weights.qkv_biases[l]);  // [S, T, 3D]
+    at::Tensor attended;
+    if (weights.alibi_slopes.defined()) {
+      attended = layer.attn->final_proj->forward(ops::alibi_attention(qkv, weights.alibi_slopes)).view(h.sizes());
+    } else {
+      attended =
+          layer.attn->attend(qkv.narrow(-1, 0, dim), qkv.narrow(-1, dim, dim), qkv.narrow(-1, 2 * dim, dim), bias);
+    }
+    ops::SumAndNorm step =
+        ops::add_layer_norm(h, attended, layer.layer_norm2->weight, layer.layer_norm2->bias, kEps, glue);
+    const at::Tensor mlp =
+        layer.dense_out->forward(ops::linear_gelu(step.norm, layer.dense_in->weight, layer.dense_in->bias, gelu));
+    if (l + 1 == mixer.layers.size()) {
+      // The last residual add, ln_out, the head and the state update: one kernel on CUDA.
+      return ops::add_layer_norm_head(step.sum, mlp, mixer.ln_out->weight, mixer.ln_out->bias, kEps, head_weight,
+                                      head_bias, previous, glue);
+    }
+    const model::AffineNorm& next = *mixer.layers[l + 1]->layer_norm1;
+    step = ops::add_layer_norm(step.sum, mlp, next.weight, next.bias, kEps, glue);
+    h = step.sum;
+    normed = step.norm;
+  }
 }
 
 // The device as the support table sees it (compute capability from the device list).
@@ -464,11 +482,7 @@ at::Tensor Engine::mixer_rows(const at::Tensor& encoded, const model::TrackState
 }
 
 model::TrackState Engine::apply_update(const at::Tensor& update, const model::TrackState& previous) {
-  model::TrackState next;
-  next.tracks = (update.narrow(-1, 0, 2) + previous.tracks.select(0, 0)).unsqueeze(0);
-  next.occlusion = (update.select(-1, 2) + previous.occlusion.select(0, 0)).unsqueeze(0);
-  next.expected_dist = (update.select(-1, 3) + previous.expected_dist.select(0, 0)).unsqueeze(0);
-  return next;
+  return batch_of_one(ops::apply_mixer_update(update, rows_of(previous)));
 }
 
 model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState& previous, int chunk_index,
@@ -488,21 +502,17 @@ model::TrackState Engine::mix(const at::Tensor& encoded, const model::TrackState
   }
   // mixer_input()'s rows, padded to kMixerPaddedInput for the padded input projection.
   const at::Tensor input = mixer_rows(encoded, previous, kMixerPaddedInput);
-  at::Tensor update;  // [n, T, 4]
-  if (mixer_) {
-    update = mixer_->forward(input);
-  } else {
-    const model::TemporalMixer& mixer = *compute_model_->torch_pips_mixer;
-    at::Tensor& bias = alibi_biases_[frames];
-    if (!bias.defined()) {
-      bias = with_aligned_rows(model::alibi_bias(mixer.layers.front()->attn->heads, frames, input.options()));
-    }
-    const at::Tensor no_slopes;
-    const PaddedMixerWeights weights{mixer_input_weight_, mixer_qkv_weights_, mixer_qkv_biases_,
-                                     uses_tensor_core_attention(input.size(1)) ? mixer_alibi_slopes_ : no_slopes};
-    update = padded_mixer_forward(mixer, weights, input, bias, options_.glue_path, mlp_gelu()).to(at::kFloat);
+  if (mixer_) return apply_update(mixer_->forward(input), previous);  // update [n, T, 4]
+  const model::TemporalMixer& mixer = *compute_model_->torch_pips_mixer;
+  at::Tensor& bias = alibi_biases_[frames];
+  if (!bias.defined()) {
+    bias = with_aligned_rows(model::alibi_bias(mixer.layers.front()->attn->heads, frames, input.options()));
   }
-  return apply_update(update, previous);
+  const at::Tensor no_slopes;
+  const PaddedMixerWeights weights{mixer_input_weight_, mixer_qkv_weights_, mixer_qkv_biases_,
+                                   uses_tensor_core_attention(input.size(1)) ? mixer_alibi_slopes_ : no_slopes};
+  return batch_of_one(
+      padded_mixer_forward(mixer, weights, input, bias, options_.glue_path, mlp_gelu(), rows_of(previous)));
 }
 
 model::TrackState Engine::refine(const model::FeatureGrids& grids, const model::QueryFeatures& chunk,

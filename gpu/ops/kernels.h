@@ -57,6 +57,14 @@ void mixer_input_cuda(const at::Tensor& occlusion, const at::Tensor& expected, c
 /// (nothing written) where the kernel is not eligible (launchers.h layer_norm_eligible, 16-byte alignment).
 bool layer_norm_cuda(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, const at::Tensor& bias,
                      double eps, at::Tensor& sum, at::Tensor& norm);
+/// The mixer's head (ops.h add_layer_norm_head): x, residual, weight, bias as layer_norm_cuda's residual form,
+/// head_weight [4, W], head_bias [4] of x's dtype, all contiguous; previous and next tracks [.., 2], occlusion and
+/// expected_dist float32 contiguous with x's rows. Returns false (nothing written) where the kernel is not eligible.
+bool layer_norm_head_cuda(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                          const at::Tensor& bias, double eps, const at::Tensor& head_weight,
+                          const at::Tensor& head_bias, const at::Tensor& tracks, const at::Tensor& occlusion,
+                          const at::Tensor& expected_dist, at::Tensor& next_tracks, at::Tensor& next_occlusion,
+                          at::Tensor& next_expected_dist);
 /// x, out [..., C] contiguous (same dtype): out = x / sqrt(max(sum_c x^2, 1e-12)) in one pass. Returns false
 /// (nothing written) where the kernel is not eligible (launchers.h l2_normalise_eligible).
 bool l2_normalise_channels_cuda(const at::Tensor& x, at::Tensor& out);

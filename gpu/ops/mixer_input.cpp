@@ -18,6 +18,8 @@
 
 #include <numbers>
 #include <optional>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpu/ops/cuda/mixer_input_layout.h"
@@ -150,6 +152,55 @@ SumAndNorm add_layer_norm(const at::Tensor& x, const at::Tensor& residual, const
   result.sum = x + residual;
   result.norm = composite_layer_norm(result.sum, weight, bias, eps);
   return result;
+}
+
+MixerState add_layer_norm_head(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                               const at::Tensor& bias, double eps, const at::Tensor& head_weight,
+                               const at::Tensor& head_bias, const MixerState& previous, GluePath path) {
+  TORCH_CHECK(x.defined() && x.dim() == 3, "add_layer_norm_head: x must be [S, T, W], got ",
+              x.defined() ? x.sizes() : at::IntArrayRef{});
+  const int64_t width = x.size(2);
+  TORCH_CHECK(head_weight.defined() && head_bias.defined() && head_weight.dim() == 2 && head_weight.size(0) == 4 &&
+                  head_weight.size(1) == width && head_bias.dim() == 1 && head_bias.size(0) == 4 &&
+                  head_weight.scalar_type() == x.scalar_type() && head_bias.scalar_type() == x.scalar_type() &&
+                  head_weight.device() == x.device() && head_bias.device() == x.device(),
+              "add_layer_norm_head: head_weight [4, ", width, "] and head_bias [4] of ", x.scalar_type(), " on ",
+              x.device(), " expected");
+  const std::vector<int64_t> rows{x.size(0), x.size(1)};
+  const std::vector<int64_t> track_sizes{x.size(0), x.size(1), 2};
+  for (const auto& [tensor, sizes, name] :
+       {std::tuple{&previous.tracks, &track_sizes, "tracks"}, std::tuple{&previous.occlusion, &rows, "occlusion"},
+        std::tuple{&previous.expected_dist, &rows, "expected_dist"}}) {
+    TORCH_CHECK(tensor->defined() && tensor->sizes() == at::IntArrayRef(*sizes) &&
+                    tensor->scalar_type() == at::kFloat && tensor->device() == x.device(),
+                "add_layer_norm_head: previous ", name, " must be float32 ", at::IntArrayRef(*sizes), " on ",
+                x.device(), ", got ", tensor->defined() ? tensor->toString() : std::string("undefined"), " ",
+                tensor->defined() ? tensor->sizes() : at::IntArrayRef{});
+  }
+  if (path == GluePath::automatic && x.numel() > 0 && detail::use_cuda(x, "add_layer_norm_head")) {
+#ifdef TRACKSCOPE_WITH_CUDA_OPS
+    check_layer_norm_arguments(x, weight, bias);
+    TORCH_CHECK(residual.defined() && residual.sizes() == x.sizes() && residual.scalar_type() == x.scalar_type() &&
+                    residual.device() == x.device(),
+                "add_layer_norm_head: residual must be like x");
+    const at::Tensor tracks = previous.tracks.contiguous(), occlusion = previous.occlusion.contiguous(),
+                     expected = previous.expected_dist.contiguous();
+    MixerState next{at::empty_like(tracks), at::empty_like(occlusion), at::empty_like(expected)};
+    if (detail::layer_norm_head_cuda(x.contiguous(), residual.contiguous(), weight.contiguous(), bias.contiguous(), eps,
+                                     head_weight.contiguous(), head_bias.contiguous(), tracks, occlusion, expected,
+                                     next.tracks, next.occlusion, next.expected_dist)) {
+      return next;
+    }
+#endif
+  }
+  return apply_mixer_update(
+      at::linear(add_layer_norm(x, residual, weight, bias, eps, path).norm, head_weight, head_bias).to(at::kFloat),
+      previous);
+}
+
+MixerState apply_mixer_update(const at::Tensor& update, const MixerState& previous) {
+  return MixerState{update.narrow(-1, 0, 2) + previous.tracks, update.select(-1, 2) + previous.occlusion,
+                    update.select(-1, 3) + previous.expected_dist};
 }
 
 at::Tensor linear_gelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, MlpGelu form) {

@@ -315,6 +315,26 @@ at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::T
 /// kernel reads x and residual once and writes both (where layer_norm's kernel is eligible).
 SumAndNorm add_layer_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
                           const at::Tensor& bias, double eps, GluePath path = GluePath::automatic);
+/// The state a refinement iteration hands on: tracks [S, T, 2], occlusion and expected_dist logits [S, T], float32.
+struct MixerState {
+  at::Tensor tracks, occlusion, expected_dist;
+};
+/// next = previous + update in float32 as the model applies the mixer's output: tracks + update[..., 0:2], occlusion
+/// + update[..., 2], expected_dist + update[..., 3]; update [S, T, >=4] float32.
+MixerState apply_mixer_update(const at::Tensor& update, const MixerState& previous);
+/// The mixer's last step and the state update, as the module computes them: norm = add_layer_norm(x, residual,
+/// weight, bias, eps).norm, update = linear(norm, head_weight, head_bias) in x's dtype (head_weight [4, W], head_bias
+/// [4]: the output projection's rows for the two position deltas and the two logit deltas), then, in float32,
+/// next.tracks = previous.tracks + update[..., 0:2], next.occlusion = previous.occlusion + update[..., 2],
+/// next.expected_dist = previous.expected_dist + update[..., 3]. x, residual [S, T, W]; previous float32 of the
+/// shapes above on x's device. On CUDA (automatic path, where layer_norm's kernel takes the rows and head_weight is
+/// 16-byte aligned) one kernel: neither the sum nor the norm is written, and the head's products are summed in
+/// float32 in another order than the GEMM's (the update may differ by a rounding of x's dtype). Else the composite:
+/// add_layer_norm, at::linear, the conversion and the three additions.
+MixerState add_layer_norm_head(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                               const at::Tensor& bias, double eps, const at::Tensor& head_weight,
+                               const at::Tensor& head_bias, const MixerState& previous,
+                               GluePath path = GluePath::automatic);
 
 /// The ALiBi slopes of the mixer's split-direction attention (docs/locotrack-spec.md §2.5): [heads] float32 on
 /// `device`, the forward heads' heads/2 slopes 1 / 24^(i / (heads/2)), i = 1.., then the same for the backward heads,

@@ -16,6 +16,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpu/cuda_runtime_probe.h"
@@ -711,6 +712,38 @@ TEST(AddLayerNormCpu, IsTheAddThenTheNormOfTheRoundedSum) {
             std::string::npos);
 }
 
+// The mixer's head on the CPU is the composite: the residual LayerNorm, the 4-row linear layer in the dtype, then the
+// float32 state update, element for element as the engine applied it before the op existed. Wrong head or state
+// shapes are refused with a message naming them.
+TEST(AddLayerNormHeadCpu, IsTheNormTheHeadAndTheStateUpdate) {
+  for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    const at::Tensor x = (at::randn({3, 5, 256}) * 2.0 + 1.0).to(dtype);
+    const at::Tensor residual = at::randn({3, 5, 256}).to(dtype);
+    const at::Tensor weight = (at::rand({256}) + 0.5).to(dtype), bias = at::randn({256}).to(dtype);
+    const at::Tensor head_weight = (at::randn({4, 256}) * 0.1).to(dtype), head_bias = at::randn({4}).to(dtype);
+    const ops::MixerState previous{at::randn({3, 5, 2}) * 50.0, at::randn({3, 5}), at::randn({3, 5})};
+    const ops::MixerState next =
+        ops::add_layer_norm_head(x, residual, weight, bias, 1e-5, head_weight, head_bias, previous);
+    const at::Tensor update =
+        at::linear(ops::add_layer_norm(x, residual, weight, bias, 1e-5).norm, head_weight, head_bias).to(at::kFloat);
+    EXPECT_TRUE(at::equal(next.tracks, previous.tracks + update.narrow(-1, 0, 2))) << c10::toString(dtype);
+    EXPECT_TRUE(at::equal(next.occlusion, previous.occlusion + update.select(-1, 2))) << c10::toString(dtype);
+    EXPECT_TRUE(at::equal(next.expected_dist, previous.expected_dist + update.select(-1, 3))) << c10::toString(dtype);
+    EXPECT_GT((next.tracks - previous.tracks).abs().max().item<float>(), 0.0f) << c10::toString(dtype);
+  }
+  const at::Tensor x = at::randn({2, 3, 256}), weight = at::ones({256}), bias = at::zeros({256});
+  const ops::MixerState previous{at::zeros({2, 3, 2}), at::zeros({2, 3}), at::zeros({2, 3})};
+  EXPECT_NE(error_message([&] {
+              ops::add_layer_norm_head(x, x, weight, bias, 1e-5, at::zeros({5, 256}), at::zeros({4}), previous);
+            }).find("head_weight [4, 256]"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] {
+              ops::add_layer_norm_head(x, x, weight, bias, 1e-5, at::zeros({4, 256}), at::zeros({4}),
+                                       ops::MixerState{at::zeros({2, 3}), previous.occlusion, previous.expected_dist});
+            }).find("previous tracks must be"),
+            std::string::npos);
+}
+
 // GELU of every pre-activation x in [-6, 6] through linear_gelu: an identity weight and a zero bias make the GEMM
 // exact, so the output is the activation itself. Returns the float64 differences to the erf and the tanh forms.
 struct GeluDistances {
@@ -1058,6 +1091,42 @@ TEST(AddLayerNormCuda, MatchesFloat64AndTheCompositesSum) {
   const at::Tensor weight = at::ones({256}).cuda(), bias = at::zeros({256}).cuda();
   EXPECT_TRUE(
       at::allclose(ops::layer_norm(x, weight, bias, 1e-5), at::layer_norm(x, {256}, weight, bias, 1e-5), 1e-5, 1e-5));
+}
+
+// The one-kernel head against the composite on the same inputs: the norm is rounded to the dtype in both, the head's
+// float32 sums run in another order than the GEMM's, so an output may differ by a rounding of the dtype: the bound
+// is two of them at the update's magnitude (plus float32's last places of the state).
+TEST(AddLayerNormHeadCuda, MatchesTheCompositeWithinTheDtypesRounding) {
+  TRACKSCOPE_REQUIRE_CUDA();
+  for (const int64_t width : {int64_t{256}, int64_t{384}, int64_t{100}}) {
+    for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+      const std::string name = "add_layer_norm_head cuda W=" + std::to_string(width) + " " + c10::toString(dtype);
+      const at::Tensor x = (at::randn({7, 47, width}) * 2.0 + 3.0).to(dtype).cuda();
+      const at::Tensor residual = at::randn({7, 47, width}).to(dtype).cuda();
+      const at::Tensor weight = (at::rand({width}) + 0.5).to(dtype).cuda(), bias = at::randn({width}).to(dtype).cuda();
+      // Rows 0-3 of a wider projection, as the engine narrows the output projection.
+      const at::Tensor projection = (at::randn({9, width}) * 0.1).to(dtype).cuda();
+      const at::Tensor head_weight = projection.narrow(0, 0, 4),
+                       head_bias = at::randn({9}).to(dtype).cuda().narrow(0, 0, 4);
+      const ops::MixerState previous{(at::randn({7, 47, 2}) * 50.0).cuda(), at::randn({7, 47}).cuda(),
+                                     at::randn({7, 47}).cuda()};
+      const ops::MixerState kernel =
+          ops::add_layer_norm_head(x, residual, weight, bias, 1e-5, head_weight, head_bias, previous);
+      const ops::MixerState composite = ops::add_layer_norm_head(x, residual, weight, bias, 1e-5, head_weight,
+                                                                 head_bias, previous, ops::GluePath::composite);
+      const double ulp = dtype == at::kFloat ? 2.4e-7 : (dtype == at::kBFloat16 ? 7.9e-3 : 9.8e-4);
+      for (const auto& [got, want, prior, part] :
+           {std::tuple{&kernel.tracks, &composite.tracks, &previous.tracks, "tracks"},
+            std::tuple{&kernel.occlusion, &composite.occlusion, &previous.occlusion, "occlusion"},
+            std::tuple{&kernel.expected_dist, &composite.expected_dist, &previous.expected_dist, "expected_dist"}}) {
+        const at::Tensor update = (*want - *prior).abs();
+        const at::Tensor excess = (*got - *want).abs() / (update * 2.0 * ulp + want->abs() * 2.4e-7 + 1e-5);
+        report(name + " " + part, difference(got->cpu().to(at::kDouble), want->cpu().to(at::kDouble)),
+               "two roundings of the update");
+        EXPECT_LE(excess.max().item<double>(), 1.0) << name << " " << part;
+      }
+    }
+  }
 }
 
 // cuBLASLt's GELU epilogue (at::_addmm_activation on CUDA) is the tanh form the contract names: in float32 (TF32

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <vector>
@@ -194,6 +195,33 @@ bool layer_norm_cuda(const at::Tensor& x, const at::Tensor& residual, const at::
       cuda::launch_layer_norm(x.numel() / width, width, static_cast<float>(eps), type, x.data_ptr(), residual_data,
                               weight.data_ptr(), bias.data_ptr(), sum_data, norm.data_ptr(), current_stream(x)),
       "layer_norm");
+  return true;
+}
+
+bool layer_norm_head_cuda(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                          const at::Tensor& bias, double eps, const at::Tensor& head_weight,
+                          const at::Tensor& head_bias, const at::Tensor& tracks, const at::Tensor& occlusion,
+                          const at::Tensor& expected_dist, at::Tensor& next_tracks, at::Tensor& next_occlusion,
+                          at::Tensor& next_expected_dist) {
+  const c10::cuda::CUDAGuard guard(x.device());
+  for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{
+           &x, &residual, &weight, &bias, &head_weight, &head_bias, &tracks, &occlusion, &expected_dist, &next_tracks,
+           &next_occlusion, &next_expected_dist}) {
+    TORCH_CHECK(t->is_contiguous(), "layer_norm_head: internal layout error");
+  }
+  const cuda::ElementType type = element_type(x.scalar_type(), "layer_norm_head");
+  const int64_t width = x.size(-1);
+  if (!cuda::layer_norm_head_eligible(width, type, x.data_ptr(), residual.data_ptr(), weight.data_ptr(),
+                                      bias.data_ptr(), head_weight.data_ptr())) {
+    return false;
+  }
+  check_launch(cuda::launch_layer_norm_head(x.numel() / width, width, static_cast<float>(eps), type, x.data_ptr(),
+                                            residual.data_ptr(), weight.data_ptr(), bias.data_ptr(),
+                                            head_weight.data_ptr(), head_bias.data_ptr(), tracks.data_ptr<float>(),
+                                            occlusion.data_ptr<float>(), expected_dist.data_ptr<float>(),
+                                            next_tracks.data_ptr<float>(), next_occlusion.data_ptr<float>(),
+                                            next_expected_dist.data_ptr<float>(), current_stream(x)),
+               "layer_norm_head");
   return true;
 }
 

@@ -99,6 +99,17 @@ bool layer_norm_eligible(int64_t width, ElementType element_type, const void* x,
 cudaError_t launch_layer_norm(int64_t rows, int64_t width, float eps, ElementType element_type, const void* x,
                               const void* residual, const void* weight, const void* bias, void* sum, void* norm,
                               cudaStream_t stream);
+// The mixer's last residual add + LayerNorm with its 4-output head and the state update (ops.h
+// add_layer_norm_head): x, residual [rows, width], weight, bias [width], head_weight [4, width], head_bias [4] of
+// element_type; previous_* and next_* float32 tracks [rows, 2], occlusion and expected_dist [rows]. Eligible as
+// layer_norm with a residual, head_weight 16-byte aligned.
+bool layer_norm_head_eligible(int64_t width, ElementType element_type, const void* x, const void* residual,
+                              const void* weight, const void* bias, const void* head_weight);
+cudaError_t launch_layer_norm_head(int64_t rows, int64_t width, float eps, ElementType element_type, const void* x,
+                                   const void* residual, const void* weight, const void* bias, const void* head_weight,
+                                   const void* head_bias, const float* previous_tracks, const float* previous_occlusion,
+                                   const float* previous_expected_dist, float* next_tracks, float* next_occlusion,
+                                   float* next_expected_dist, cudaStream_t stream);
 
 // -- the mixer's input rows (mixer_input_kernel.cu) ---------------------------------------------------------------
 // MixerInputShape and the column layout in mixer_input_layout.h; encoded and out of element_type; ops.h
