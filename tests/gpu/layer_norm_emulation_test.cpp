@@ -202,15 +202,16 @@ void check_head(int width, int rows, const char* element_name) {
         const double norm = (sum[static_cast<size_t>(c)] - mean) * inverse_deviation *
                                 emu::bits_to_value<Element>(weight[static_cast<size_t>(c)]) +
                             emu::bits_to_value<Element>(bias[static_cast<size_t>(c)]);
-        const double w = emu::bits_to_value<Element>(head_weight[static_cast<size_t>(o * width + c)]);
+        const double w = emu::bits_to_value<Element>(
+            head_weight[static_cast<size_t>(o) * static_cast<size_t>(width) + static_cast<size_t>(c)]);
         want += norm * w;
         spread += std::fabs(norm * w);
       }
       const double tolerance = (spread + std::fabs(want)) * half_ulp * 1.05 + 1e-4;
-      const double previous = o < 2 ? tracks[static_cast<size_t>(2 * r + o)]
+      const double previous = o < 2 ? tracks[2 * static_cast<size_t>(r) + static_cast<size_t>(o)]
                                     : (o == 2 ? occlusion[static_cast<size_t>(r)] : expected[static_cast<size_t>(r)]);
       const double got =
-          o < 2 ? next_tracks[static_cast<size_t>(2 * r + o)]
+          o < 2 ? next_tracks[2 * static_cast<size_t>(r) + static_cast<size_t>(o)]
                 : (o == 2 ? next_occlusion[static_cast<size_t>(r)] : next_expected[static_cast<size_t>(r)]);
       // The state is float32: previous + update rounds once more.
       const double excess = std::fabs(got - (previous + want)) / (tolerance + std::fabs(previous + want) * 6e-8);
