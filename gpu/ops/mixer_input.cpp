@@ -108,6 +108,14 @@ void check_layer_norm_arguments(const at::Tensor& x, const at::Tensor& weight, c
   }
 }
 
+void check_residual(const at::Tensor& x, const at::Tensor& residual, const char* op) {
+  TORCH_CHECK(residual.defined() && residual.sizes() == x.sizes() && residual.scalar_type() == x.scalar_type() &&
+                  residual.device() == x.device(),
+              op, ": residual must be ", x.scalar_type(), " ", x.sizes(), " on ", x.device(), ", got ",
+              residual.defined() ? residual.toString() : std::string("undefined"), " ",
+              residual.defined() ? residual.sizes() : at::IntArrayRef{});
+}
+
 at::Tensor composite_layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps) {
   return at::layer_norm(x, {x.size(-1)}, weight, bias, eps, at::globalContext().userEnabledCuDNN()).contiguous();
 }
@@ -142,11 +150,7 @@ at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::T
 SumAndNorm add_layer_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
                           const at::Tensor& bias, double eps, GluePath path) {
   check_layer_norm_arguments(x, weight, bias);
-  TORCH_CHECK(residual.defined() && residual.sizes() == x.sizes() && residual.scalar_type() == x.scalar_type() &&
-                  residual.device() == x.device(),
-              "add_layer_norm: residual must be ", x.scalar_type(), " ", x.sizes(), " on ", x.device(), ", got ",
-              residual.defined() ? residual.toString() : std::string("undefined"), " ",
-              residual.defined() ? residual.sizes() : at::IntArrayRef{});
+  check_residual(x, residual, "add_layer_norm");
   if (auto result = layer_norm_on_cuda(x, residual, weight, bias, eps, path, "add_layer_norm")) return *result;
   SumAndNorm result;
   result.sum = x + residual;
@@ -159,6 +163,8 @@ MixerState add_layer_norm_head(const at::Tensor& x, const at::Tensor& residual, 
                                const at::Tensor& head_bias, const MixerState& previous, GluePath path) {
   TORCH_CHECK(x.defined() && x.dim() == 3, "add_layer_norm_head: x must be [S, T, W], got ",
               x.defined() ? x.sizes() : at::IntArrayRef{});
+  check_layer_norm_arguments(x, weight, bias);
+  check_residual(x, residual, "add_layer_norm_head");
   const int64_t width = x.size(2);
   TORCH_CHECK(head_weight.defined() && head_bias.defined() && head_weight.dim() == 2 && head_weight.size(0) == 4 &&
                   head_weight.size(1) == width && head_bias.dim() == 1 && head_bias.size(0) == 4 &&
@@ -179,10 +185,6 @@ MixerState add_layer_norm_head(const at::Tensor& x, const at::Tensor& residual, 
   }
   if (path == GluePath::automatic && x.numel() > 0 && detail::use_cuda(x, "add_layer_norm_head")) {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
-    check_layer_norm_arguments(x, weight, bias);
-    TORCH_CHECK(residual.defined() && residual.sizes() == x.sizes() && residual.scalar_type() == x.scalar_type() &&
-                    residual.device() == x.device(),
-                "add_layer_norm_head: residual must be like x");
     const at::Tensor tracks = previous.tracks.contiguous(), occlusion = previous.occlusion.contiguous(),
                      expected = previous.expected_dist.contiguous();
     MixerState next{at::empty_like(tracks), at::empty_like(occlusion), at::empty_like(expected)};

@@ -69,6 +69,8 @@ cudaError_t launch_layer_norm(int64_t rows, int64_t width, float eps, ElementTyp
 
 bool layer_norm_head_eligible(int64_t width, ElementType element_type, const void* x, const void* residual,
                               const void* weight, const void* bias, const void* head_weight) {
+  // The residual form's rules; the head kernel writes no sum or norm, so residual stands in for both (non-null and
+  // aligned as they would have to be).
   return x != nullptr && residual != nullptr && is_aligned(head_weight, 16) &&
          layer_norm_eligible(width, element_type, x, residual, weight, bias, residual, residual);
 }

@@ -194,7 +194,7 @@ head_kernel(LayerNormShape s, const void* x, const void* residual, const void* w
       TRACKSCOPE_UNROLL
       for (int o = 0; o < kHeadOutputs; ++o) {
         const Words4 w = global_load16(static_cast<const unsigned char*>(head_weight) +
-                                       (int64_t{o} * s.width * kElementBytes<Element>)+int64_t{vector} * 16);
+                                       int64_t{o} * s.width * kElementBytes<Element> + int64_t{vector} * 16);
         TRACKSCOPE_UNROLL
         for (int j = 0; j < kVector; ++j) {
           products[o] =
