@@ -6,8 +6,9 @@
 // CUDA test (gpu/ops_cuda, InitFromCostVolumeCuda) checks the compiled kernel against the CPU implementation.
 //
 // Each plane has one planted peak (like a real cost volume: the query's feature at one cell), so the argmax is
-// never a near-tie that rounding could flip. Inputs are fresh random values each run (the seed is printed;
-// TRACKSCOPE_TEST_SEED repeats a run). Torch-free: it builds in the CPU-only CI.
+// never a near-tie that rounding could flip; one flat case makes every cell tie instead (the first cell must win,
+// which the kernel's argmax over its candidate cells has to keep). Inputs are fresh random values each run (the seed is
+// printed; TRACKSCOPE_TEST_SEED repeats a run). Torch-free: it builds in the CPU-only CI.
 #include "cuda_emulation.h"  // first: the kernel header takes its primitives from it
 
 #include <gtest/gtest.h>
@@ -37,12 +38,13 @@ uint64_t test_seed() { return cuda_emulation::test_seed("init emulation"); }
 
 struct Case {
   int queries, frames, low_height, low_width;
-  bool offset;  // the cost volumes start one element past a 16-byte boundary: no plane is vector-aligned
+  bool offset;        // the cost volumes start one element past a 16-byte boundary: no plane is vector-aligned
+  bool flat = false;  // every cost zero: every cell's logit is the bias, every cell ties for the argmax
 };
 
 std::string describe(const Case& c) {
   return std::to_string(2 * c.low_height) + "x" + std::to_string(2 * c.low_width) +
-         (c.offset ? " offset by one element" : " aligned");
+         (c.offset ? " offset by one element" : " aligned") + (c.flat ? ", flat" : "");
 }
 
 template <class Element>
@@ -188,12 +190,12 @@ void check_case(const Case& c, const char* element_name) {
     const int peak_low = (peak / wh / 2) * wl + (peak % wh) / 2;
     for (int i = 0; i < hl * wl; ++i) {
       const size_t at = static_cast<size_t>(p) * hl * wl + static_cast<size_t>(i);
-      low.values[at] = to_raw<Element>(noise(rng) + (i == peak_low ? 0.6f : 0.0f));
+      low.values[at] = to_raw<Element>(c.flat ? 0.0f : noise(rng) + (i == peak_low ? 0.6f : 0.0f));
       low_values[at] = from_raw<Element>(low.values[at]);
     }
     for (int i = 0; i < hh * wh; ++i) {
       const size_t at = static_cast<size_t>(p) * hh * wh + static_cast<size_t>(i);
-      high.values[at] = to_raw<Element>(noise(rng) + (i == peak ? 1.0f : 0.0f));
+      high.values[at] = to_raw<Element>(c.flat ? 0.0f : noise(rng) + (i == peak ? 1.0f : 0.0f));
       high_values[at] = from_raw<Element>(high.values[at]);
     }
   }
@@ -252,8 +254,13 @@ void check_case(const Case& c, const char* element_name) {
 
 // 64x64: both planes load as 16-byte vectors. Offset by one element: every load one element at a time. 6x10:
 // 60 high cells (a whole number of fp32 vectors, not of 16-bit ones) and 15 low cells (neither). 20x40: rows of
-// whole vectors, 800 cells (3-4 per thread) whose step of 256 cells wraps rows (6 rows + 16 columns).
-const Case kCases[] = {{2, 2, 32, 32, false}, {2, 2, 32, 32, true}, {3, 3, 3, 5, false}, {1, 2, 10, 20, false}};
+// whole vectors, 800 cells (3-4 per thread) whose step of 256 cells wraps rows (6 rows + 16 columns). Flat: every
+// cell ties for the argmax, which must be the first cell (a window clipped by the plane's corner).
+const Case kCases[] = {{2, 2, 32, 32, false},
+                       {2, 2, 32, 32, true},
+                       {3, 3, 3, 5, false},
+                       {1, 2, 10, 20, false},
+                       {1, 2, 32, 32, false, true}};
 
 TEST(InitPlaneEmulation, Float32MatchesTheSpecification) {
   for (const Case& c : kCases) check_case<float>(c, "float32");

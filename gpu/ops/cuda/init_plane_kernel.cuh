@@ -13,7 +13,10 @@
 // 256 % Wh columns), so no cell needs a division. The cost volumes themselves come from two GEMMs run by cuBLAS
 // before this kernel. Both planes are read with 16-byte loads, all issued before the first is used, where the
 // plane is aligned for them. The nine totals only thread 0 needs (the window's weights, the plane statistics) are
-// reduced per warp and combined after one barrier.
+// reduced per warp and combined after one barrier. After the softmax's maximum the exponentials go to shared memory
+// (over the dead pairs): only the argmax's candidates (exponentials within 1e-5 of the largest, 1) are divided by
+// the sum, and the soft-argmax window is read back by the 81 threads of the 9 x 9 box around the peak, one cell each
+// (until stop 46 every thread divided all its 16 cells and tested each against the window).
 // The first version (until 2026-12-05) kept the two planes apart without a border (a bounds test and two 4-byte
 // loads per tap, the weights from shared memory) and derived each cell's (y, x) with two divisions per loop:
 // Nsight Compute on an H100 measured ~360 instructions per cell, 598 us per 256 queries x 47 frames, bound by
@@ -52,6 +55,14 @@ inline constexpr int kCellsPerThread = kInitMaxHighCells / kThreads;  // 16
 inline constexpr float kSoftmaxMultiplier = 20.0f;
 inline constexpr float kWindowRadiusSquared = 25.0f;
 inline constexpr float kDenominatorFloor = 1e-12f;
+// The window (squared distance < 25 cells) lies inside the 9 x 9 box of cells centred on the peak: a cell 5 rows or
+// columns away is outside it.
+inline constexpr int kWindowBoxSide = 9;
+inline constexpr int kWindowBoxCells = kWindowBoxSide * kWindowBoxSide;
+static_assert(kWindowBoxCells <= kThreads);
+static_assert(static_cast<float>((kWindowBoxSide / 2 + 1) * (kWindowBoxSide / 2 + 1)) >= kWindowRadiusSquared);
+// Cells with an exponential below this cannot hold the heatmap's maximum (the argmax's candidates; see the kernel).
+inline constexpr float kArgmaxCandidateFloor = 0.99999f;
 
 // The totals only thread 0 needs: 0-2 the window's weight and weighted x, y; 3-4 the sums, 5-6 the maxima and 7-8
 // the minima of the upsampled and high-resolution planes.
@@ -267,11 +278,11 @@ TRACKSCOPE_DEVICE_FN void source_index(int dst, float scale, int input_size, int
 /// One block per plane (blockIdx = query * frames + frame), kThreads threads, shared_bytes() of dynamic shared
 /// memory. cost_low / cost_high: contiguous [queries, frames, cells] of Element; conv_weight [18], conv_bias [1],
 /// query_frames [queries], query_xy [queries, 2] fp32; writes points [queries, frames, 2] and stats
-/// [queries, frames, 6] fp32. Three blocks per SM: 80 registers, no spills (the conv weights and 16 logits stay in
-/// registers; at four blocks, 64 registers, ptxas spilled 20-24 bytes); shared memory (~39 KB at 64x64) would allow
-/// five.
+/// [queries, frames, 6] fp32. Four blocks per SM: 64 registers, no spills on sm_75-90 (the conv weights and 16
+/// logits stay in registers until the exponentials go to shared memory; with every cell's heat value kept to the
+/// end ptxas needed 80 and the SMs held three blocks); shared memory (~39 KB at 64x64) would allow five.
 template <class Element>
-TRACKSCOPE_KERNEL(kThreads, 3)
+TRACKSCOPE_KERNEL(kThreads, 4)
 init_plane_kernel(InitShape s, const void* cost_low, const void* cost_high, const float* conv_weight,
                   const float* conv_bias, const float* query_frames, const float* query_xy, float* points,
                   float* stats) {
@@ -377,49 +388,64 @@ init_plane_kernel(InitShape s, const void* cost_low, const void* cost_high, cons
   }
   const float plane_max = block_all_reduce(local_max, Max{}, scratch);
 
+  // The exponentials go to shared memory (over the pairs: every thread's conv reads ended before the barriers of
+  // the reduction above), where the window's threads read them; a thread keeps a mask of its argmax candidates.
+  float* exponentials = &pairs[0].up;
   float local_sum = 0.0f;
-  TRACKSCOPE_UNROLL
-  for (int k = 0; k < kCellsPerThread; ++k) {
-    const int c = tid + k * kThreads;
-    const float e = c < high_cells ? exp_f32(logits[k] - plane_max) : 0.0f;
-    logits[k] = e;
-    local_sum += e;
-  }
-  const float plane_sum = block_all_reduce(local_sum, Sum{}, scratch);
-
-  // Heatmap values and their argmax (cells are visited in increasing index, so '>' keeps the first).
-  float best = -1.0f;
-  int best_index = INT_MAX;
+  unsigned candidates = 0;
   TRACKSCOPE_UNROLL
   for (int k = 0; k < kCellsPerThread; ++k) {
     const int c = tid + k * kThreads;
     if (c < high_cells) {
-      logits[k] = logits[k] / plane_sum;
-      if (logits[k] > best) {
-        best = logits[k];
+      const float e = exp_f32(logits[k] - plane_max);
+      shared_store(exponentials + c, e);
+      local_sum += e;
+      if (e >= kArgmaxCandidateFloor) candidates |= 1u << k;
+    }
+  }
+  const float plane_sum = block_all_reduce(local_sum, Sum{}, scratch);
+
+  // The argmax of the heatmap e / plane_sum (first index on ties). The largest heat value is 1 / plane_sum, from a
+  // cell whose logit is the maximum (exp(0) = 1); a cell with e below kArgmaxCandidateFloor lies a relative 1e-5
+  // below it, about 80 floats at any plane_sum in [1, 4096], so its rounded quotient is strictly smaller and it can
+  // neither win nor tie. Dividing only the candidates gives the full argmax's cell (cells are visited in increasing
+  // index, so '>' keeps the first).
+  float best = -1.0f;
+  int best_index = INT_MAX;
+  TRACKSCOPE_UNROLL
+  for (int k = 0; k < kCellsPerThread; ++k) {
+    if ((candidates >> k) & 1u) {
+      const int c = tid + k * kThreads;
+      const float heat = shared_load(exponentials + c) / plane_sum;
+      if (heat > best) {
+        best = heat;
         best_index = c;
       }
     }
   }
   block_argmax(best, best_index, scratch, scratch_index);
   if (best_index == INT_MAX) best_index = 0;  // every heat value was NaN
-  const float peak_x = static_cast<float>(best_index % s.high_width) + 0.5f;
-  const float peak_y = static_cast<float>(best_index / s.high_width) + 0.5f;
+  const int peak_column = best_index % s.high_width;
+  const int peak_row = best_index / s.high_width;
+  const float peak_x = static_cast<float>(peak_column) + 0.5f;
+  const float peak_y = static_cast<float>(peak_row) + 0.5f;
 
+  // The soft-argmax window: cells with squared distance < 25 from the peak cell's centre, all inside the 9 x 9 box
+  // around it; the box's first kWindowBoxCells threads take one cell each.
   float weight_sum = 0.0f, weighted_x = 0.0f, weighted_y = 0.0f;
-  CellWalk cell(tid, s.high_width);
-  TRACKSCOPE_UNROLL
-  for (int k = 0; k < kCellsPerThread; ++k, cell.advance()) {
-    const int c = tid + k * kThreads;
-    if (c < high_cells) {
-      const float cx = static_cast<float>(cell.x) + 0.5f;
-      const float cy = static_cast<float>(cell.y) + 0.5f;
+  if (tid < kWindowBoxCells) {
+    const int y = peak_row + tid / kWindowBoxSide - kWindowBoxSide / 2;
+    const int x = peak_column + tid % kWindowBoxSide - kWindowBoxSide / 2;
+    if (y >= 0 && y < s.high_height && x >= 0 && x < s.high_width) {
+      const float cx = static_cast<float>(x) + 0.5f;
+      const float cy = static_cast<float>(y) + 0.5f;
       const float dx = cx - peak_x;
       const float dy = cy - peak_y;
       if (dx * dx + dy * dy < kWindowRadiusSquared) {
-        weight_sum += logits[k];
-        weighted_x += logits[k] * cx;
-        weighted_y += logits[k] * cy;
+        const float heat = shared_load(exponentials + y * s.high_width + x) / plane_sum;
+        weight_sum = heat;
+        weighted_x = heat * cx;
+        weighted_y = heat * cy;
       }
     }
   }
