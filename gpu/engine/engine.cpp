@@ -247,6 +247,13 @@ Engine::Engine(std::shared_ptr<const model::LocoTrack> model, c10::Device device
       }
     }
   }
+  if (fused_) {
+    std::vector<float> scales;
+    for (const int64_t side : kLevelSides) {
+      scales.push_back(static_cast<float>(side) / static_cast<float>(model::kModelResolution));
+    }
+    level_cell_scales_ = at::tensor(scales, at::TensorOptions().dtype(at::kFloat)).view({3, 1, 1, 1}).to(device_);
+  }
   cost_conv_weight_ = model_->cost_conv->weight.contiguous();
   cost_conv_bias_ = model_->cost_conv->bias.contiguous();
   occ_weight_ = model_->occ_linear->weight.contiguous();
@@ -349,9 +356,9 @@ model::FeatureGrids Engine::allocate_grids(int64_t frames) const {
     return device_.is_cpu() ? allocate_host_buffer(sizes, compute_dtype_) : at::empty(sizes, options);
   };
   model::FeatureGrids grids;
-  grids.lowres = allocate({1, frames, 32, 32, 256});
-  grids.hires = allocate({1, frames, 64, 64, 128});
-  grids.highest = allocate({1, frames, 128, 128, 64});
+  grids.hires = allocate({1, frames, kLevelSides[0], kLevelSides[0], 128});
+  grids.lowres = allocate({1, frames, kLevelSides[1], kLevelSides[1], 256});
+  grids.highest = allocate({1, frames, kLevelSides[2], kLevelSides[2], 64});
   if (uses_cuda_graphs()) {
     graphs_.clear();  // they read the previous grids
     graph_grids_ = grids;
@@ -439,13 +446,18 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
   {
     const auto scope =
         recorder.time(Stage::refine_correlation, chunk_index, iteration, cost_of(Stage::refine_correlation, count));
+    // Grid cells from 256 space, multiplying first as the reference does (the grids are square). Where the grid's
+    // side is a power of two both steps are exact, so one multiplication by side / 256 gives the same values; for
+    // the grids' own sides that is one broadcast multiplication for the three levels (one launch instead of three).
+    const bool standard_sides = level_cell_scales_.defined() && grids.hires.size(3) == kLevelSides[0] &&
+                                grids.lowres.size(3) == kLevelSides[1] && grids.highest.size(3) == kLevelSides[2];
+    const at::Tensor level_points = standard_sides ? points_256.unsqueeze(0).mul(level_cell_scales_) : at::Tensor();
     for (size_t level = 0; level < levels.size(); ++level) {
       const at::Tensor grid = levels[level]->select(0, 0);
-      // Grid cells from 256 space, multiplying first as the reference does (the grids are square). Where the grid's
-      // side is a power of two both steps are exact, so one multiplication by side / 256 gives the same values.
       const int64_t side = grid.size(2);
       const at::Tensor points =
-          (side & (side - 1)) == 0
+          standard_sides ? level_points.select(0, static_cast<int64_t>(level))
+          : (side & (side - 1)) == 0
               ? points_256.mul(static_cast<double>(side) / static_cast<double>(model::kModelResolution))
               : points_256.mul(static_cast<double>(side)).div(static_cast<double>(model::kModelResolution));
       // Padded rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow).

@@ -234,8 +234,15 @@ class Engine {
   at::ScalarType compute_dtype_;
   bool fused_ = true;
   std::array<std::optional<ops::CmdTopFast>, 3> cmdtop_;  // level order: hires, lowres, highest
-  at::Tensor cost_conv_weight_, cost_conv_bias_;          // float32 (the fused init's operands)
-  at::Tensor occ_weight_, occ_bias_;                      // float32
+  // The feature grids' sides in encode()'s level order (hires, lowres, highest; allocate_grids), and side / 256 for
+  // each as a float32 [3, 1, 1, 1] device tensor (fused path): the correlation's points in grid cells. Powers of
+  // two, so that one multiplication is exact.
+  static constexpr std::array<int64_t, 3> kLevelSides = {64, 32, 128};
+  static_assert((kLevelSides[0] & (kLevelSides[0] - 1)) == 0 && (kLevelSides[1] & (kLevelSides[1] - 1)) == 0 &&
+                (kLevelSides[2] & (kLevelSides[2] - 1)) == 0);
+  at::Tensor level_cell_scales_;
+  at::Tensor cost_conv_weight_, cost_conv_bias_;  // float32 (the fused init's operands)
+  at::Tensor occ_weight_, occ_bias_;              // float32
   at::Tensor mixer_input_weight_;  // fused path: the mixer's input projection, zero-padded to 864 input channels
   // Fused path, module mixer on CUDA: each layer's query, key and value projections stacked into one [3D, D] weight
   // and [3D] bias (one GEMM instead of three; the compute dtype). Empty where mixer_ or the CPU runs the mixer.
