@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <new>
 #include <utility>
@@ -452,14 +453,16 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
     const bool standard_sides = level_cell_scales_.defined() && grids.hires.size(3) == kLevelSides[0] &&
                                 grids.lowres.size(3) == kLevelSides[1] && grids.highest.size(3) == kLevelSides[2];
     const at::Tensor level_points = standard_sides ? points_256.unsqueeze(0).mul(level_cell_scales_) : at::Tensor();
+    const auto points_in_cells = [&](size_t level, int64_t side) {
+      if (standard_sides) return level_points.select(0, static_cast<int64_t>(level));
+      const auto resolution = static_cast<double>(model::kModelResolution);
+      return std::has_single_bit(static_cast<uint64_t>(side))
+                 ? points_256.mul(static_cast<double>(side) / resolution)
+                 : points_256.mul(static_cast<double>(side)).div(resolution);
+    };
     for (size_t level = 0; level < levels.size(); ++level) {
       const at::Tensor grid = levels[level]->select(0, 0);
-      const int64_t side = grid.size(2);
-      const at::Tensor points =
-          standard_sides ? level_points.select(0, static_cast<int64_t>(level))
-          : (side & (side - 1)) == 0
-              ? points_256.mul(static_cast<double>(side) / static_cast<double>(model::kModelResolution))
-              : points_256.mul(static_cast<double>(side)).div(static_cast<double>(model::kModelResolution));
+      const at::Tensor points = points_in_cells(level, grid.size(2));
       // Padded rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow).
       correlations[level] = at::empty({count, frames, ops::kCorrPaddedRow}, points_256.options().dtype(corr_dtype));
       ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level], options_.corr_kernel);

@@ -28,7 +28,9 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <map>
 #include <memory>
 #include <optional>
@@ -238,8 +240,8 @@ class Engine {
   // each as a float32 [3, 1, 1, 1] device tensor (fused path): the correlation's points in grid cells. Powers of
   // two, so that one multiplication is exact.
   static constexpr std::array<int64_t, 3> kLevelSides = {64, 32, 128};
-  static_assert((kLevelSides[0] & (kLevelSides[0] - 1)) == 0 && (kLevelSides[1] & (kLevelSides[1] - 1)) == 0 &&
-                (kLevelSides[2] & (kLevelSides[2] - 1)) == 0);
+  static_assert(std::ranges::all_of(kLevelSides,
+                                    [](int64_t side) { return std::has_single_bit(static_cast<uint64_t>(side)); }));
   at::Tensor level_cell_scales_;
   at::Tensor cost_conv_weight_, cost_conv_bias_;  // float32 (the fused init's operands)
   at::Tensor occ_weight_, occ_bias_;              // float32
