@@ -450,8 +450,9 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
     // Grid cells from 256 space, multiplying first as the reference does (the grids are square). Where the grid's
     // side is a power of two both steps are exact, so one multiplication by side / 256 gives the same values; for
     // the grids' own sides that is one broadcast multiplication for the three levels (one launch instead of three).
-    const bool standard_sides = level_cell_scales_.defined() && grids.hires.size(3) == kLevelSides[0] &&
-                                grids.lowres.size(3) == kLevelSides[1] && grids.highest.size(3) == kLevelSides[2];
+    const bool standard_sides =
+        level_cell_scales_.defined() &&
+        std::ranges::equal(levels, kLevelSides, {}, [](const at::Tensor* grid) { return grid->size(3); });
     const at::Tensor level_points = standard_sides ? points_256.unsqueeze(0).mul(level_cell_scales_) : at::Tensor();
     const auto points_in_cells = [&](size_t level, int64_t side) {
       if (standard_sides) return level_points.select(0, static_cast<int64_t>(level));

@@ -138,6 +138,16 @@ std::optional<SumAndNorm> layer_norm_on_cuda(const at::Tensor& x, const at::Tens
   return std::nullopt;
 }
 
+// add_layer_norm after its argument checks (the head's fallback has made them already).
+SumAndNorm add_layer_norm_after_checks(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                                       const at::Tensor& bias, double eps, GluePath path, const char* op) {
+  if (auto result = layer_norm_on_cuda(x, residual, weight, bias, eps, path, op)) return *result;
+  SumAndNorm result;
+  result.sum = x + residual;
+  result.norm = composite_layer_norm(result.sum, weight, bias, eps);
+  return result;
+}
+
 }  // namespace
 
 at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps,
@@ -151,11 +161,7 @@ SumAndNorm add_layer_norm(const at::Tensor& x, const at::Tensor& residual, const
                           const at::Tensor& bias, double eps, GluePath path) {
   check_layer_norm_arguments(x, weight, bias);
   check_residual(x, residual, "add_layer_norm");
-  if (auto result = layer_norm_on_cuda(x, residual, weight, bias, eps, path, "add_layer_norm")) return *result;
-  SumAndNorm result;
-  result.sum = x + residual;
-  result.norm = composite_layer_norm(result.sum, weight, bias, eps);
-  return result;
+  return add_layer_norm_after_checks(x, residual, weight, bias, eps, path, "add_layer_norm");
 }
 
 MixerState add_layer_norm_head(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
@@ -196,7 +202,9 @@ MixerState add_layer_norm_head(const at::Tensor& x, const at::Tensor& residual, 
 #endif
   }
   return apply_mixer_update(
-      at::linear(add_layer_norm(x, residual, weight, bias, eps, path).norm, head_weight, head_bias).to(at::kFloat),
+      at::linear(add_layer_norm_after_checks(x, residual, weight, bias, eps, path, "add_layer_norm_head").norm,
+                 head_weight, head_bias)
+          .to(at::kFloat),
       previous);
 }
 
