@@ -478,7 +478,10 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
   const at::Tensor rows = encoded.view({count * frames, -1});
   for (size_t level = 0; level < levels.size(); ++level) {
     at::Tensor columns = rows.narrow(1, width * static_cast<int64_t>(level), width);
-    cmdtop_[level]->forward_out(correlations[level].view({count * frames, ops::kCorrPaddedRow}), columns);
+    // Each level reads its own correlations and writes its own columns: from the second level on, its encoder may
+    // start beside the previous level's last blocks.
+    cmdtop_[level]->forward_out(correlations[level].view({count * frames, ops::kCorrPaddedRow}), columns,
+                                /*overlap_previous=*/level > 0);
     correlations[level] = at::Tensor();
   }
   return encoded;

@@ -346,7 +346,7 @@ namespace {
 bool is_padded_rows(const at::Tensor& corr) { return corr.dim() == 2 && corr.size(1) == kCorrPaddedRow; }
 }  // namespace
 
-void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
+void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out, bool overlap_previous) const {
   TORCH_CHECK(corr.defined() && out.defined(), "cmdtop_fast: undefined tensor argument");
   const bool padded = is_padded_rows(corr);
   TORCH_CHECK(padded || (corr.dim() >= 4 && corr.size(-1) == kSide && corr.size(-2) == kSide &&
@@ -368,7 +368,7 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
   // contiguous temporary.
   if (!out.is_contiguous() && !(fused_tile_ > 0 && out.stride(0) % 2 == 0)) {
     at::Tensor rows = at::empty(out.sizes(), out.options());
-    forward_out(corr, rows);
+    forward_out(corr, rows, overlap_previous);
     out.copy_(rows);
     return;
   }
@@ -377,8 +377,11 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out) const {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
   if (fused_tile_ > 0) {
     const at::ScalarType dtype = options_.compute_dtype;
-    detail::cmdtop_mma_cuda(input.scalar_type() == dtype ? input : input.to(dtype), layers_, fused_tile_, kGroupNormEps,
-                            out);
+    // A copy or a conversion here is a kernel of its own, which the encoder must then wait for.
+    const bool copied = !input.is_same(corr);
+    const bool converted = input.scalar_type() != dtype;
+    detail::cmdtop_mma_cuda(converted ? input.to(dtype) : input, layers_, fused_tile_, kGroupNormEps, out,
+                            overlap_previous && !copied && !converted);
     return;
   }
   if (fused_) {

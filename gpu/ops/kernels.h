@@ -94,8 +94,10 @@ at::Tensor cmdtop_mma_weight_cuda(const at::Tensor& conv_weight, int64_t in_side
 /// The tensor-core CMDTop: corr [M, row_stride >= 2401] bf16/fp16/float32 with unit column stride -> out [M, 256] of
 /// the same dtype (unit column stride, an even row stride >= 256), with the layers' fused_weight
 /// (cmdtop_mma_weight_cuda), conv_bias, norm_weight and norm_bias; tile from cmdtop_mma_tile_cuda.
+/// overlap_previous: launch_cmdtop_mma's (programmatic launch beside the previous kernel; compute capability 9.0+,
+/// ignored below).
 void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer>& layers, int tile, double eps,
-                     at::Tensor& out);
+                     at::Tensor& out, bool overlap_previous = false);
 /// Returns false (nothing written) when the fused kernel is not eligible for these tensors. x, y (and residual, sum
 /// when residual is defined: sum = x + residual in the same pass) channels-last of one shape and dtype.
 bool instance_norm_relu_cuda(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,

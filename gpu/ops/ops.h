@@ -178,8 +178,11 @@ class CmdTopFast {
   at::Tensor forward(const at::Tensor& corr) const;
   /// Same into out ([M, 2 * C_last], compute dtype, M = the number of correlation rows, unit column stride; any row
   /// stride, e.g. one level's columns of wider rows: the tensor-core kernel writes there directly, the other paths
-  /// through a contiguous temporary).
-  void forward_out(const at::Tensor& corr, at::Tensor& out) const;
+  /// through a contiguous temporary). overlap_previous: the caller knows that the kernel it launched last on the
+  /// current stream neither writes corr nor touches out (e.g. the previous pyramid level's encoder), so the
+  /// tensor-core kernel may start beside that kernel's last blocks (a programmatic launch, compute capability 9.0+;
+  /// only when corr needs no conversion first; ignored on the other paths).
+  void forward_out(const at::Tensor& corr, at::Tensor& out, bool overlap_previous = false) const;
 
   int64_t output_channels() const { return 2 * last_channels_; }
   /// Whether forward() runs a fused CUDA kernel (Convolution::fused or automatic, where eligible).

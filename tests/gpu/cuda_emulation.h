@@ -336,6 +336,7 @@ namespace emu = ::trackscope::test::cuda_emulation;
 
 inline int thread_index() { return emu::context.thread; }
 inline int64_t block_index() { return emu::context.block_index; }
+inline void allow_dependent_launch() {}  // the emulation runs one grid at a time
 inline void refuse_when_serial(const char* what) {
   if (emu::context.serial) throw std::logic_error(std::string(what) + " in a kernel run serially");
 }

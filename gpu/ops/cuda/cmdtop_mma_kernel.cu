@@ -17,7 +17,7 @@ using cmdtop_mma::SmallTf32Config;
 
 template <class Config>
 cudaError_t launch_typed(const void* corr, int64_t samples, int64_t row_stride, const cmdtop_mma::Params& params,
-                         float eps, void* out, cudaStream_t stream) {
+                         float eps, void* out, bool overlap_previous, cudaStream_t stream) {
   const int64_t blocks = (samples + Config::samples - 1) / Config::samples;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
   constexpr int shared_bytes = static_cast<int>(Layout<Config>::shared_bytes);
@@ -26,21 +26,32 @@ cudaError_t launch_typed(const void* corr, int64_t samples, int64_t row_stride, 
   if (error != cudaSuccess) return error;
   const bool vector_rows = row_stride % (16 / sizeof(typename Config::Arithmetic::Raw)) == 0 &&
                            row_stride >= cmdtop_mma::kCorrPaddedRow && is_aligned(corr, 16);
-  kernel<<<static_cast<unsigned>(blocks), cmdtop_mma::kThreads, shared_bytes, stream>>>(corr, samples, row_stride,
-                                                                                        vector_rows, params, eps, out);
-  return cudaGetLastError();
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(cmdtop_mma::kThreads);
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute overlap[1] = {};
+  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = overlap;
+  config.numAttrs = overlap_previous ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, corr, samples, row_stride, vector_rows, params, eps, out);
 }
 
 template <class Tag>
 cudaError_t launch_half(CmdTopFusedShape shape, int tile_samples, const void* corr, int64_t samples, int64_t row_stride,
-                        const cmdtop_mma::Params& params, float eps, void* out, cudaStream_t stream) {
+                        const cmdtop_mma::Params& params, float eps, void* out, bool overlap_previous,
+                        cudaStream_t stream) {
   using A = HalfArithmetic<Tag>;
   if (shape == CmdTopFusedShape::base) {
-    return tile_samples == 16 ? launch_typed<BaseConfig<A, 16>>(corr, samples, row_stride, params, eps, out, stream)
-                              : launch_typed<BaseConfig<A, 8>>(corr, samples, row_stride, params, eps, out, stream);
+    return tile_samples == 16
+               ? launch_typed<BaseConfig<A, 16>>(corr, samples, row_stride, params, eps, out, overlap_previous, stream)
+               : launch_typed<BaseConfig<A, 8>>(corr, samples, row_stride, params, eps, out, overlap_previous, stream);
   }
-  return tile_samples == 16 ? launch_typed<SmallConfig<A, 16>>(corr, samples, row_stride, params, eps, out, stream)
-                            : launch_typed<SmallConfig<A, 8>>(corr, samples, row_stride, params, eps, out, stream);
+  return tile_samples == 16
+             ? launch_typed<SmallConfig<A, 16>>(corr, samples, row_stride, params, eps, out, overlap_previous, stream)
+             : launch_typed<SmallConfig<A, 8>>(corr, samples, row_stride, params, eps, out, overlap_previous, stream);
 }
 
 }  // namespace
@@ -60,7 +71,8 @@ int64_t cmdtop_mma_shared_bytes(CmdTopFusedShape shape, ElementType element_type
 
 cudaError_t launch_cmdtop_mma(CmdTopFusedShape shape, ElementType element_type, int tile_samples, const void* corr,
                               int64_t samples, int64_t row_stride, const CmdTopMmaLayer* layers, int layer_count,
-                              float eps, void* out, int64_t out_row_stride, cudaStream_t stream) {
+                              float eps, void* out, int64_t out_row_stride, bool overlap_previous,
+                              cudaStream_t stream) {
   if (samples == 0) return cudaSuccess;
   const int expected = shape == CmdTopFusedShape::base ? 3 : 2;
   const int element_bytes = element_type == ElementType::float32 ? 4 : 2;
@@ -81,12 +93,14 @@ cudaError_t launch_cmdtop_mma(CmdTopFusedShape shape, ElementType element_type, 
   switch (element_type) {
     case ElementType::float32:
       return shape == CmdTopFusedShape::base
-                 ? launch_typed<BaseTf32Config>(corr, samples, row_stride, params, eps, out, stream)
-                 : launch_typed<SmallTf32Config>(corr, samples, row_stride, params, eps, out, stream);
+                 ? launch_typed<BaseTf32Config>(corr, samples, row_stride, params, eps, out, overlap_previous, stream)
+                 : launch_typed<SmallTf32Config>(corr, samples, row_stride, params, eps, out, overlap_previous, stream);
     case ElementType::bfloat16:
-      return launch_half<Bf16Tag>(shape, tile_samples, corr, samples, row_stride, params, eps, out, stream);
+      return launch_half<Bf16Tag>(shape, tile_samples, corr, samples, row_stride, params, eps, out, overlap_previous,
+                                  stream);
     case ElementType::float16:
-      return launch_half<Fp16Tag>(shape, tile_samples, corr, samples, row_stride, params, eps, out, stream);
+      return launch_half<Fp16Tag>(shape, tile_samples, corr, samples, row_stride, params, eps, out, overlap_previous,
+                                  stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -357,7 +357,7 @@ at::Tensor cmdtop_mma_weight_cuda(const at::Tensor& conv_weight, int64_t in_side
 }
 
 void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer>& layers, int tile, double eps,
-                     at::Tensor& out) {
+                     at::Tensor& out, bool overlap_previous) {
   const c10::cuda::CUDAGuard guard(corr.device());
   const size_t count = layers.size();
   TORCH_CHECK((count == 2 || count == 3) && corr.dim() == 2 && corr.stride(1) == 1 &&
@@ -381,10 +381,11 @@ void cmdtop_mma_cuda(const at::Tensor& corr, const std::vector<CmdTopFast::Layer
     parameters[i] = {l.fused_weight.data_ptr(), l.conv_bias.data_ptr<float>(), l.norm_weight.data_ptr<float>(),
                      l.norm_bias.data_ptr<float>()};
   }
-  check_launch(cuda::launch_cmdtop_mma(count == 3 ? cuda::CmdTopFusedShape::base : cuda::CmdTopFusedShape::small,
-                                       element_type(corr.scalar_type(), "cmdtop_fast"), tile, corr.data_ptr(),
-                                       corr.size(0), corr.stride(0), parameters, static_cast<int>(count),
-                                       static_cast<float>(eps), out.data_ptr(), out.stride(0), current_stream(corr)),
+  check_launch(cuda::launch_cmdtop_mma(
+                   count == 3 ? cuda::CmdTopFusedShape::base : cuda::CmdTopFusedShape::small,
+                   element_type(corr.scalar_type(), "cmdtop_fast"), tile, corr.data_ptr(), corr.size(0), corr.stride(0),
+                   parameters, static_cast<int>(count), static_cast<float>(eps), out.data_ptr(), out.stride(0),
+                   overlap_previous && cuda_compute_capability(corr.device()) >= 90, current_stream(corr)),
                "cmdtop_fast (tensor-core fused)");
 }
 

@@ -175,7 +175,10 @@ cudaError_t launch_cmdtop_fused(CmdTopFusedShape shape, const float* corr, int64
 // elements. Layer i's weight: 16-bit, pack_cmdtop_mma_weight's order (cmdtop_mma_layout.h) converted to
 // element_type; float32, pack_cmdtop_tf32_weight's; 16-byte aligned. bias, gamma, beta [C_out] fp32. tile_samples
 // (samples per block): 16 or 8 for 16-bit, 8 for float32. Needs cmdtop_mma_shared_bytes(...) of opt-in shared
-// memory per block and compute capability 8.0 or later.
+// memory per block and compute capability 8.0 or later. overlap_previous: a programmatic launch (compute capability
+// 9.0+, PDL) whose blocks may start while the kernel launched just before it on the stream still runs (once all of
+// that kernel's blocks have started, if it calls allow_dependent_launch as this kernel does): only for a caller that
+// knows that kernel neither writes what this one reads nor touches what it writes.
 struct CmdTopMmaLayer {
   const void* weight = nullptr;
   const float* bias = nullptr;
@@ -186,7 +189,7 @@ struct CmdTopMmaLayer {
 int64_t cmdtop_mma_shared_bytes(CmdTopFusedShape shape, ElementType element_type, int tile_samples);
 cudaError_t launch_cmdtop_mma(CmdTopFusedShape shape, ElementType element_type, int tile_samples, const void* corr,
                               int64_t samples, int64_t row_stride, const CmdTopMmaLayer* layers, int layer_count,
-                              float eps, void* out, int64_t out_row_stride, cudaStream_t stream);
+                              float eps, void* out, int64_t out_row_stride, bool overlap_previous, cudaStream_t stream);
 
 // -- the fused temporal mixer (mixer_kernels.cu; operand layout and parameters in mixer_layout.h) -------------------
 // Rows: y = op(x) per row (copy, LayerNorm with gamma/beta, exact GELU) written as a GEMM operand row of kp =

@@ -25,6 +25,14 @@ namespace trackscope::gpu::ops::cuda::primitives {
 TRACKSCOPE_DEVICE_FN int thread_index() { return static_cast<int>(threadIdx.x); }
 TRACKSCOPE_DEVICE_FN int64_t block_index() { return static_cast<int64_t>(blockIdx.x); }
 TRACKSCOPE_DEVICE_FN void block_sync() { __syncthreads(); }
+/// Lets a kernel launched after this one with programmatic stream serialization (launch_cmdtop_mma's
+/// overlap_previous) start its blocks once every block of this grid has made this call, i.e. on the SMs this grid's
+/// last blocks leave idle. A no-op before compute capability 9.0 and where no such kernel follows.
+TRACKSCOPE_DEVICE_FN void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 TRACKSCOPE_DEVICE_FN float warp_xor(float v, int offset) { return __shfl_xor_sync(0xffffffffu, v, offset); }
 TRACKSCOPE_DEVICE_FN float reciprocal_sqrt(float x) { return rsqrtf(x); }
 
