@@ -466,7 +466,10 @@ at::Tensor Engine::encode(const model::FeatureGrids& grids, const model::QueryFe
       const at::Tensor points = points_in_cells(level, grid.size(2));
       // Padded rows: CMDTop's GEMMs read 16-byte aligned rows (ops::kCorrPaddedRow).
       correlations[level] = at::empty({count, frames, ops::kCorrPaddedRow}, points_256.options().dtype(corr_dtype));
-      ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level], options_.corr_kernel);
+      // With the standard sides nothing is launched between two levels' correlations, and each reads the grids and
+      // points and writes its own rows: from the second level on it may start beside the previous one's last blocks.
+      ops::local_corr4d_out(grid, points, supports[level]->select(0, 0), correlations[level], options_.corr_kernel,
+                            /*overlap_previous=*/standard_sides && level > 0);
     }
   }
   const auto scope =

@@ -41,8 +41,9 @@ void instance_norm_relu_cpu(const at::Tensor& x, const at::Tensor& weight, const
 void l2_normalise_channels_cpu(const at::Tensor& x, at::Tensor& out);
 
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
+/// overlap_previous: launch_local_corr4d_mma_pipelined's (the other kernels launch plainly).
 void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
-                       at::Tensor& corr, CorrKernel kernel);
+                       at::Tensor& corr, CorrKernel kernel, bool overlap_previous = false);
 void init_planes_cuda(const at::Tensor& cost_lowres, const at::Tensor& cost_hires, const at::Tensor& conv_weight,
                       const at::Tensor& conv_bias, const at::Tensor& query_frames, const at::Tensor& query_xy,
                       at::Tensor& points, at::Tensor& stats);

@@ -13,7 +13,7 @@ bool is_feature_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBF
 }  // namespace
 
 void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
-                      at::Tensor& corr, CorrKernel kernel) {
+                      at::Tensor& corr, CorrKernel kernel, bool overlap_previous) {
   TORCH_CHECK(features.defined() && points.defined() && supports.defined() && corr.defined(),
               "local_corr4d: undefined tensor argument");
   TORCH_CHECK(features.dim() == 4, "local_corr4d: features must be [T,H,W,C], got ", features.sizes());
@@ -52,7 +52,11 @@ void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, cons
   const at::Tensor supports_c = supports.reshape({queries, 49, channels}).contiguous();
   if (detail::use_cuda(features, "local_corr4d")) {
 #ifdef TRACKSCOPE_WITH_CUDA_OPS
-    detail::local_corr4d_cuda(features_c, points_c, supports_c, corr, kernel);  // writes the padding too
+    // A copy made here is a kernel of its own, which the correlation must then wait for.
+    const bool copied = features_c.data_ptr() != features.data_ptr() || points_c.data_ptr() != points.data_ptr() ||
+                        supports_c.data_ptr() != supports.data_ptr();
+    detail::local_corr4d_cuda(features_c, points_c, supports_c, corr, kernel,
+                              overlap_previous && !copied);  // writes the padding too
 #endif
   } else {
     detail::local_corr4d_cpu(features_c, points_c, supports_c, corr);  // writes the padding too

@@ -76,9 +76,12 @@ at::Tensor local_corr4d(const at::Tensor& features, const at::Tensor& points, co
 /// Same, writing into corr: [n, T, 7, 7, 7, 7] contiguous, or a padded buffer [n, T, kCorrPaddedRow]
 /// contiguous whose columns >= 2401 are written as zeros (what CmdTopFast reads fastest). On the inputs'
 /// device. corr may also have the features' reduced dtype (bf16/fp16: fp32 accumulation, one rounding at the
-/// store), which halves the traffic into a reduced-precision CmdTopFast.
+/// store), which halves the traffic into a reduced-precision CmdTopFast. overlap_previous: the caller knows that the
+/// kernel it launched last on the current stream neither writes the inputs nor touches corr (e.g. the previous
+/// pyramid level's correlation), so the tensor-core kernel may start beside that kernel's last blocks (compute
+/// capability 9.0+; only when no input needs a copy first).
 void local_corr4d_out(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
-                      at::Tensor& corr, CorrKernel kernel = CorrKernel::automatic);
+                      at::Tensor& corr, CorrKernel kernel = CorrKernel::automatic, bool overlap_previous = false);
 
 // ---------------------------------------------------------------------------------------------------------
 // 2. Fused initialisation from the global cost volumes (stage 4, without the occ_linear head).

@@ -4,6 +4,7 @@
 
 #include "gpu/ops/cuda/cmdtop_mma_kernel.cuh"
 #include "gpu/ops/cuda/launchers.h"
+#include "gpu/ops/cuda/programmatic_launch.cuh"
 
 namespace trackscope::gpu::ops::cuda {
 namespace {
@@ -26,17 +27,8 @@ cudaError_t launch_typed(const void* corr, int64_t samples, int64_t row_stride, 
   if (error != cudaSuccess) return error;
   const bool vector_rows = row_stride % (16 / sizeof(typename Config::Arithmetic::Raw)) == 0 &&
                            row_stride >= cmdtop_mma::kCorrPaddedRow && is_aligned(corr, 16);
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
-  config.blockDim = dim3(cmdtop_mma::kThreads);
-  config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
-  cudaLaunchAttribute overlap[1] = {};
-  overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = overlap;
-  config.numAttrs = overlap_previous ? 1 : 0;
-  return cudaLaunchKernelEx(&config, kernel, corr, samples, row_stride, vector_rows, params, eps, out);
+  return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(cmdtop_mma::kThreads), shared_bytes, stream,
+                       overlap_previous, corr, samples, row_stride, vector_rows, params, eps, out);
 }
 
 template <class Tag>

@@ -818,8 +818,8 @@ cmdtop_mma_kernel(const void* __restrict__ corr, int64_t samples, int64_t row_st
                   float eps, void* __restrict__ out) {
   using Shape = Layout<Config>;
   using Raw = typename Config::Arithmetic::Raw;
-  // A kernel launched after this one with overlap_previous (the next pyramid level's encoder, whose caller promises
-  // that it touches nothing of ours) may then start on the SMs our last blocks leave idle.
+  // A kernel launched after this one with overlap_previous (the next pyramid level's encoder) may start on the SMs
+  // our last blocks leave idle (programmatic_launch.cuh).
   allow_dependent_launch();
   char* const tables = static_cast<char*>(dynamic_shared());
   Raw* const region = reinterpret_cast<Raw*>(tables + Shape::region);

@@ -55,7 +55,7 @@ bool cuda_device_present(std::string& status) {
 }
 
 void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, const at::Tensor& supports,
-                       at::Tensor& corr, CorrKernel kernel) {
+                       at::Tensor& corr, CorrKernel kernel, bool overlap_previous) {
   const c10::cuda::CUDAGuard guard(features.device());
   cuda::LocalCorr4dShape shape;
   shape.queries = points.size(0);
@@ -80,9 +80,9 @@ void local_corr4d_cuda(const at::Tensor& features, const at::Tensor& points, con
   const bool any_tensor_cores = kernel == CorrKernel::automatic || kernel == CorrKernel::tensor_cores;
   if (any_tensor_cores && cuda::local_corr4d_mma_pipelined_eligible(shape, type, out_type, features.data_ptr(),
                                                                     supports.data_ptr(), capability)) {
-    check_launch(cuda::launch_local_corr4d_mma_pipelined(shape, type, features.data_ptr(), points.data_ptr<float>(),
-                                                         supports.data_ptr(), corr.data_ptr(), out_type,
-                                                         current_stream(features)),
+    check_launch(cuda::launch_local_corr4d_mma_pipelined(
+                     shape, type, features.data_ptr(), points.data_ptr<float>(), supports.data_ptr(), corr.data_ptr(),
+                     out_type, overlap_previous && capability >= 90, current_stream(features)),
                  type == cuda::ElementType::float32 ? "local_corr4d (3xTF32 tensor cores)"
                                                     : "local_corr4d (pipelined tensor cores)");
     return;

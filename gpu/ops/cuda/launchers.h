@@ -59,12 +59,13 @@ cudaError_t launch_local_corr4d_mma(const LocalCorr4dShape& shape, ElementType e
 // The pipelined mma.sync variant (local_corr4d_mma_pipelined_kernel.cu), same contract: float32 features as 3xTF32
 // (float32-level accuracy; float32 corr only; channels % 16 == 0) or bf16/fp16 features on m16n8k16 (float32 or
 // element_type corr; channels % 32 == 0); strides multiples of 16 bytes, 16-byte aligned features and supports,
-// compute capability >= 80.
+// compute capability >= 80. overlap_previous: as launch_cmdtop_mma's.
 bool local_corr4d_mma_pipelined_eligible(const LocalCorr4dShape& shape, ElementType element_type, ElementType corr_type,
                                          const void* features, const void* supports, int compute_capability);
 cudaError_t launch_local_corr4d_mma_pipelined(const LocalCorr4dShape& shape, ElementType element_type,
                                               const void* features, const float* points, const void* supports,
-                                              void* corr, ElementType corr_type, cudaStream_t stream);
+                                              void* corr, ElementType corr_type, bool overlap_previous,
+                                              cudaStream_t stream);
 
 // The pipelined SIMT variant for float32 (local_corr4d_pipelined_kernel.cu), same contract with float32 corr;
 // eligible for float32 features with channels % 32 == 0, strides multiples of 4 elements, 16-byte aligned
@@ -175,10 +176,8 @@ cudaError_t launch_cmdtop_fused(CmdTopFusedShape shape, const float* corr, int64
 // elements. Layer i's weight: 16-bit, pack_cmdtop_mma_weight's order (cmdtop_mma_layout.h) converted to
 // element_type; float32, pack_cmdtop_tf32_weight's; 16-byte aligned. bias, gamma, beta [C_out] fp32. tile_samples
 // (samples per block): 16 or 8 for 16-bit, 8 for float32. Needs cmdtop_mma_shared_bytes(...) of opt-in shared
-// memory per block and compute capability 8.0 or later. overlap_previous: a programmatic launch (compute capability
-// 9.0+, PDL) whose blocks may start while the kernel launched just before it on the stream still runs (once all of
-// that kernel's blocks have started, if it calls allow_dependent_launch as this kernel does): only for a caller that
-// knows that kernel neither writes what this one reads nor touches what it writes.
+// memory per block and compute capability 8.0 or later. overlap_previous: launch_kernel's (programmatic_launch.cuh:
+// the blocks may start beside the previous kernel's last ones; compute capability 9.0+).
 struct CmdTopMmaLayer {
   const void* weight = nullptr;
   const float* bias = nullptr;

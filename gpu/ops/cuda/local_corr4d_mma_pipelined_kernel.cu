@@ -4,13 +4,14 @@
 
 #include "gpu/ops/cuda/launchers.h"
 #include "gpu/ops/cuda/local_corr4d_mma_pipelined_kernel.cuh"
+#include "gpu/ops/cuda/programmatic_launch.cuh"
 
 namespace trackscope::gpu::ops::cuda {
 namespace {
 
 template <class A, class Out>
 cudaError_t launch_typed(const LocalCorr4dShape& s, const void* features, const float* points, const void* supports,
-                         void* corr, cudaStream_t stream) {
+                         void* corr, bool overlap_previous, cudaStream_t stream) {
   const int64_t blocks = s.queries * ((s.frames + corr_mma::kFrames - 1) / corr_mma::kFrames);
   if (blocks == 0) return cudaSuccess;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
@@ -28,17 +29,17 @@ cudaError_t launch_typed(const LocalCorr4dShape& s, const void* features, const 
   p.points = points;
   p.supports = supports;
   p.corr = corr;
-  corr_mma::local_corr4d_mma_pipelined_kernel<A, Out>
-      <<<static_cast<unsigned>(blocks), corr_mma::kThreads, corr_mma::Layout<A>::shared_bytes, stream>>>(p);
-  return cudaGetLastError();
+  return launch_kernel(corr_mma::local_corr4d_mma_pipelined_kernel<A, Out>, dim3(static_cast<unsigned>(blocks)),
+                       dim3(corr_mma::kThreads), corr_mma::Layout<A>::shared_bytes, stream, overlap_previous, p);
 }
 
 template <class Tag>
 cudaError_t launch_half(const LocalCorr4dShape& s, const void* features, const float* points, const void* supports,
-                        void* corr, bool float_output, cudaStream_t stream) {
+                        void* corr, bool float_output, bool overlap_previous, cudaStream_t stream) {
   using A = corr_mma::Half<Tag>;
-  return float_output ? launch_typed<A, corr_mma::FloatOut>(s, features, points, supports, corr, stream)
-                      : launch_typed<A, corr_mma::HalfOut<Tag>>(s, features, points, supports, corr, stream);
+  return float_output
+             ? launch_typed<A, corr_mma::FloatOut>(s, features, points, supports, corr, overlap_previous, stream)
+             : launch_typed<A, corr_mma::HalfOut<Tag>>(s, features, points, supports, corr, overlap_previous, stream);
 }
 
 }  // namespace
@@ -59,18 +60,20 @@ bool local_corr4d_mma_pipelined_eligible(const LocalCorr4dShape& s, ElementType 
 
 cudaError_t launch_local_corr4d_mma_pipelined(const LocalCorr4dShape& shape, ElementType element_type,
                                               const void* features, const float* points, const void* supports,
-                                              void* corr, ElementType corr_type, cudaStream_t stream) {
+                                              void* corr, ElementType corr_type, bool overlap_previous,
+                                              cudaStream_t stream) {
   const bool float_output = corr_type == ElementType::float32;
   switch (element_type) {
     case ElementType::float32:
       if (!float_output) return cudaErrorInvalidValue;
-      return launch_typed<corr_mma::Tf32x3, corr_mma::FloatOut>(shape, features, points, supports, corr, stream);
+      return launch_typed<corr_mma::Tf32x3, corr_mma::FloatOut>(shape, features, points, supports, corr,
+                                                                overlap_previous, stream);
     case ElementType::bfloat16:
       if (!float_output && corr_type != element_type) return cudaErrorInvalidValue;
-      return launch_half<Bf16Tag>(shape, features, points, supports, corr, float_output, stream);
+      return launch_half<Bf16Tag>(shape, features, points, supports, corr, float_output, overlap_previous, stream);
     case ElementType::float16:
       if (!float_output && corr_type != element_type) return cudaErrorInvalidValue;
-      return launch_half<Fp16Tag>(shape, features, points, supports, corr, float_output, stream);
+      return launch_half<Fp16Tag>(shape, features, points, supports, corr, float_output, overlap_previous, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -166,6 +166,9 @@ TRACKSCOPE_DEVICE_FN void bilinear_window(const float* xy, int64_t width, int64_
 template <class A, class Out>
 TRACKSCOPE_KERNEL(kThreads, 2)
 local_corr4d_mma_pipelined_kernel(Params p) {
+  // A kernel launched after this one with overlap_previous (the next pyramid level's correlation) may start on the
+  // SMs our last blocks leave idle (programmatic_launch.cuh).
+  allow_dependent_launch();
   using Raw = typename A::Raw;
   using L = Layout<A>;
   constexpr int kPitch = L::pitch;

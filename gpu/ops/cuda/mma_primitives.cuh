@@ -25,9 +25,9 @@ namespace trackscope::gpu::ops::cuda::primitives {
 TRACKSCOPE_DEVICE_FN int thread_index() { return static_cast<int>(threadIdx.x); }
 TRACKSCOPE_DEVICE_FN int64_t block_index() { return static_cast<int64_t>(blockIdx.x); }
 TRACKSCOPE_DEVICE_FN void block_sync() { __syncthreads(); }
-/// Lets a kernel launched after this one with programmatic stream serialization (launch_cmdtop_mma's
-/// overlap_previous) start its blocks once every block of this grid has made this call, i.e. on the SMs this grid's
-/// last blocks leave idle. A no-op before compute capability 9.0 and where no such kernel follows.
+/// Lets a kernel launched after this one with overlap_previous (programmatic_launch.cuh) start its blocks once every
+/// block of this grid has made this call, i.e. on the SMs this grid's last blocks leave idle. A no-op before compute
+/// capability 9.0 and where no such kernel follows.
 TRACKSCOPE_DEVICE_FN void allow_dependent_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
