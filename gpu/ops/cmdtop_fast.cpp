@@ -367,8 +367,9 @@ void CmdTopFast::forward_out(const at::Tensor& corr, at::Tensor& out, bool overl
   // Strided output rows: the tensor-core kernel writes them directly (even row strides), the other paths into a
   // contiguous temporary.
   if (!out.is_contiguous() && !(fused_tile_ > 0 && out.stride(0) % 2 == 0)) {
+    // Never beside the previous kernel here: the temporary may reuse memory that kernel still reads.
     at::Tensor rows = at::empty(out.sizes(), out.options());
-    forward_out(corr, rows, overlap_previous);
+    forward_out(corr, rows);
     out.copy_(rows);
     return;
   }
