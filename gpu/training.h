@@ -96,6 +96,7 @@ struct AugmentationOptions {
   double max_brightness_levels = 0.0;  // offset uniform in [-x, x] grey levels (of 255)
   double max_contrast = 0.0;           // gain about mid-grey uniform in [1 - x, 1 + x]
   double max_gamma = 0.0;              // exponent exp(u), u uniform in [-x, x]
+  double max_colour_gain = 0.0;        // per-channel gain (white balance) uniform in [1 - x, 1 + x], each channel
   double jpeg_probability = 0.0;       // share of augmented clips passed through a JPEG-like round trip
   int jpeg_min_quality = 50;           // its quality, uniform in [min, max] (IJG scale, as PIL's `quality`)
   int jpeg_max_quality = 95;

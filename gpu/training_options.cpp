@@ -86,8 +86,8 @@ core::Status SyntheticOptions::check() const {
 }
 
 bool AugmentationOptions::enabled() const {
-  return probability > 0.0 &&
-         (max_brightness_levels > 0.0 || max_contrast > 0.0 || max_gamma > 0.0 || jpeg_probability > 0.0);
+  return probability > 0.0 && (max_brightness_levels > 0.0 || max_contrast > 0.0 || max_gamma > 0.0 ||
+                               max_colour_gain > 0.0 || jpeg_probability > 0.0);
 }
 
 core::Status AugmentationOptions::check() const {
@@ -99,6 +99,8 @@ core::Status AugmentationOptions::check() const {
   TRACKSCOPE_RETURN_IF_ERROR(
       require(in_range(max_contrast, 0, 0.5) && in_range(max_gamma, 0, 0.7), what,
               fmt::format("contrast {} not in [0, 0.5] or gamma {} not in [0, 0.7]", max_contrast, max_gamma)));
+  TRACKSCOPE_RETURN_IF_ERROR(
+      require(in_range(max_colour_gain, 0, 0.5), what, fmt::format("colour gain {} not in [0, 0.5]", max_colour_gain)));
   return require(
       jpeg_min_quality >= 1 && jpeg_min_quality <= jpeg_max_quality && jpeg_max_quality <= 100, what,
       fmt::format("JPEG qualities [{}, {}] must satisfy 1 <= min <= max <= 100", jpeg_min_quality, jpeg_max_quality));

@@ -103,6 +103,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--aug-gamma", o.augmentation.max_gamma, "augmentation: gamma exp(u), u in [-x, x]")
       ->capture_default_str();
+  app.add_option("--aug-colour", o.augmentation.max_colour_gain,
+                 "augmentation: per-channel gain (white balance) in [1 - x, 1 + x] per clip")
+      ->capture_default_str();
   app.add_option("--aug-jpeg", o.augmentation.jpeg_probability,
                  "augmentation: share of clips passed through a JPEG-like round trip (on the device)")
       ->capture_default_str();

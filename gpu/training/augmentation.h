@@ -1,6 +1,7 @@
 #pragma once
 // Photometric and compression augmentation of training clips, on the device of the video (torch side): per clip
-// a gamma, a contrast gain about mid-grey and a brightness offset, rounding to 8-bit levels, and optionally a
+// a gamma, a gain per colour channel (white balance), a contrast gain about mid-grey and a brightness offset,
+// rounding to 8-bit levels, and optionally a
 // JPEG-like round trip (colour conversion to YCbCr, 4:2:0 chroma, 8x8 DCT quantised with the IJG tables of a
 // per-clip quality, inverse, triangle-filter chroma upsampling, rounding). The JPEG is an emulation in float
 // arithmetic of what libjpeg does (not bit-exact; core/tracking/evaluation_perturbation.h has the real codec

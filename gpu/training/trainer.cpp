@@ -435,6 +435,7 @@ core::Expected<TrainingSummary> Trainer::train() {
                   {"max_brightness_levels", options_.augmentation.max_brightness_levels},
                   {"max_contrast", options_.augmentation.max_contrast},
                   {"max_gamma", options_.augmentation.max_gamma},
+                  {"max_colour_gain", options_.augmentation.max_colour_gain},
                   {"jpeg_probability", options_.augmentation.jpeg_probability},
                   {"jpeg_quality", {options_.augmentation.jpeg_min_quality, options_.augmentation.jpeg_max_quality}}}},
                 {"consistency",

@@ -630,6 +630,49 @@ TEST(Augmentation, OffIsIdentitySeededAndOnEightBitLevels) {
   EXPECT_TRUE(at::equal(augment_video(video, never, 7), video));
 }
 
+// The colour gain: one gain per clip and channel within [1 - x, 1 + x] (channels differ), and turning it on leaves
+// the other parameters' draws as they were (the brightness offset of a clip stays the same).
+TEST(Augmentation, ColourGainPerClipAndChannel) {
+  SKIP_WITHOUT_DEVICE();
+  const at::Tensor video = generate(small_options(), 41).video.to(test_device());
+  AugmentationOptions o;
+  o.max_colour_gain = 0.2;
+  ASSERT_TRUE(o.enabled());
+  const at::Tensor original = ((video.cpu() + 1.0) * 127.5).to(at::kDouble);
+  const at::Tensor coloured = ((augment_video(video, o, 9).cpu() + 1.0) * 127.5).to(at::kDouble);
+  int clips_with_distinct_channels = 0;
+  for (int64_t clip = 0; clip < video.size(0); ++clip) {
+    double lowest = 2.0, highest = 0.0;
+    for (int64_t channel = 0; channel < 3; ++channel) {
+      const at::Tensor before = original[clip].select(-1, channel).flatten();
+      const at::Tensor after = coloured[clip].select(-1, channel).flatten();
+      // Away from black (where rounding dominates the ratio) and from clipping at 255.
+      const at::Tensor usable = before.gt(60.0).logical_and(after.lt(254.0));
+      ASSERT_GT(usable.sum().item<int64_t>(), 100) << "clip " << clip << " channel " << channel;
+      const at::Tensor ratio = after.masked_select(usable) / before.masked_select(usable);
+      const double gain = ratio.median().item<double>();
+      EXPECT_GE(gain, 0.8 - 0.01);
+      EXPECT_LE(gain, 1.2 + 0.01);
+      // One gain for the whole channel: every usable pixel's ratio within the 8-bit rounding of it.
+      EXPECT_LT((ratio - gain).abs().max().item<double>(), 0.6 / 60.0 + 1e-6) << "clip " << clip;
+      lowest = std::min(lowest, gain);
+      highest = std::max(highest, gain);
+    }
+    if (highest - lowest > 0.01) ++clips_with_distinct_channels;
+  }
+  EXPECT_GT(clips_with_distinct_channels, 0) << "the channels' gains are drawn independently";
+  // The brightness offset drawn with the colour gain on is the one drawn without it.
+  AugmentationOptions shift;
+  shift.max_brightness_levels = 8.0;
+  AugmentationOptions shift_and_colour = shift;
+  shift_and_colour.max_colour_gain = 1e-9;
+  EXPECT_LT((augment_video(video, shift, 3) - augment_video(video, shift_and_colour, 3)).abs().max().item<double>(),
+            1e-6);
+  AugmentationOptions absurd;
+  absurd.max_colour_gain = 0.9;
+  EXPECT_FALSE(absurd.check().ok());
+}
+
 // The consistency loss's two copies: independent augmentations by default; with jpeg_pair the second is the first
 // through the JPEG-like round trip at a per-clip quality from the augmentation's range, and nothing else.
 TEST(Augmentation, ConsistencyCopiesIndependentOrJpegOfTheFirst) {
