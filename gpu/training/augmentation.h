@@ -1,12 +1,11 @@
 #pragma once
 // Photometric and compression augmentation of training clips, on the device of the video (torch side): per clip
 // a gamma, a gain per colour channel (white balance), a contrast gain about mid-grey and a brightness offset,
-// rounding to 8-bit levels, and optionally a
-// JPEG-like round trip (colour conversion to YCbCr, 4:2:0 chroma, 8x8 DCT quantised with the IJG tables of a
-// per-clip quality, inverse, triangle-filter chroma upsampling, rounding). The JPEG is an emulation in float
-// arithmetic of what libjpeg does (not bit-exact; core/tracking/evaluation_perturbation.h has the real codec
-// for the evaluation): it gives the same kind of blocking, ringing and chroma loss, for every clip of a batch in
-// a few batched matrix products.
+// rounding to 8-bit levels, and optionally a JPEG-like round trip (colour conversion to YCbCr, 4:2:0 chroma, 8x8
+// DCT quantised with the IJG tables of a per-clip quality, inverse, triangle-filter chroma upsampling, rounding).
+// The JPEG is an emulation in float arithmetic of what libjpeg does (not bit-exact;
+// core/tracking/evaluation_perturbation.h has the real codec for the evaluation): it gives the same kind of
+// blocking, ringing and chroma loss, for every clip of a batch in a few batched matrix products.
 //
 //   at::Tensor augmented = augment_video(video, options.augmentation, derive_seed(batch_seed, 1));
 //   at::Tensor compressed = jpeg_like(video01_255, at::full({B}, 90.0));
