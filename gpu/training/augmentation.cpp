@@ -124,12 +124,13 @@ at::Tensor augment_video(const at::Tensor& video, const AugmentationOptions& opt
   at::Tensor colour_gain =
       1.0 + (at::rand({b_count, 3}, generator, at::TensorOptions(at::kDouble)) * 2.0 - 1.0) * options.max_colour_gain;
 
+  // [B] -> [B,1,1,1,1] (one value per clip), [B,3] -> [B,1,1,1,3] (one per clip and channel).
   const auto shape = [&](const at::Tensor& per_clip) {
-    return per_clip.to(video.options()).view({b_count, 1, 1, 1, 1});
+    return per_clip.to(video.options()).view({b_count, 1, 1, 1, -1});
   };
   at::Tensor v = ((video + 1.0) * 0.5).clamp(0.0, 1.0);
   v = v.pow(shape(gamma));
-  if (options.max_colour_gain > 0.0) v = v * colour_gain.to(video.options()).view({b_count, 1, 1, 1, 3});
+  if (options.max_colour_gain > 0.0) v = v * shape(colour_gain);
   v = ((v - 0.5) * shape(contrast) + 0.5 + shape(brightness)).clamp_(0.0, 1.0).mul_(255.0).round_();
   if (compress.any().item<bool>()) {
     const at::Tensor chosen = compress.nonzero().squeeze(1);
