@@ -10,7 +10,6 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
-#include <torch/cuda.h>
 
 #include <fmt/format.h>
 
@@ -30,6 +29,7 @@
 #include "gpu/tracker/locotrack_tracker.h"
 #include "gpu/tracker_factory.h"
 #include "fixture_support.h"
+#include "test_device.h"
 #include "gpu/weights/weights.h"
 
 namespace trackscope::gpu {
@@ -47,11 +47,9 @@ constexpr double kTrackTolerancePx = 1e-3;
 constexpr double kLogitRelativeL2 = 1e-4;
 constexpr double kVisibilityMargin = 1e-4;
 
-std::string device_name() {
-  const char* env = std::getenv("TRACKSCOPE_TEST_DEVICE");
-  return env != nullptr && std::string(env) == "cuda" ? "cuda:0" : "cpu";
-}
-bool wants_cuda() { return device_name() != "cpu"; }
+using test_env::cuda_requested;
+using test_env::test_device;
+using test_env::test_device_name;
 
 fs::path weights_path(ModelSize size) {
   return kFixtures / fmt::format("locotrack_{}_random_bf16.safetensors", model::model_size_name(size));
@@ -61,8 +59,7 @@ std::shared_ptr<const model::LocoTrack> load_model(ModelSize size) {
   static std::map<ModelSize, std::shared_ptr<const model::LocoTrack>> cache;
   auto& entry = cache[size];
   if (!entry) {
-    core::Expected<weights::LoadedModel> loaded =
-        weights::load_locotrack(weights_path(size), at::Device(device_name()));
+    core::Expected<weights::LoadedModel> loaded = weights::load_locotrack(weights_path(size), test_device());
     if (!loaded) throw std::runtime_error(loaded.status().message());
     entry = loaded->model;
   }
@@ -127,14 +124,12 @@ class EngineTest : public ::testing::Test {
     keep_freed_host_memory();
   }
   void SetUp() override {
-    if (wants_cuda() && !torch::cuda::is_available()) {
-      GTEST_SKIP() << "TRACKSCOPE_TEST_DEVICE=cuda but LibTorch sees no CUDA device: the CUDA engine run is skipped";
-    }
+    TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
     // Every test runs the small model or the clip of the parity fixtures; the base model's tests skip on their own.
     TRACKSCOPE_REQUIRE_FIXTURE(weights_path(ModelSize::small).filename().string());
     TRACKSCOPE_REQUIRE_FIXTURE("parity_inputs.safetensors");
   }
-  static std::string label(const char* what) { return fmt::format("[engine {}] {}", device_name(), what); }
+  static std::string label(const char* what) { return fmt::format("[engine {}] {}", test_device_name(), what); }
 
   static void expect_tracks(const std::string& what, const at::Tensor& actual, const at::Tensor& expected,
                             double tolerance = kTrackTolerancePx) {
@@ -170,7 +165,7 @@ class EngineTest : public ::testing::Test {
         tuned != nullptr && std::string(tuned) == "0") {
       options.cudnn_benchmark = false;
     }
-    engine::Engine engine(load_model(size), at::Device(device_name()), options);
+    engine::Engine engine(load_model(size), test_device(), options);
     engine.apply_precision_flags();
     core::CostModelConfig cost;
     cost.frames = static_cast<int>(frame_count);
@@ -201,7 +196,7 @@ class EngineTest : public ::testing::Test {
     const auto reference = read_fixture(fmt::format("parity_{}.safetensors", model::model_size_name(size)));
     const std::vector<model::TrackState> iterations = run_engine(size, options);
     ASSERT_EQ(iterations.size(), 5u);
-    const std::string name = fmt::format("[engine {} {} {}]", device_name(), model::model_size_name(size),
+    const std::string name = fmt::format("[engine {} {} {}]", test_device_name(), model::model_size_name(size),
                                          path == engine::EnginePath::eager ? "eager" : "fused");
     for (int i = 0; i <= 4; ++i) {
       expect_tracks(fmt::format("{} iter{} tracks", name, i), iterations[i].tracks,
@@ -228,7 +223,7 @@ TEST_F(EngineTest, StageSamplesCoverThePipelineWithCosts) {
     ++count[s.stage];
     iterations[s.stage].insert(s.iteration);
     EXPECT_GE(s.elapsed_ms, 0.0) << core::stage_name(s.stage);
-    EXPECT_EQ(s.clock, wants_cuda() ? core::StageClock::device_events : core::StageClock::host_steady);
+    EXPECT_EQ(s.clock, cuda_requested() ? core::StageClock::device_events : core::StageClock::host_steady);
     if (s.stage != core::Stage::query_features) {
       EXPECT_GT(s.flops, 0.0) << core::stage_name(s.stage);
     }
@@ -257,14 +252,14 @@ TEST_F(EngineTest, StageSamplesCoverThePipelineWithCosts) {
 // CUDA graphs (EngineOptions::cuda_graphs): the captured chunk reproduces the parity fixture, a replay with other
 // queries gives what the eager path gives for them, and the stages are still timed (events inside the graph).
 TEST_F(EngineTest, CudaGraphReplaysMatchTheEagerPath) {
-  if (!wants_cuda()) GTEST_SKIP() << "CUDA graphs need a CUDA device (run with TRACKSCOPE_TEST_DEVICE=cuda)";
+  if (!cuda_requested()) GTEST_SKIP() << "CUDA graphs need a CUDA device (run with TRACKSCOPE_TEST_DEVICE=cuda)";
   c10::InferenceMode inference;
   const auto reference = read_fixture("parity_small.safetensors");
   const int64_t frame_count = 16;
   engine::EngineOptions graphed_options;
   graphed_options.cuda_graphs = true;
-  engine::Engine graphed(load_model(ModelSize::small), at::Device(device_name()), graphed_options);
-  engine::Engine eager(load_model(ModelSize::small), at::Device(device_name()), engine::EngineOptions{});
+  engine::Engine graphed(load_model(ModelSize::small), test_device(), graphed_options);
+  engine::Engine eager(load_model(ModelSize::small), test_device(), engine::EngineOptions{});
   ASSERT_TRUE(graphed.uses_cuda_graphs());
   ASSERT_FALSE(eager.uses_cuda_graphs());
   graphed.apply_precision_flags();
@@ -315,7 +310,7 @@ TEST_F(EngineTest, StageCostsFollowTheEnginesModelAndPrecision) {
   c10::InferenceMode inference;
   engine::EngineOptions options;
   options.precision = core::Precision::bf16;
-  engine::Engine engine(load_model(ModelSize::base), at::Device(device_name()), options);
+  engine::Engine engine(load_model(ModelSize::base), test_device(), options);
   core::CostModelConfig cost;  // says small, fp32: the engine knows better
   cost.frames = 47;
   cost.points = 256;
@@ -333,7 +328,7 @@ TEST_F(EngineTest, Bf16StaysCloseToExactModeWhereRandomWeightsAllowIt) {
   engine::EngineOptions exact;
   engine::EngineOptions bf16;
   bf16.precision = core::Precision::bf16;
-  const int64_t frames = wants_cuda() ? 16 : 3;
+  const int64_t frames = cuda_requested() ? 16 : 3;
   const auto a = run_engine(ModelSize::small, exact, nullptr, frames);
   const auto b = run_engine(ModelSize::small, bf16, nullptr, frames);
   ASSERT_EQ(b.size(), 5u);
@@ -361,7 +356,7 @@ TEST_F(EngineTest, Bf16StaysCloseToExactModeWhereRandomWeightsAllowIt) {
 // float and differ in rounding only, so the first refinement's update (one mixer pass after the same initialisation)
 // must agree closely; a wrong mask, slope or layout moves it by its own size.
 TEST_F(EngineTest, TensorCoreAttentionGivesTheModuleAttentionsUpdate) {
-  if (!wants_cuda()) GTEST_SKIP() << "the tensor-core attention needs a CUDA device (TRACKSCOPE_TEST_DEVICE=cuda)";
+  if (!cuda_requested()) GTEST_SKIP() << "the tensor-core attention needs a CUDA device (TRACKSCOPE_TEST_DEVICE=cuda)";
   constexpr int64_t kFrames = 16;
   engine::EngineOptions module_attention;
   module_attention.precision = core::Precision::fp16;
@@ -370,11 +365,11 @@ TEST_F(EngineTest, TensorCoreAttentionGivesTheModuleAttentionsUpdate) {
   kernel_attention.tensor_core_attention_frames = 0;
   {
     c10::InferenceMode inference;
-    const engine::Engine probe(load_model(ModelSize::small), at::Device(device_name()), kernel_attention);
+    const engine::Engine probe(load_model(ModelSize::small), test_device(), kernel_attention);
     if (!probe.uses_tensor_core_attention(kFrames)) {
       GTEST_SKIP() << "the tensor-core attention needs compute capability 8.0+ and the CUDA kernels";
     }
-    const engine::Engine below(load_model(ModelSize::small), at::Device(device_name()), module_attention);
+    const engine::Engine below(load_model(ModelSize::small), test_device(), module_attention);
     EXPECT_FALSE(below.uses_tensor_core_attention(kFrames));
     EXPECT_TRUE(below.uses_tensor_core_attention(kFrames + 1));
   }
@@ -398,7 +393,7 @@ core::TrackerDescription describe(ModelSize size) {
   core::TrackerDescription d;
   d.model_name = std::string(model::model_display_name(size));
   d.model_size = std::string(model::model_size_name(size));
-  d.device.id = device_name();
+  d.device.id = test_device_name();
   return d;
 }
 
@@ -468,7 +463,7 @@ TEST_F(EngineTest, TrackerReproducesTheOfficialInferenceOnTheClip) {
         core::Stage::refine_transformer, core::Stage::download, core::Stage::assembly}) {
     EXPECT_TRUE(stages.count(stage)) << core::stage_name(stage);
   }
-  EXPECT_EQ(stages.count(core::Stage::upload), wants_cuda() ? 1u : 0u);
+  EXPECT_EQ(stages.count(core::Stage::upload), cuda_requested() ? 1u : 0u);
   // The timeline: every sample is placed in time; the frames are decoded (on the prefetcher's thread) before the
   // backbone that uses them starts.
   const core::StageSample* first_decode = nullptr;
@@ -573,13 +568,13 @@ TEST_F(EngineTest, FactoryLoadsWeightsChecksPrecisionAndExplainsMissingModels) {
   options.model_dirs = {TRACKSCOPE_TEST_OUTPUT_DIR "/no-models-here"};
   std::unique_ptr<core::TrackerFactory> factory = make_tracker_factory(options);
   core::TrackerOptions request;
-  request.device = device_name();
+  request.device = test_device_name();
   request.model = weights_path(ModelSize::base).string();
   core::Expected<std::unique_ptr<core::PointTracker>> tracker = factory->create(request);
   ASSERT_TRUE(tracker) << tracker.status().message();
   EXPECT_EQ((*tracker)->description().model_size, "base");
   EXPECT_EQ((*tracker)->description().parameter_count, 11'519'717);
-  EXPECT_EQ((*tracker)->description().device.id, device_name());
+  EXPECT_EQ((*tracker)->description().device.id, test_device_name());
 
   request.model = (kFixtures / "does_not_exist.safetensors").string();
   EXPECT_EQ(factory->create(request).status().code(), core::StatusCode::not_found);
@@ -619,12 +614,12 @@ TEST_F(EngineTest, FactoryLoadsWeightsChecksPrecisionAndExplainsMissingModels) {
   EXPECT_TRUE(check_precision_supported(core::Precision::fp16, cpu, libtorch_2).ok());
 
   // The engine refuses by the same table, with its reason.
-  if (!at::Device(device_name()).is_cuda()) {
+  if (!test_device().is_cuda()) {
     engine::EngineOptions tf32;
     tf32.precision = core::Precision::tf32;
     const std::string reason = core::precision_support(core::Precision::tf32, cpu, runtime_versions()).reason;
     try {
-      engine::Engine engine(load_model(ModelSize::small), at::Device(device_name()), tf32);
+      engine::Engine engine(load_model(ModelSize::small), test_device(), tf32);
       ADD_FAILURE() << "the engine accepted tf32 on the CPU";
     } catch (const c10::Error& e) {
       EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
@@ -642,7 +637,7 @@ TEST_F(EngineTest, LongSequenceMixerEqualsTheTransformer) {
   // fewer keys than the whole clip's; the result must not change.
   at::manual_seed(5);
   const int64_t sequences = 2, frames = 700, block = 96;
-  const at::Tensor input = at::randn({sequences, frames, model::kMixerInputChannels}, at::Device(device_name()));
+  const at::Tensor input = at::randn({sequences, frames, model::kMixerInputChannels}, test_device());
   const at::Tensor whole = mixer.forward(input).to(at::kFloat);
   engine::LongMixerStats stats;
   const at::Tensor blocked = engine::long_sequence_mixer(

@@ -4,19 +4,14 @@
 
 #include <ATen/ATen.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "gpu/training.h"
 #include "gpu/training/synthetic.h"
+#include "test_device.h"
 
 namespace trackscope::gpu {
 namespace {
-
-std::string test_device() {
-  const char* device = std::getenv("TRACKSCOPE_TEST_DEVICE");
-  return device != nullptr ? device : "cpu";
-}
 
 SyntheticEvaluationOptions small_options() {
   SyntheticEvaluationOptions options;
@@ -28,7 +23,7 @@ SyntheticEvaluationOptions small_options() {
   options.data.object_texture_size = 32;
   options.clips = 6;  // one whole batch of 4 and half of the next
   options.seed = 77;
-  options.device = test_device();
+  options.device = test_env::test_device_name();
   return options;
 }
 
@@ -45,6 +40,7 @@ TEST(SyntheticEvaluationClips, DefaultsAreTheTrainersValidationSet) {
 }
 
 TEST(SyntheticEvaluationClips, AreTheGeneratorsBatchesAsPlainData) {
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   const SyntheticEvaluationOptions options = small_options();
   core::Expected<std::vector<core::TapVidClip>> clips = generate_synthetic_evaluation_clips(options);
   ASSERT_TRUE(clips) << clips.status().message();
@@ -91,6 +87,7 @@ TEST(SyntheticEvaluationClips, AreTheGeneratorsBatchesAsPlainData) {
 }
 
 TEST(SyntheticEvaluationClips, SameSeedSameClipsOtherSeedOtherClips) {
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticEvaluationOptions options = small_options();
   options.clips = 2;
   auto a = generate_synthetic_evaluation_clips(options);
@@ -107,6 +104,7 @@ TEST(SyntheticEvaluationClips, SameSeedSameClipsOtherSeedOtherClips) {
 }
 
 TEST(SyntheticEvaluationClips, RejectsOptionsThatAreNotQueryFirst) {
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticEvaluationOptions options = small_options();
   options.data.query_first_fraction = 0.3;
   EXPECT_EQ(generate_synthetic_evaluation_clips(options).status().code(), core::StatusCode::invalid_argument);

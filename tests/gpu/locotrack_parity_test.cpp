@@ -10,7 +10,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
-#include <torch/cuda.h>
 
 #include <fmt/format.h>
 
@@ -24,6 +23,7 @@
 #include "gpu/model/locotrack.h"
 #include "gpu/torch_compat.h"
 #include "fixture_support.h"
+#include "test_device.h"
 #include "gpu/weights/weights.h"
 
 namespace trackscope::gpu {
@@ -43,10 +43,9 @@ constexpr double kFeatureRelativeL2 = 2e-5;
 constexpr double kLogitRelativeL2 = 1e-4;
 constexpr double kVisibilityMargin = 1e-4;  // flags may differ only where |p_occluded - 0.5| < this
 
-std::string device_name() {
-  const char* env = std::getenv("TRACKSCOPE_TEST_DEVICE");
-  return env != nullptr && std::string(env) == "cuda" ? "cuda" : "cpu";
-}
+using test_env::cuda_requested;
+using test_env::test_device;
+using test_env::test_device_name;
 
 struct SizeCase {
   std::shared_ptr<model::LocoTrack> model;
@@ -62,7 +61,7 @@ const SizeCase& size_case(ModelSize size) {
   static std::map<ModelSize, std::unique_ptr<SizeCase>> cache;
   auto& entry = cache[size];
   if (entry) return *entry;
-  const at::Device device(device_name());
+  const at::Device device = test_device();
   auto built = std::make_unique<SizeCase>();
   const fs::path weights_path =
       kFixtures / fmt::format("locotrack_{}_random_bf16.safetensors", model::model_size_name(size));
@@ -90,10 +89,8 @@ class Parity : public ::testing::TestWithParam<ModelSize> {
     compat::set_tf32_allowed(false);
   }
   void SetUp() override {
-    if (device_name() == "cuda" && !torch::cuda::is_available()) {
-      GTEST_SKIP() << "TRACKSCOPE_TEST_DEVICE=cuda but LibTorch sees no CUDA device: the CUDA parity run is skipped";
-    }
-    if (device_name() == "cuda") {  // a GPU machine's carry holds one size's fixtures (the upload limit); CI has all
+    TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
+    if (cuda_requested()) {  // a GPU machine's carry holds one size's fixtures (the upload limit); CI has all
       const std::string size(model::model_size_name(GetParam()));
       TRACKSCOPE_REQUIRE_FIXTURE("parity_" + size + ".safetensors");
       TRACKSCOPE_REQUIRE_FIXTURE("locotrack_" + size + "_random_bf16.safetensors");
@@ -101,7 +98,7 @@ class Parity : public ::testing::TestWithParam<ModelSize> {
   }
   const SizeCase& data() const { return size_case(GetParam()); }
   const at::Tensor& reference(const std::string& key) const { return data().reference.at(key); }
-  std::string label() const { return fmt::format("[{} {}]", model::model_size_name(GetParam()), device_name()); }
+  std::string label() const { return fmt::format("[{} {}]", model::model_size_name(GetParam()), test_device_name()); }
 
   void expect_features(const std::string& what, const at::Tensor& actual, const at::Tensor& expected) const {
     const Figures f = compare(actual, expected);

@@ -10,7 +10,6 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -22,19 +21,12 @@
 #include "gpu/training/synthetic.h"
 #include "gpu/training/texture_bank.h"
 #include "core/video/still_image.h"
+#include "test_device.h"
 
 namespace trackscope::gpu::training {
 namespace {
 
-at::Device test_device() {
-  const char* requested = std::getenv("TRACKSCOPE_TEST_DEVICE");
-  return requested != nullptr && std::string(requested) == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-}
-
-#define SKIP_WITHOUT_DEVICE()                                                                  \
-  do {                                                                                         \
-    if (test_device().is_cuda() && !at::hasCUDA()) GTEST_SKIP() << "no CUDA in this LibTorch"; \
-  } while (false)
+using test_env::test_device;
 
 SyntheticOptions small_options() {
   SyntheticOptions o;
@@ -83,7 +75,7 @@ bool uniform_ids(const at::TensorAccessor<uint8_t, 2>& ids, double x, double y, 
 }
 
 TEST(Synthetic, SameSeedSameBatchOtherSeedOtherBatch) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   const SyntheticOptions o = small_options();
   SyntheticBatch a = generate(o, 7), b = generate(o, 7), c = generate(o, 8);
   EXPECT_TRUE(at::equal(a.video, b.video));
@@ -102,7 +94,7 @@ TEST(Synthetic, SameSeedSameBatchOtherSeedOtherBatch) {
 }
 
 TEST(Synthetic, QueryFrameTargetIsTheQueryAndVisible) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticOptions o = small_options();
   o.query_first_fraction = 0.5;
   const SyntheticBatch batch = generate(o, 11);
@@ -123,7 +115,7 @@ TEST(Synthetic, QueryFrameTargetIsTheQueryAndVisible) {
 }
 
 TEST(Synthetic, PointsLeavingTheImageAreOccluded) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticOptions o = small_options();
   o.max_object_speed = 3.0;  // objects fly out of the frame
   o.max_camera_speed = 2.0;
@@ -160,7 +152,7 @@ void expect_occlusion_flags_agree_with_layer_ids(const SyntheticOptions& o, uint
 }
 
 TEST(Synthetic, OcclusionFlagsAgreeWithTheRenderedLayerIds) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticOptions o = small_options();
   o.frames = 12;
   expect_occlusion_flags_agree_with_layer_ids(o, 3);
@@ -180,7 +172,7 @@ SyntheticOptions realistic_options() {
 }
 
 TEST(Synthetic, LimbsAndStretchedClipsKeepExactOcclusion) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   expect_occlusion_flags_agree_with_layer_ids(realistic_options(), 4);
 }
 
@@ -196,12 +188,12 @@ SyntheticOptions articulated_options() {
 }
 
 TEST(Synthetic, ArticulatedLimbsOccludersAndShakeKeepExactOcclusion) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   expect_occlusion_flags_agree_with_layer_ids(articulated_options(), 5);
 }
 
 TEST(Synthetic, NewOptionsAreDeterministicAndChecked) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   const SyntheticOptions o = articulated_options();
   SyntheticBatch a = generate(o, 17), b = generate(o, 17);
   EXPECT_TRUE(at::equal(a.video, b.video));
@@ -224,7 +216,7 @@ TEST(Synthetic, NewOptionsAreDeterministicAndChecked) {
 // Thinner limbs: the same clips (the half-width takes the same draw, only its range starts lower), each limb at
 // most as wide, so the limbs cover fewer pixels; the ground truth stays exact.
 TEST(Synthetic, ThinLimbsCoverLessAndKeepExactOcclusion) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticOptions o = realistic_options();
   o.limb_fraction = 1.0;
   const SyntheticBatch wide = generate(o, 18);
@@ -242,7 +234,7 @@ TEST(Synthetic, ThinLimbsCoverLessAndKeepExactOcclusion) {
 // Limbs hanging from a body: other clips than with free limbs (the pivots follow the bodies), the ground truth as
 // exact as every layer's (the colour along tracks: LimbsAndStretchedClipsKeepTheColourAlongTracks).
 TEST(Synthetic, AttachedLimbsKeepExactGroundTruth) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticOptions o = realistic_options();
   o.attached_limb_fraction = 1.0;
   EXPECT_FALSE(at::equal(generate(o, 24).target_points_xy, generate(realistic_options(), 24).target_points_xy));
@@ -320,7 +312,7 @@ void expect_sharp_colour_along_tracks(SyntheticOptions o, uint64_t seed,
 }
 
 TEST(Synthetic, ColourStaysConsistentAlongVisibleTracks) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticOptions clean = small_options();
   clean.height = clean.width = 96;
   expect_sharp_colour_along_tracks(clean, 21);
@@ -339,7 +331,7 @@ TEST(Synthetic, ColourStaysConsistentAlongVisibleTracks) {
 }
 
 TEST(Synthetic, LimbsAndStretchedClipsKeepTheColourAlongTracks) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   expect_sharp_colour_along_tracks(realistic_options(), 22);
   expect_sharp_colour_along_tracks(articulated_options(), 23);
   SyntheticOptions attached = realistic_options();
@@ -350,7 +342,7 @@ TEST(Synthetic, LimbsAndStretchedClipsKeepTheColourAlongTracks) {
 // Temporal blur: each frame of a blurred clip is (1 - 2w) f_t + w (f_{t-1} + f_{t+1}) of the same clip rendered
 // without it (the ends repeated); the ground truth does not change.
 TEST(Synthetic, TemporalBlurBlendsNeighbouringFramesOnly) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticOptions sharp = small_options();
   sharp.max_blur_sigma_px = 0.0;
   sharp.max_noise_std = 0.0;
@@ -384,7 +376,7 @@ TEST(Synthetic, TemporalBlurBlendsNeighbouringFramesOnly) {
 }
 
 TEST(Synthetic, Uint8MatchesFloatAndOptionsAreChecked) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticOptions o = small_options();
   const SyntheticBatch f = generate(o, 9);
   o.format = SyntheticVideoFormat::uint8;
@@ -438,7 +430,7 @@ SyntheticOptions photo_options(double fraction) {
 // Photographs replace textures only: the scene, queries, ground truth and layer map of a seed are those of the
 // procedural clip, the pixels are not; with the fraction at 0 a bank changes nothing at all.
 TEST(Synthetic, PhotoTexturesChangeOnlyTheTextures) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   const auto bank = noise_bank(3, 64);
   const SyntheticBatch procedural = generate(small_options(), 31);
   const SyntheticBatch unused = generate(photo_options(0.0), 31, bank);
@@ -459,7 +451,7 @@ TEST(Synthetic, PhotoTexturesChangeOnlyTheTextures) {
 // With every layer a photograph of one flat colour, every pixel is that colour under the clip's known lighting:
 // the frames show the bank's pixels, not a procedural texture.
 TEST(Synthetic, PhotoTexturesShowTheBanksPixels) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   const std::array<uint8_t, 3> colour = {200, 30, 90};
   at::Tensor flat = at::empty({1, 3, 32, 32}, at::kByte);
   for (int64_t c = 0; c < 3; ++c) flat.select(1, c).fill_(colour[static_cast<size_t>(c)]);
@@ -480,14 +472,14 @@ TEST(Synthetic, PhotoTexturesShowTheBanksPixels) {
 }
 
 TEST(Synthetic, PhotoTexturesKeepTheColourAlongTracks) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticOptions o = photo_options(1.0);
   o.height = o.width = 96;
   expect_sharp_colour_along_tracks(o, 33, noise_bank(4, 128));
 }
 
 TEST(Synthetic, PhotoTextureOptionsAreChecked) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   SyntheticOptions o = photo_options(1.5);
   EXPECT_NE(SyntheticVideoGenerator::create(o, at::kCPU).status().message().find("photo_texture_fraction"),
             std::string::npos);
@@ -592,7 +584,7 @@ SyntheticBatch uint8_batch(uint64_t seed) {
 }
 
 TEST(Augmentation, OffIsIdentitySeededAndOnEightBitLevels) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   const at::Tensor video = generate(small_options(), 40).video.to(test_device());
   AugmentationOptions off;
   EXPECT_FALSE(off.enabled());
@@ -633,7 +625,7 @@ TEST(Augmentation, OffIsIdentitySeededAndOnEightBitLevels) {
 // The colour gain: one gain per clip and channel within [1 - x, 1 + x] (channels differ), and turning it on leaves
 // the other parameters' draws as they were (the brightness offset of a clip stays the same).
 TEST(Augmentation, ColourGainPerClipAndChannel) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   const at::Tensor video = generate(small_options(), 41).video.to(test_device());
   AugmentationOptions o;
   o.max_colour_gain = 0.2;
@@ -676,7 +668,7 @@ TEST(Augmentation, ColourGainPerClipAndChannel) {
 // The consistency loss's two copies: independent augmentations by default; with jpeg_pair the second is the first
 // through the JPEG-like round trip at a per-clip quality from the augmentation's range, and nothing else.
 TEST(Augmentation, ConsistencyCopiesIndependentOrJpegOfTheFirst) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   const at::Tensor video = generate(small_options(), 42).video.to(test_device());
   AugmentationOptions o;
   o.max_brightness_levels = 8.0;
@@ -716,7 +708,7 @@ TEST(Augmentation, ConsistencyCopiesIndependentOrJpegOfTheFirst) {
 // The JPEG emulation against libjpeg (core::encode_jpeg / decode_jpeg, PIL's settings) on rendered frames: it
 // loses about what libjpeg loses, and lands close to libjpeg's pixels.
 TEST(Augmentation, JpegLikeIsCloseToLibjpeg) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   EXPECT_EQ(ijg_quantisation_table(50, false)[0], 16);  // quality 50: the standard's table itself
   EXPECT_EQ(ijg_quantisation_table(90, false)[0], 3);   // (16 * 20 + 50) / 100
   EXPECT_EQ(ijg_quantisation_table(90, true)[63], 20);  // (99 * 20 + 50) / 100

@@ -11,7 +11,6 @@
 #include <torch/nn/modules/linear.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,6 +19,7 @@
 
 #include "gpu/training/checkpoint.h"
 #include "gpu/training/trainer.h"
+#include "test_device.h"
 
 namespace trackscope::gpu::training {
 namespace {
@@ -65,22 +65,13 @@ class TinyTracker : public TrainableTracker {
   std::shared_ptr<TinyNet> net_;
 };
 
-bool cuda_requested() {
-  const char* requested = std::getenv("TRACKSCOPE_TEST_DEVICE");
-  return requested != nullptr && std::string(requested) == "cuda";
-}
-
-at::Device test_device() { return cuda_requested() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
-
-#define SKIP_WITHOUT_DEVICE()                                                           \
-  do {                                                                                  \
-    if (cuda_requested() && !at::hasCUDA()) GTEST_SKIP() << "no CUDA in this LibTorch"; \
-  } while (false)
+using test_env::cuda_requested;
+using test_env::test_device;
 
 TrainingOptions tiny_options(const fs::path& dir) {
   TrainingOptions o;
   o.model = "tiny";
-  o.device = cuda_requested() ? "cuda:0" : "cpu";
+  o.device = test_env::test_device_name();
   o.precision = core::Precision::fp32;
   o.output_dir = dir;
   o.data.batch_size = 2;
@@ -127,7 +118,7 @@ TrainableTrackerFactory tiny_factory(int* made = nullptr) {
 }
 
 TEST(Trainer, LossDecreasesOnTinyClips) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   TrainingOptions o = tiny_options(fresh_dir("decrease"));
   o.schedule.kind = LearningRateSchedule::constant;
   o.optimizer.learning_rate = 1e-2;
@@ -220,7 +211,7 @@ std::vector<nlohmann::json> read_lines(const fs::path& path) {
 }
 
 TEST(Trainer, RunTrainingWritesCheckpointLogsAndValidation) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   TrainingOptions o = tiny_options(fresh_dir("run"));
   if (cuda_requested()) o.precision = core::Precision::bf16;  // exercises the autocast guard
   o.max_steps = 5;
@@ -271,7 +262,7 @@ TEST(Trainer, RunTrainingWritesCheckpointLogsAndValidation) {
 }
 
 TEST(Trainer, ValidateOnlyMeasuresTheStartingWeightsWithoutTraining) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   const TrainableTrackerFactory factory = tiny_factory();
   // A short run whose final validation is of the weights it checkpoints (fp32).
   TrainingOptions trained = tiny_options(fresh_dir("validate_only_source"));
@@ -342,7 +333,7 @@ TEST(Trainer, ValidateOnlyMeasuresTheStartingWeightsWithoutTraining) {
 }
 
 TEST(Trainer, WeightsRoundTripShardedAndStrict) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   const fs::path dir = fresh_dir("weights");
   auto source = seeded_tracker(4);
   auto files = save_weights(source->module(), dir, "w", WeightsDtype::bf16, 1 << 20, {{"note", "test"}});
@@ -448,7 +439,7 @@ TEST(Trainer, ValidationOfAnOracleIsPerfect) {
 // Augmented training with the consistency loss: both copies are trained, the consistency term is logged, and the
 // validation reports the calibration and the stability rows (bf16/fp16 only on CUDA).
 TEST(Trainer, AugmentationConsistencyCalibrationAndStability) {
-  SKIP_WITHOUT_DEVICE();
+  TRACKSCOPE_SKIP_WITHOUT_TEST_DEVICE();
   TrainingOptions o = tiny_options(fresh_dir("robust"));
   o.consistency.weight = 0.5;
   EXPECT_EQ(o.check().code(), core::StatusCode::invalid_argument) << "consistency needs an augmentation";
